@@ -1,0 +1,163 @@
+//! The one error type of the host API. Each variant says what was expected, what was found,
+//! and what fixes it.
+
+use std::path::PathBuf;
+
+/// Result alias for the host API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the host runtime can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `RSHMEM_BACKEND` holds something other than `gpu`, `sim` or `auto`.
+    #[error("RSHMEM_BACKEND={0:?} is not a backend: use `gpu`, `sim` or `auto` (the default)")]
+    BadBackend(String),
+
+    /// `RSHMEM_BACKEND=gpu` was set, but no GPU can be used.
+    #[error("RSHMEM_BACKEND=gpu, but no GPU is usable: {0}. Unset RSHMEM_BACKEND (or set it to `sim`) to run on the CPU simulator")]
+    NoGpu(String),
+
+    /// A CUDA driver call failed.
+    #[error("CUDA: {call} failed: {message}")]
+    Cuda {
+        /// The driver call.
+        call: &'static str,
+        /// The driver's description of the error.
+        message: String,
+    },
+
+    /// NVSHMEM's host library was not found.
+    #[error("NVSHMEM's host library (libnvshmem_host.so.3) was not found; looked in: {}. Set NVSHMEM_HOME to an NVSHMEM 3.x install (or `pip install nvidia-nvshmem-cu13==3.4.5`)", fmt_paths(.searched))]
+    NvshmemNotFound {
+        /// Every place that was tried.
+        searched: Vec<PathBuf>,
+    },
+
+    /// NVSHMEM's host library was found but could not be loaded or lacks a symbol.
+    #[error("NVSHMEM host library {path}: {message}")]
+    NvshmemLoad {
+        /// The library file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// An NVSHMEM host call returned an error status.
+    #[error("NVSHMEM: {call} returned {status}{}", .hint.as_deref().map(|h| format!(": {h}")).unwrap_or_default())]
+    Nvshmem {
+        /// The host call.
+        call: &'static str,
+        /// Its return status.
+        status: i32,
+        /// What usually causes it.
+        hint: Option<String>,
+    },
+
+    /// The module's PTX was linked against a different NVSHMEM than the one loaded now.
+    #[error("kernel module `{module}` was linked with NVSHMEM {linked} device code, but the NVSHMEM host library loaded at run time is {runtime} ({path}); they must match. Rebuild with NVSHMEM_HOME pointing at {runtime}, or load {linked} at run time via NVSHMEM_HOME")]
+    VersionMismatch {
+        /// The image's crate name.
+        module: String,
+        /// Version linked into the PTX.
+        linked: String,
+        /// Version of the host library.
+        runtime: String,
+        /// The host library's path.
+        path: PathBuf,
+    },
+
+    /// The symmetric heap cannot hold the requested allocation.
+    #[error("symmetric heap exhausted: requested {requested} bytes, {available} bytes left of a {heap_size}-byte heap. Set NVSHMEM_SYMMETRIC_SIZE (e.g. NVSHMEM_SYMMETRIC_SIZE=4G) to a larger heap")]
+    HeapExhausted {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes still free (as far as rshmem accounts).
+        available: usize,
+        /// The heap's total size.
+        heap_size: usize,
+    },
+
+    /// A collective allocation was asked for with different sizes on different PEs.
+    #[error("symmetric allocation sizes differ across PEs: this PE ({pe}) asked for {mine} bytes, but {}; every PE must allocate the same size in the same order", .others.iter().map(|(p, s)| format!("PE {p} asked for {s}")).collect::<Vec<_>>().join(", "))]
+    AsymmetricAlloc {
+        /// This PE.
+        pe: usize,
+        /// Its requested size in bytes.
+        mine: usize,
+        /// `(pe, bytes)` of the PEs that disagree.
+        others: Vec<(usize, usize)>,
+    },
+
+    /// A host slice does not match a symmetric buffer's length.
+    #[error("length mismatch: the symmetric buffer holds {expected} elements, the host slice {found}")]
+    LengthMismatch {
+        /// The buffer's length.
+        expected: usize,
+        /// The slice's length.
+        found: usize,
+    },
+
+    /// The image has no kernel of that name, or no code for this GPU.
+    #[error("kernel module `{module}`: {message}")]
+    Module {
+        /// The image's crate name.
+        module: String,
+        /// What is missing.
+        message: String,
+    },
+
+    /// A launch configuration the backend cannot run.
+    #[error("cannot launch `{kernel}`: {message}")]
+    Launch {
+        /// The kernel.
+        kernel: &'static str,
+        /// Why.
+        message: String,
+    },
+
+    /// A kernel failed while running (a trap, a fault, a panic on the simulator).
+    #[error("kernel `{kernel}` failed on PE {pe}: {message}")]
+    KernelFailed {
+        /// The kernel.
+        kernel: String,
+        /// The PE it ran on.
+        pe: usize,
+        /// The driver's or simulator's message.
+        message: String,
+    },
+
+    /// The multi-process launcher failed.
+    #[error("launcher: {0}")]
+    Launcher(String),
+
+    /// One or more PEs failed; the job was ended.
+    #[error("PE {pe} failed: {reason}")]
+    PeFailed {
+        /// The first PE that failed.
+        pe: usize,
+        /// How it failed (exit status, signal, panic message, error).
+        reason: String,
+    },
+
+    /// An I/O error of the launcher or discovery.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn fmt_paths(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "nowhere".into();
+    }
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

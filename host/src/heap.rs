@@ -1,0 +1,106 @@
+//! [`SymBuffer`]: a typed allocation on the symmetric heap.
+
+use crate::error::{Error, Result};
+use crate::runtime::Shmem;
+use bytemuck::Pod;
+use std::marker::PhantomData;
+
+/// `len` elements of `T` on the symmetric heap: the same allocation exists on every PE, so a
+/// kernel reaches a peer's copy through the local pointer plus the peer's PE number.
+///
+/// Allocated collectively (same length on every PE, checked), zero-filled, freed on drop
+/// (also collectively: drop buffers in the same order on every PE).
+pub struct SymBuffer<'s, T: Pod> {
+    shmem: &'s Shmem,
+    addr: u64,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<'s, T: Pod> SymBuffer<'s, T> {
+    pub(crate) fn new_zeroed(shmem: &'s Shmem, len: usize) -> Result<Self> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Error::HeapExhausted {
+                requested: usize::MAX,
+                available: 0,
+                heap_size: 0,
+            })?;
+        let addr = shmem.inner.alloc(bytes)?;
+        Ok(Self {
+            shmem,
+            addr,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// The local address as a kernel argument (a device address on GPUs; not dereferenceable
+    /// on the host).
+    pub fn as_ptr(&self) -> *const T {
+        self.addr as *const T
+    }
+
+    /// The local address as a mutable kernel argument.
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.addr as *mut T
+    }
+
+    /// Copies this PE's copy of the buffer to the host. Waits for launched work first.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.shmem.inner.synchronize()?;
+        let mut out = vec![T::zeroed(); self.len];
+        self.shmem
+            .inner
+            .copy_to_host(self.addr, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+
+    /// Overwrites this PE's copy with `data` (same length). Waits for launched work first.
+    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len {
+            return Err(Error::LengthMismatch {
+                expected: self.len,
+                found: data.len(),
+            });
+        }
+        self.shmem.inner.synchronize()?;
+        self.shmem
+            .inner
+            .copy_from_host(self.addr, bytemuck::cast_slice(data))
+    }
+}
+
+impl<T: Pod> Drop for SymBuffer<'_, T> {
+    fn drop(&mut self) {
+        // Pending kernels may still use the buffer; a failure here was or will be reported by
+        // the next synchronisation, and drop cannot return it.
+        let _ = self.shmem.inner.synchronize();
+        self.shmem.inner.free(self.addr);
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for SymBuffer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymBuffer")
+            .field("addr", &format_args!("{:#x}", self.addr))
+            .field("len", &self.len)
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}

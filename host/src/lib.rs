@@ -1,0 +1,66 @@
+//! # rshmem-host
+//!
+//! The host side of rshmem: start the PEs, give them a symmetric heap, load kernel modules and
+//! launch kernels — on GPUs (CUDA driver through cudarc and NVSHMEM's host library, both
+//! loaded at run time) or on the CPU simulator, with the same program.
+//!
+//! ```no_run
+//! use rshmem_host::{LaunchConfig, Shmem};
+//! # mod kernels { pub use rshmem_device::Kernel; }
+//! fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//!     rshmem_host::run(|shmem: &Shmem| {
+//!         let buf = shmem.alloc_zeroed::<i32>(1024)?;
+//!         println!("PE {} of {}: {} ints on the symmetric heap", shmem.my_pe(), shmem.n_pes(), buf.len());
+//!         shmem.barrier_all()?;
+//!         Ok(())
+//!     })?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! [`run`] is the entry point: started plainly it spawns one process per GPU (or runs the PEs
+//! as threads on the simulator) and calls the closure once per PE with that PE's [`Shmem`].
+//!
+//! Layers, as in cudarc: `gpu::nvshmem::sys` (raw symbols) → `gpu::nvshmem::result` (checked
+//! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`]).
+
+#![warn(missing_docs)]
+
+mod backend;
+mod error;
+mod gpu;
+mod heap;
+pub mod launch;
+mod module;
+mod runtime;
+mod sim;
+
+pub use backend::Backend;
+pub use error::{Error, Result};
+pub use heap::SymBuffer;
+pub use module::{KernelImage, LaunchConfig, Module, TargetImage};
+pub use runtime::{run, Shmem};
+
+pub use bytemuck::Pod;
+pub use rshmem_device::{Kernel, KernelArg, KernelArgs};
+
+/// Embeds the kernels built by rshmem-builder for the crate `$name` (the name given to
+/// `Builder::new`), as a [`KernelImage`].
+///
+/// ```ignore
+/// static KERNELS: rshmem::KernelImage = rshmem::include_kernels!("my-kernels");
+/// ```
+#[macro_export]
+macro_rules! include_kernels {
+    ($name:literal) => {{
+        mod __rshmem_image {
+            include!(concat!(env!("OUT_DIR"), "/rshmem-image-", $name, ".rs"));
+        }
+        $crate::KernelImage {
+            name: __rshmem_image::CRATE,
+            nvshmem_version: __rshmem_image::NVSHMEM_VERSION,
+            kernels: __rshmem_image::KERNELS,
+            targets: __rshmem_image::TARGETS,
+        }
+    }};
+}

@@ -1,0 +1,146 @@
+//! [`run`] starts the PEs; [`Shmem`] is one PE's handle to the runtime.
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::heap::SymBuffer;
+use crate::module::{KernelImage, Module};
+use bytemuck::Pod;
+use std::time::Duration;
+
+/// The error type a PE's closure may return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What each backend implements for one PE. `Shmem`, `SymBuffer` and `Module` are thin safe
+/// wrappers over it.
+pub(crate) trait PeBackend: Send + Sync {
+    fn my_pe(&self) -> usize;
+    fn n_pes(&self) -> usize;
+    fn barrier_all(&self) -> Result<()>;
+    /// Collective: every PE calls with the same `bytes`, or every PE gets
+    /// [`Error::AsymmetricAlloc`]. Returns the local address of the allocation (a device
+    /// address on GPUs), zero-filled.
+    fn alloc(&self, bytes: usize) -> Result<u64>;
+    /// Collective free of an address returned by `alloc`.
+    fn free(&self, addr: u64);
+    fn copy_to_host(&self, addr: u64, dst: &mut [u8]) -> Result<()>;
+    fn copy_from_host(&self, addr: u64, src: &[u8]) -> Result<()>;
+    fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>>;
+    /// Waits for all launched work of this PE, surfacing a kernel failure.
+    fn synchronize(&self) -> Result<()>;
+    /// Runs `f` between two timing points of the PE's stream (events on GPUs).
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+}
+
+/// One loaded module, per backend.
+pub(crate) trait ModuleBackend: Send + Sync {
+    /// Launches `kernel`. `params` points at each argument (GPU); `sim_thread` runs the body
+    /// as one simulated thread (simulator).
+    ///
+    /// # Safety
+    ///
+    /// `params` must match the kernel's parameter list; the kernel's own contract holds.
+    unsafe fn launch(
+        &self,
+        kernel: &'static str,
+        config: &crate::module::LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        sim_thread: &(dyn Fn() + Sync),
+    ) -> Result<()>;
+}
+
+/// One PE's view of the runtime: its number, the symmetric heap, modules and launches.
+///
+/// Created by [`run`] for each PE; everything allocated through it borrows it, so nothing
+/// outlives the runtime (NVSHMEM is finalised when the PE's closure returns).
+pub struct Shmem {
+    pub(crate) inner: Box<dyn PeBackend>,
+    backend: Backend,
+}
+
+impl Shmem {
+    pub(crate) fn new(inner: Box<dyn PeBackend>, backend: Backend) -> Self {
+        Self { inner, backend }
+    }
+
+    /// This PE's number, `0..n_pes()`.
+    pub fn my_pe(&self) -> usize {
+        self.inner.my_pe()
+    }
+
+    /// The number of PEs.
+    pub fn n_pes(&self) -> usize {
+        self.inner.n_pes()
+    }
+
+    /// Which backend runs this PE.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Host-side barrier across all PEs; also completes this PE's outstanding work
+    /// (launches and heap writes) first, so data written before it is visible after it.
+    pub fn barrier_all(&self) -> Result<()> {
+        self.inner.synchronize()?;
+        self.inner.barrier_all()
+    }
+
+    /// Waits for all launched work of this PE; a kernel failure surfaces here, naming it.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
+
+    /// Allocates `len` elements on the symmetric heap, zero-filled. Collective: every PE must
+    /// call it with the same `len`, in the same order.
+    pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<SymBuffer<'_, T>> {
+        SymBuffer::new_zeroed(self, len)
+    }
+
+    /// Allocates a symmetric buffer holding a copy of `data`. Collective, like
+    /// [`Shmem::alloc_zeroed`]: every PE passes a slice of the same length.
+    pub fn alloc_from<T: Pod>(&self, data: &[T]) -> Result<SymBuffer<'_, T>> {
+        let mut buf = SymBuffer::new_zeroed(self, data.len())?;
+        buf.copy_from_host(data)?;
+        Ok(buf)
+    }
+
+    /// Loads a kernel image on this PE (cubin for this GPU, else PTX; NVSHMEM version
+    /// checked). On the simulator it checks the image and runs the host-compiled kernels.
+    pub fn load(&self, image: &KernelImage) -> Result<Module<'_>> {
+        Ok(Module::new(self, image, self.inner.load(image)?))
+    }
+
+    /// Runs `f` and returns how long the PE's stream took for the work it launched (CUDA
+    /// events on GPUs, wall time on the simulator).
+    pub fn time(&self, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+        self.inner.time(&mut f)
+    }
+}
+
+/// Runs `pe_main` once on every PE and returns when all have finished.
+///
+/// * GPU backend, started plainly: spawns one process per visible GPU (or `RSHMEM_NPES`) from
+///   this executable, bootstraps NVSHMEM by unique ID, prefixes their output with
+///   `[PE k]`, and returns the first failure, ending the others (see [`crate::launch`]).
+///   Under `srun`/`mpirun`, or in a process started by the launcher, it runs this PE only.
+/// * Simulator: runs `RSHMEM_NPES` (default 2) PEs as threads of this process.
+///
+/// Code before `run` executes in every process; keep it free of side effects.
+pub fn run<F, E>(pe_main: F) -> Result<()>
+where
+    F: Fn(&Shmem) -> std::result::Result<(), E> + Send + Sync,
+    E: Into<BoxError>,
+{
+    let pe_main = |shmem: &Shmem| pe_main(shmem).map_err(Into::into);
+    match Backend::current()? {
+        Backend::Sim => crate::sim::run(crate::launch::requested_npes()?.unwrap_or(2), &pe_main),
+        Backend::Gpu => crate::gpu::run(&pe_main),
+    }
+}
+
+/// Converts a PE closure's error into the runtime's, naming the PE.
+pub(crate) fn pe_error(pe: usize, err: BoxError) -> Error {
+    Error::PeFailed {
+        pe,
+        reason: err.to_string(),
+    }
+}

@@ -1,0 +1,156 @@
+//! `#[kernel]`: marks a function as a kernel entry point.
+//!
+//! ```ignore
+//! #[kernel]
+//! pub unsafe fn ring(dst: *mut i32) { /* ... */ }
+//! ```
+//!
+//! The signature is checked: no return value, no generics, no `self`, no `async`, plain
+//! identifiers as parameters, every parameter a `KernelArg` (`Copy`, same bytes on host and
+//! device). It expands to:
+//!
+//! * on `nvptx64`: `#[no_mangle] pub unsafe extern "ptx-kernel" fn ring(...)`, the PTX entry;
+//! * on the host: the function as a plain `pub unsafe fn` (the CPU simulator runs it once per
+//!   simulated thread) and a type `ring` implementing `rshmem_device::Kernel`, which host code
+//!   names to launch it with type-checked arguments: `module.launch::<ring>(cfg, (ptr,))`.
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{parse_macro_input, Error, FnArg, ItemFn, Pat, ReturnType};
+
+/// Marks a kernel entry point. See the crate documentation.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let attr = proc_macro2::TokenStream::from(attr);
+        return Error::new(attr.span(), "#[kernel] takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let func = parse_macro_input!(item as ItemFn);
+    match expand(func) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
+    check_signature(&func)?;
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = func;
+    let name = &sig.ident;
+    let name_str = name.to_string();
+    let inputs = &sig.inputs;
+    let (arg_names, arg_types): (Vec<_>, Vec<_>) = inputs
+        .iter()
+        .map(|arg| match arg {
+            FnArg::Typed(pt) => (pt.pat.clone(), pt.ty.clone()),
+            FnArg::Receiver(_) => unreachable!("rejected by check_signature"),
+        })
+        .unzip();
+    let indices = (0..arg_names.len()).map(syn::Index::from);
+    // Each parameter type must be a KernelArg; the assertion points at the offending type.
+    let arg_checks = arg_types.iter().map(|ty| {
+        quote_spanned! {ty.span()=>
+            const _: fn() = || {
+                fn assert_kernel_arg<T: ::rshmem_device::KernelArg>() {}
+                assert_kernel_arg::<#ty>();
+            };
+        }
+    });
+    let doc_type = format!(
+        "Host-side handle of the kernel [`fn@{name_str}`]: launch it with \
+         `module.launch::<{name_str}>(config, args)`."
+    );
+
+    Ok(quote! {
+        #(#arg_checks)*
+
+        #[cfg(target_arch = "nvptx64")]
+        #(#attrs)*
+        #[no_mangle]
+        #vis unsafe extern "ptx-kernel" fn #name(#inputs) #block
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#attrs)*
+        #[allow(clippy::missing_safety_doc)]
+        #vis unsafe fn #name(#inputs) #block
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc = #doc_type]
+        #[allow(non_camel_case_types)]
+        #vis struct #name {}
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl ::rshmem_device::Kernel for #name {
+            const NAME: &'static str = #name_str;
+            type Args = (#(#arg_types,)*);
+            #[inline]
+            unsafe fn run_sim(args: Self::Args) {
+                // SAFETY: forwarded from the caller of `run_sim`.
+                unsafe { #name(#(args.#indices),*) }
+            }
+        }
+    })
+}
+
+fn check_signature(func: &ItemFn) -> syn::Result<()> {
+    let sig = &func.sig;
+    let fail = |span: Span, msg: &str| Err(Error::new(span, msg));
+    if let ReturnType::Type(_, ty) = &sig.output {
+        return fail(
+            ty.span(),
+            "a #[kernel] cannot return a value: write results through a pointer argument",
+        );
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return fail(
+            sig.generics.span(),
+            "a #[kernel] cannot be generic: PTX entry points need one concrete signature",
+        );
+    }
+    if let Some(t) = &sig.asyncness {
+        return fail(t.span(), "a #[kernel] cannot be async");
+    }
+    if let Some(t) = &sig.constness {
+        return fail(t.span(), "a #[kernel] cannot be const");
+    }
+    if let Some(abi) = &sig.abi {
+        return fail(abi.span(), "#[kernel] sets the ABI itself: remove `extern`");
+    }
+    if let Some(v) = &sig.variadic {
+        return fail(v.span(), "a #[kernel] cannot be variadic");
+    }
+    if sig.inputs.len() > 12 {
+        return fail(sig.inputs.span(), "a #[kernel] takes at most 12 parameters");
+    }
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Receiver(r) => return fail(r.span(), "a #[kernel] cannot take `self`"),
+            FnArg::Typed(pt) => match &*pt.pat {
+                Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {}
+                other => {
+                    return fail(
+                        other.span(),
+                        "#[kernel] parameters must be plain names (`x: u32`), not patterns",
+                    )
+                }
+            },
+        }
+        if let FnArg::Typed(pt) = arg {
+            if let syn::Type::Reference(r) = &*pt.ty {
+                return fail(
+                    r.span(),
+                    "a #[kernel] cannot take references: pass raw pointers (`*mut T`) or values",
+                );
+            }
+        }
+    }
+    Ok(())
+}

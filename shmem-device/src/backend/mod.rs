@@ -1,0 +1,12 @@
+//! The two implementations of the device API behind one internal interface. Each backend
+//! exposes the same free functions; the public modules call `backend::*` and never
+//! `cfg` on the target themselves (the typed `RmaScalar` table is the one exception, since it
+//! pairs each type with its NVSHMEM symbol).
+
+#[cfg(target_arch = "nvptx64")]
+mod gpu;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use gpu::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) use crate::sim::device::*;

@@ -1,0 +1,85 @@
+//! The contract between `#[kernel]`, the host launcher and the simulator.
+//!
+//! `#[kernel] pub unsafe fn ring(dst: *mut i32, n: u32)` emits, next to the function:
+//!
+//! * on nvptx, the `extern "ptx-kernel"` entry named `ring`;
+//! * on the host, a type `ring` (braced, so it does not clash with the function) that
+//!   implements [`Kernel`] with `Args = (*mut i32, u32)`.
+//!
+//! The host launches with `module.launch::<kernels::ring>(config, (ptr, n))`: a wrong
+//! argument type or count is a compile error, on both backends.
+
+use core::ffi::c_void;
+
+/// A kernel entry point, implemented by `#[kernel]` on the host.
+pub trait Kernel: 'static {
+    /// The symbol name in the PTX module.
+    const NAME: &'static str;
+    /// The argument tuple, in declaration order.
+    type Args: KernelArgs;
+
+    /// Runs the kernel body once, as the current simulated thread. Only the simulator
+    /// calls this, after it has set up the thread's coordinates and PE.
+    ///
+    /// # Safety
+    ///
+    /// The caller must uphold the kernel's own contract (valid pointers, sizes) and must
+    /// call it from a simulator thread.
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe fn run_sim(args: Self::Args);
+}
+
+/// A type that may be passed to a kernel by value: plain data whose bytes mean the same on
+/// the host and the device.
+///
+/// # Safety
+///
+/// Implementors must have the same size, alignment and meaning in host and device code and
+/// no padding the device could read as data (integers, floats, raw pointers, `#[repr(C)]`
+/// aggregates of those).
+pub unsafe trait KernelArg: Copy + 'static {}
+
+macro_rules! impl_kernel_arg {
+    ($($t:ty),* $(,)?) => { $(unsafe impl KernelArg for $t {})* };
+}
+impl_kernel_arg!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, usize, isize, bool);
+unsafe impl<T: 'static> KernelArg for *mut T {}
+unsafe impl<T: 'static> KernelArg for *const T {}
+
+/// A tuple of [`KernelArg`]s, as a kernel's parameter list.
+///
+/// # Safety
+///
+/// `COUNT` must equal the number of parameters, and [`KernelArgs::param_ptrs`] must write
+/// one pointer to each field, in order: the GPU launch hands them to `cuLaunchKernel`.
+pub unsafe trait KernelArgs: Copy + 'static {
+    /// Number of kernel parameters.
+    const COUNT: usize;
+    /// Writes a pointer to each parameter into `out[..COUNT]`.
+    fn param_ptrs(&self, out: &mut [*mut c_void]);
+}
+
+macro_rules! impl_kernel_args {
+    ($n:expr; $($t:ident . $i:tt),*) => {
+        unsafe impl<$($t: KernelArg),*> KernelArgs for ($($t,)*) {
+            const COUNT: usize = $n;
+            #[allow(unused_variables)]
+            fn param_ptrs(&self, out: &mut [*mut c_void]) {
+                $(out[$i] = &self.$i as *const $t as *mut c_void;)*
+            }
+        }
+    };
+}
+impl_kernel_args!(0;);
+impl_kernel_args!(1; A.0);
+impl_kernel_args!(2; A.0, B.1);
+impl_kernel_args!(3; A.0, B.1, C.2);
+impl_kernel_args!(4; A.0, B.1, C.2, D.3);
+impl_kernel_args!(5; A.0, B.1, C.2, D.3, E.4);
+impl_kernel_args!(6; A.0, B.1, C.2, D.3, E.4, F.5);
+impl_kernel_args!(7; A.0, B.1, C.2, D.3, E.4, F.5, G.6);
+impl_kernel_args!(8; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7);
+impl_kernel_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
+impl_kernel_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
+impl_kernel_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
+impl_kernel_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);
