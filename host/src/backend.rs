@@ -31,7 +31,10 @@ pub(crate) fn parse_request(value: Option<&str>) -> Result<Request> {
 }
 
 /// Resolves a request against whether a GPU is usable (`probe` gives the reason if not).
-pub(crate) fn resolve(request: Request, probe: impl FnOnce() -> Result<(), String>) -> Result<(Backend, Option<String>)> {
+pub(crate) fn resolve(
+    request: Request,
+    probe: impl FnOnce() -> Result<(), String>,
+) -> Result<(Backend, Option<String>)> {
     match request {
         Request::Sim => Ok((Backend::Sim, None)),
         Request::Gpu => probe().map(|()| (Backend::Gpu, None)).map_err(Error::NoGpu),
@@ -58,10 +61,12 @@ impl Backend {
                 Ok(backend)
             })
             .clone()
-            .map_err(|msg| match parse_request(std::env::var("RSHMEM_BACKEND").ok().as_deref()) {
-                Err(e) => e,
-                Ok(_) => Error::NoGpu(msg),
-            })
+            .map_err(
+                |msg| match parse_request(std::env::var("RSHMEM_BACKEND").ok().as_deref()) {
+                    Err(e) => e,
+                    Ok(_) => Error::NoGpu(msg),
+                },
+            )
     }
 }
 
@@ -75,7 +80,10 @@ mod tests {
         assert_eq!(parse_request(Some("gpu")).unwrap(), Request::Gpu);
         assert_eq!(parse_request(Some(" sim ")).unwrap(), Request::Sim);
         let err = parse_request(Some("cuda")).unwrap_err().to_string();
-        assert!(err.contains("\"cuda\"") && err.contains("`gpu`, `sim` or `auto`"), "{err}");
+        assert!(
+            err.contains("\"cuda\"") && err.contains("`gpu`, `sim` or `auto`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -83,14 +91,23 @@ mod tests {
         let (b, why) = resolve(Request::Auto, || Err("no libcuda".into())).unwrap();
         assert_eq!(b, Backend::Sim);
         assert_eq!(why.as_deref(), Some("no libcuda"));
-        assert_eq!(resolve(Request::Auto, || Ok(())).unwrap(), (Backend::Gpu, None));
+        assert_eq!(
+            resolve(Request::Auto, || Ok(())).unwrap(),
+            (Backend::Gpu, None)
+        );
     }
 
     #[test]
     fn forced_gpu_without_gpu_is_an_error_naming_the_fix() {
         let err = resolve(Request::Gpu, || Err("libcuda.so.1 not found".into())).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("libcuda.so.1 not found") && msg.contains("RSHMEM_BACKEND"), "{msg}");
-        assert_eq!(resolve(Request::Sim, || panic!("not probed")).unwrap(), (Backend::Sim, None));
+        assert!(
+            msg.contains("libcuda.so.1 not found") && msg.contains("RSHMEM_BACKEND"),
+            "{msg}"
+        );
+        assert_eq!(
+            resolve(Request::Sim, || panic!("not probed")).unwrap(),
+            (Backend::Sim, None)
+        );
     }
 }

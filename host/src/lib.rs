@@ -54,6 +54,8 @@ pub use rshmem_device::{Kernel, KernelArg, KernelArgs};
 macro_rules! include_kernels {
     ($name:literal) => {{
         mod __rshmem_image {
+            #[allow(unused_imports)]
+            use $crate::TargetImage;
             include!(concat!(env!("OUT_DIR"), "/rshmem-image-", $name, ".rs"));
         }
         $crate::KernelImage {

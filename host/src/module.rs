@@ -43,7 +43,11 @@ impl KernelImage {
     /// Picks code for a device of compute capability `sm`: an exact cubin, else the PTX of
     /// the highest architecture not above `sm` (the driver JIT-compiles it).
     pub(crate) fn code_for(&self, sm: u32) -> Result<(u32, Code)> {
-        if let Some(t) = self.targets.iter().find(|t| t.sm == sm && t.cubin.is_some()) {
+        if let Some(t) = self
+            .targets
+            .iter()
+            .find(|t| t.sm == sm && t.cubin.is_some())
+        {
             return Ok((t.sm, Code::Cubin(t.cubin.unwrap())));
         }
         self.targets
@@ -66,8 +70,7 @@ impl KernelImage {
 
     /// The NVSHMEM version as `major.minor.patch`, if linked.
     pub fn nvshmem_version_string(&self) -> Option<String> {
-        self.nvshmem_version
-            .map(|(a, b, c)| format!("{a}.{b}.{c}"))
+        self.nvshmem_version.map(|(a, b, c)| format!("{a}.{b}.{c}"))
     }
 
     pub(crate) fn check_has(&self, kernel: &str) -> Result<()> {
@@ -146,7 +149,11 @@ pub struct Module<'s> {
 }
 
 impl<'s> Module<'s> {
-    pub(crate) fn new(shmem: &'s Shmem, image: &KernelImage, inner: Box<dyn ModuleBackend>) -> Self {
+    pub(crate) fn new(
+        shmem: &'s Shmem,
+        image: &KernelImage,
+        inner: Box<dyn ModuleBackend>,
+    ) -> Self {
         Self {
             shmem,
             image: *image,
@@ -206,8 +213,16 @@ mod tests {
         nvshmem_version: Some((3, 4, 5)),
         kernels: &["a", "b"],
         targets: &[
-            TargetImage { sm: 80, ptx: "ptx80", cubin: Some(b"c80") },
-            TargetImage { sm: 90, ptx: "ptx90", cubin: None },
+            TargetImage {
+                sm: 80,
+                ptx: "ptx80",
+                cubin: Some(b"c80"),
+            },
+            TargetImage {
+                sm: 90,
+                ptx: "ptx90",
+                cubin: None,
+            },
         ],
     };
 
@@ -218,7 +233,10 @@ mod tests {
         assert_eq!(IMG.code_for(100).unwrap(), (90, Code::Ptx("ptx90")));
         assert_eq!(IMG.code_for(86).unwrap(), (80, Code::Ptx("ptx80")));
         let err = IMG.code_for(75).unwrap_err().to_string();
-        assert!(err.contains("sm_75") && err.contains("sm_80, sm_90"), "{err}");
+        assert!(
+            err.contains("sm_75") && err.contains("sm_80, sm_90"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -4,6 +4,9 @@ use crate::error::Result;
 use crate::runtime::{BoxError, Shmem};
 
 /// Runs `npes` PEs as threads of this process.
-pub(crate) fn run(_npes: usize, _pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync)) -> Result<()> {
+pub(crate) fn run(
+    _npes: usize,
+    _pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+) -> Result<()> {
     todo!("simulator")
 }

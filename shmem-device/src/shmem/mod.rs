@@ -12,7 +12,9 @@
 pub mod rma;
 pub mod sync;
 
-pub use rma::{g, get, get_nbi, getmem, getmem_nbi, p, put, put_nbi, putmem, putmem_nbi, RmaScalar};
+pub use rma::{
+    g, get, get_nbi, getmem, getmem_nbi, p, put, put_nbi, putmem, putmem_nbi, RmaScalar,
+};
 pub use sync::{barrier_all, fence, quiet, sync_all};
 
 use crate::backend;

@@ -133,7 +133,12 @@ pub unsafe fn getmem_nbi<S: Scope>(dest: *mut u8, source: *const u8, bytes: usiz
 /// As [`putmem`] for `count * size_of::<T>()` bytes.
 #[inline(always)]
 pub unsafe fn put<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: usize, pe: i32) {
-    putmem::<S>(dest.cast(), source.cast(), count * core::mem::size_of::<T>(), pe)
+    putmem::<S>(
+        dest.cast(),
+        source.cast(),
+        count * core::mem::size_of::<T>(),
+        pe,
+    )
 }
 
 /// Typed [`putmem_nbi`].
@@ -143,7 +148,12 @@ pub unsafe fn put<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: usiz
 /// As [`putmem_nbi`] for `count * size_of::<T>()` bytes.
 #[inline(always)]
 pub unsafe fn put_nbi<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: usize, pe: i32) {
-    putmem_nbi::<S>(dest.cast(), source.cast(), count * core::mem::size_of::<T>(), pe)
+    putmem_nbi::<S>(
+        dest.cast(),
+        source.cast(),
+        count * core::mem::size_of::<T>(),
+        pe,
+    )
 }
 
 /// Typed [`getmem`].
@@ -153,7 +163,12 @@ pub unsafe fn put_nbi<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: 
 /// As [`getmem`] for `count * size_of::<T>()` bytes.
 #[inline(always)]
 pub unsafe fn get<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: usize, pe: i32) {
-    getmem::<S>(dest.cast(), source.cast(), count * core::mem::size_of::<T>(), pe)
+    getmem::<S>(
+        dest.cast(),
+        source.cast(),
+        count * core::mem::size_of::<T>(),
+        pe,
+    )
 }
 
 /// Typed [`getmem_nbi`].
@@ -163,5 +178,10 @@ pub unsafe fn get<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: usiz
 /// As [`getmem_nbi`] for `count * size_of::<T>()` bytes.
 #[inline(always)]
 pub unsafe fn get_nbi<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: usize, pe: i32) {
-    getmem_nbi::<S>(dest.cast(), source.cast(), count * core::mem::size_of::<T>(), pe)
+    getmem_nbi::<S>(
+        dest.cast(),
+        source.cast(),
+        count * core::mem::size_of::<T>(),
+        pe,
+    )
 }

@@ -1,0 +1,256 @@
+//! The device link step (TOOLCHAIN.md's recipe): every crate's bitcode → `llvm-link`, then
+//! only what is needed of NVSHMEM's device bitcode → internalize everything but the kernels
+//! and NVSHMEM's state symbols → O3 → `llc` to PTX → `ptxas` to cubin where available.
+
+use crate::error::{io, Error, Result};
+use crate::toolchain::Toolchain;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// NVSHMEM globals that `nvshmemx_cumodule_init` looks up in the module: they must stay
+/// visible.
+const NVSHMEM_STATE: &[&str] = &[
+    "nvshmemi_device_state_d",
+    "nvshmemi_device_lib_version_d",
+    "nvshmemi_ibgda_device_state_d",
+];
+
+/// Functions the driver or ptxas resolve, which may stay external in the PTX.
+const DRIVER_PROVIDED: &[&str] = &["vprintf", "__assertfail", "malloc", "free"];
+
+/// Runs a tool, turning failure into [`Error::Tool`] with its stderr.
+pub(crate) fn run(cmd: &mut Command) -> Result<std::process::Output> {
+    let name = cmd.get_program().to_string_lossy().into_owned();
+    let out = cmd.output().map_err(|e| Error::Tool {
+        tool: name.clone(),
+        message: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(Error::Tool {
+            tool: format!(
+                "{name} {}",
+                cmd.get_args()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Extracts the bitcode members of an rlib (every member but `lib.rmeta`) into `into`.
+pub(crate) fn extract_rlib(tc: &Toolchain, rlib: &Path, into: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(into).map_err(io(format!("creating {}", into.display())))?;
+    run(Command::new(tc.llvm("llvm-ar"))
+        .arg("x")
+        .arg(rlib)
+        .current_dir(into))?;
+    let mut members: Vec<PathBuf> = std::fs::read_dir(into)
+        .map_err(io(format!("listing {}", into.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "o"))
+        .collect();
+    members.sort();
+    Ok(members)
+}
+
+/// The `ptx_kernel` functions defined in the given bitcode files.
+pub(crate) fn kernels_in(tc: &Toolchain, objects: &[PathBuf]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for obj in objects {
+        let out = run(Command::new(tc.llvm("llvm-dis")).arg(obj).args(["-o", "-"]))?;
+        names.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(kernel_name_in_define),
+        );
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// `define ptx_kernel void @name(...)` → `name`.
+fn kernel_name_in_define(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("define ")?;
+    let (head, tail) = rest.split_once('@')?;
+    if !head.split_whitespace().any(|w| w == "ptx_kernel") {
+        return None;
+    }
+    let name = match tail.strip_prefix('"') {
+        Some(quoted) => quoted.split_once('"')?.0,
+        None => tail.split_once('(')?.0,
+    };
+    Some(name.to_string())
+}
+
+/// Undefined function symbols of a bitcode module.
+pub(crate) fn undefined(tc: &Toolchain, module: &Path) -> Result<Vec<String>> {
+    let out = run(Command::new(tc.llvm("llvm-nm"))
+        .arg("--undefined-only")
+        .arg(module))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .filter(|s| !s.starts_with("llvm."))
+        .collect())
+}
+
+/// What the link step produces for one architecture.
+#[derive(Debug)]
+pub(crate) struct Linked {
+    pub ptx: PathBuf,
+    pub nvshmem_version: Option<(u32, u32, u32)>,
+}
+
+/// Links crate bitcode (and NVSHMEM if `nvshmem` is given) into PTX for `sm`.
+pub(crate) fn link(
+    tc: &Toolchain,
+    work: &Path,
+    objects: &[PathBuf],
+    kernels: &[String],
+    nvshmem: Option<&Path>,
+    sm: u32,
+    debug: bool,
+    ptx_out: &Path,
+) -> Result<Linked> {
+    let all = work.join("crates.bc");
+    // No --only-needed here: with it, symbols referenced by later files (core's panic
+    // machinery) were dropped because of link order.
+    run(Command::new(tc.llvm("llvm-link"))
+        .args(objects)
+        .arg("-o")
+        .arg(&all))?;
+    let linked = match nvshmem {
+        Some(bc) => {
+            let out = work.join("with-nvshmem.bc");
+            // NVSHMEM's bitcode predates LLVM's `p6` address-space entry in the nvptx data
+            // layout; the layouts agree on everything both use, so the warning is noise.
+            run(Command::new(tc.llvm("llvm-link"))
+                .arg(&all)
+                .arg("--only-needed")
+                .arg(bc)
+                .arg("--suppress-warnings")
+                .arg("-o")
+                .arg(&out))?;
+            out
+        }
+        None => all,
+    };
+    let keep: Vec<&str> = kernels
+        .iter()
+        .map(String::as_str)
+        .chain(NVSHMEM_STATE.iter().copied())
+        .collect();
+    let optimized = work.join("optimized.bc");
+    let level = if debug { "O1" } else { "O3" };
+    run(Command::new(tc.llvm("opt"))
+        .arg(format!("--internalize-public-api-list={}", keep.join(",")))
+        .arg(format!("-passes=internalize,default<{level}>"))
+        .arg(&linked)
+        .arg("-o")
+        .arg(&optimized))?;
+    let unresolved: Vec<String> = undefined(tc, &optimized)?
+        .into_iter()
+        .filter(|s| !DRIVER_PROVIDED.contains(&s.as_str()))
+        .collect();
+    if !unresolved.is_empty() {
+        return Err(Error::Unresolved {
+            krate: work.display().to_string(),
+            symbols: unresolved.join(", "),
+        });
+    }
+    // NVSHMEM uses `.mmio` loads, which need PTX ISA 8.2 or later; 8.6 is what CUDA 12.6+
+    // drivers accept and what ptxas 13 defaults to for sm_90.
+    run(Command::new(tc.llvm("llc"))
+        .arg(format!("-mcpu=sm_{sm}"))
+        .arg("-mattr=+ptx86")
+        .arg(&optimized)
+        .arg("-o")
+        .arg(ptx_out))?;
+    let ptx =
+        std::fs::read_to_string(ptx_out).map_err(io(format!("reading {}", ptx_out.display())))?;
+    Ok(Linked {
+        ptx: ptx_out.to_path_buf(),
+        nvshmem_version: nvshmem_version_in_ptx(&ptx),
+    })
+}
+
+/// Reads `nvshmemi_device_lib_version_d = {major, 0, 0, 0, minor, 0, 0, 0, patch, ...}` (three
+/// little-endian `int`s) from the PTX: the version `nvshmemx_cumodule_init` checks.
+pub(crate) fn nvshmem_version_in_ptx(ptx: &str) -> Option<(u32, u32, u32)> {
+    let line = ptx
+        .lines()
+        .find(|l| l.contains("nvshmemi_device_lib_version_d") && l.contains('='))?;
+    let bytes: Vec<u32> = line
+        .split_once('{')?
+        .1
+        .split_once('}')?
+        .0
+        .split(',')
+        .map(|b| b.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    if bytes.len() < 9 {
+        return None;
+    }
+    let mut b = [0u32; 12];
+    b.iter_mut().zip(&bytes).for_each(|(d, s)| *d = *s);
+    let word = |i: usize| b[i * 4] | b[i * 4 + 1] << 8 | b[i * 4 + 2] << 16 | b[i * 4 + 3] << 24;
+    Some((word(0), word(1), word(2)))
+}
+
+/// Assembles PTX into a cubin with ptxas; fails with ptxas's own message.
+pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: u32, cubin: &Path) -> Result<()> {
+    let out = Command::new(ptxas)
+        .arg(format!("-arch=sm_{sm}"))
+        .arg(ptx)
+        .arg("-o")
+        .arg(cubin)
+        .output()
+        .map_err(io(format!("running {}", ptxas.display())))?;
+    if !out.status.success() {
+        return Err(Error::Ptxas {
+            ptxas: ptxas.to_path_buf(),
+            ptx: ptx.to_path_buf(),
+            arch: format!("sm_{sm}"),
+            message: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .trim()
+            .to_string(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_kernel_defines() {
+        assert_eq!(
+            kernel_name_in_define("define ptx_kernel void @ring(ptr noundef %0) unnamed_addr #1 {"),
+            Some("ring".into())
+        );
+        assert_eq!(
+            kernel_name_in_define("define dso_local ptx_kernel void @\"we ird\"() {"),
+            Some("we ird".into())
+        );
+        assert_eq!(kernel_name_in_define("define void @helper(i32 %0) {"), None);
+        assert_eq!(kernel_name_in_define("declare ptx_kernel void @x()"), None);
+    }
+
+    #[test]
+    fn reads_the_nvshmem_version() {
+        let ptx = ".visible .const .align 4 .b8 nvshmemi_device_lib_version_d[12] = {3, 0, 0, 0, 4, 0, 0, 0, 5};";
+        assert_eq!(nvshmem_version_in_ptx(ptx), Some((3, 4, 5)));
+        let ptx = "nvshmemi_device_lib_version_d[12] = {3, 0, 0, 0, 12, 0, 0, 0, 1, 1, 0, 0};";
+        assert_eq!(nvshmem_version_in_ptx(ptx), Some((3, 12, 257)));
+        assert_eq!(nvshmem_version_in_ptx(".visible .entry ring("), None);
+    }
+}
