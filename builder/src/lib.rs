@@ -205,8 +205,8 @@ impl Builder {
         self
     }
 
-    /// The nested build's target folder (default: `rshmem-device/<crate>` in the outer
-    /// target folder).
+    /// The nested build's target folder (default: `rshmem-device` in the outer target
+    /// folder, one subfolder per architecture).
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self
@@ -243,7 +243,11 @@ impl Builder {
         let name = package_name(&manifest)?;
         let target_root = match &self.target_dir {
             Some(d) => d.clone(),
-            None => outer_target_dir(&out_dir).join("rshmem-device").join(&name),
+            // Shared by every kernel crate built into this outer target folder: `core` for
+            // nvptx64 compiles once per architecture. Packages are told apart by name (cargo's
+            // hashes of path packages are relative to their workspace, so two crates of the same
+            // name could collide; within one workspace, names are unique).
+            None => outer_target_dir(&out_dir).join("rshmem-device"),
         };
         let tc = Toolchain::detect()?;
 
@@ -383,6 +387,19 @@ const OUTER_ENV: &[&str] = &[
     "DEBUG",
 ];
 
+/// The first words of cargo's progress lines.
+const CARGO_STATUS: &[&str] = &[
+    "Compiling",
+    "Updating",
+    "Locking",
+    "Downloading",
+    "Downloaded",
+    "Blocking",
+    "Finished",
+    "Adding",
+    "Checking",
+];
+
 fn nested_build(
     tc: &Toolchain,
     manifest: &Path,
@@ -460,8 +477,8 @@ fn nested_build(
                         }
                     }
                 }
-                for f in msg.filenames {
-                    let f = PathBuf::from(f);
+                for f in &msg.filenames {
+                    let f = hashed_rlib(PathBuf::from(f), &msg.filenames);
                     if f.extension().is_some_and(|e| e == "rlib")
                         && f.components()
                             .any(|c| c.as_os_str() == "nvptx64-nvidia-cuda")
@@ -478,8 +495,15 @@ fn nested_build(
     }
     if !out.status.success() {
         // json-render-diagnostics sends rustc's rendered errors to stderr; keep both.
+        // Keep rustc's messages, drop cargo's progress lines.
         let mut text = diagnostics;
-        text.push_str(&stderr);
+        for line in stderr.lines() {
+            let status = line.trim_start().split_whitespace().next().unwrap_or("");
+            if !CARGO_STATUS.contains(&status) {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
         return Err(Error::Compile {
             krate: manifest.to_path_buf(),
             arch: arch.name(),
@@ -498,6 +522,27 @@ fn nested_build(
         own_rlib,
         local_packages,
     })
+}
+
+/// Cargo reports the primary package's rlib at its uplifted path (`release/libX.rlib`),
+/// which every package named X built into the same target folder overwrites; the copy in
+/// `deps/` carries the package's hash (taken from its `.rmeta`) and stays put.
+fn hashed_rlib(path: PathBuf, filenames: &[String]) -> PathBuf {
+    if path.extension().is_none_or(|e| e != "rlib")
+        || path.parent().is_some_and(|p| p.ends_with("deps"))
+    {
+        return path;
+    }
+    filenames
+        .iter()
+        .map(Path::new)
+        .find(|f| {
+            f.extension().is_some_and(|e| e == "rmeta")
+                && f.parent().is_some_and(|p| p.ends_with("deps"))
+        })
+        .map(|rmeta| rmeta.with_extension("rlib"))
+        .filter(|rlib| rlib.is_file())
+        .unwrap_or(path)
 }
 
 #[derive(serde::Deserialize)]

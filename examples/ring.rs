@@ -1,0 +1,33 @@
+//! Each PE puts its id into its right neighbour's symmetric `dst` from inside a kernel, the
+//! kernel ends with a device-side barrier, and every PE checks it holds its left neighbour's
+//! id.
+//!
+//! ```text
+//! cargo run --release --example ring
+//! RSHMEM_BACKEND=sim RSHMEM_NPES=3 cargo run --release --example ring
+//! ```
+
+use anyhow::{ensure, Result};
+use rshmem::kernels::{ring, IMAGE};
+use rshmem::{LaunchConfig, Shmem};
+
+fn main() -> Result<()> {
+    rshmem::run(|shmem: &Shmem| -> Result<()> {
+        let (me, n) = (shmem.my_pe(), shmem.n_pes());
+        let module = shmem.load(&IMAGE)?;
+        let mut dst = shmem.alloc_from(&[-1i32])?;
+        shmem.barrier_all()?;
+        // SAFETY: `dst` is one symmetric i32; every PE launches the (collective) kernel.
+        unsafe {
+            module
+                .launch::<ring::ring>(LaunchConfig::new(1, 1).cooperative(), (dst.as_mut_ptr(),))?
+        };
+        let got = dst.to_vec()?[0];
+        let left = (me + n - 1) % n;
+        println!("PE {me}: received {got} from PE {left}");
+        ensure!(got == left as i32, "PE {me} holds {got}, expected {left}");
+        shmem.barrier_all()?;
+        Ok(())
+    })?;
+    Ok(())
+}

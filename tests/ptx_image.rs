@@ -1,0 +1,67 @@
+//! The shipped kernels as built by `build.rs`: PTX for sm_90 and sm_80 with an `.entry` per
+//! kernel, nothing unresolved but what the driver provides, cubins from ptxas for both.
+
+use rshmem::kernels::IMAGE;
+
+#[test]
+fn every_kernel_has_an_entry_for_every_arch() {
+    let mut sms: Vec<u32> = IMAGE.targets.iter().map(|t| t.sm).collect();
+    sms.sort();
+    assert_eq!(sms, [80, 90]);
+    for expected in ["hello_fill", "hello_read", "ring", "put_bw"] {
+        assert!(
+            IMAGE.kernels.contains(&expected),
+            "{expected} missing from {:?}",
+            IMAGE.kernels
+        );
+    }
+    for t in IMAGE.targets {
+        assert!(t.ptx.contains(&format!(".target sm_{}", t.sm)));
+        let entries: Vec<&str> = t
+            .ptx
+            .lines()
+            .filter_map(|l| l.strip_prefix(".visible .entry "))
+            .map(|l| l.trim_end_matches('('))
+            .collect();
+        let mut entries = entries;
+        entries.sort();
+        let mut kernels = IMAGE.kernels.to_vec();
+        kernels.sort();
+        assert_eq!(entries, kernels, "sm_{}", t.sm);
+    }
+}
+
+#[test]
+fn only_driver_functions_stay_external() {
+    for t in IMAGE.targets {
+        for line in t.ptx.lines().filter(|l| l.starts_with(".extern")) {
+            assert!(
+                line.contains("vprintf") || line.contains("__assertfail"),
+                "sm_{}: unexpected external: {line}",
+                t.sm
+            );
+        }
+    }
+}
+
+#[test]
+fn nvshmem_state_and_version_are_linked_in() {
+    assert_eq!(IMAGE.nvshmem_version, Some((3, 4, 5)));
+    for t in IMAGE.targets {
+        assert!(t.ptx.contains("nvshmemi_device_state_d"), "sm_{}", t.sm);
+    }
+}
+
+#[test]
+fn ptxas_accepted_every_arch() {
+    for t in IMAGE.targets {
+        let cubin = t
+            .cubin
+            .unwrap_or_else(|| panic!("no cubin for sm_{}: was ptxas found?", t.sm));
+        assert!(
+            cubin.starts_with(b"\x7fELF"),
+            "sm_{}: not an ELF cubin",
+            t.sm
+        );
+    }
+}
