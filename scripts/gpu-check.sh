@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool, kind nvidia-h200-x2), from the repository root, with
+# .gpu/ carried (made here by scripts/gpu-prepare.sh; nothing is built there but the CUDA C++
+# peers, with nvcc). Correctness first, then performance side by side, then a short table.
+#
+#   device run: bash .gpu/scripts/gpu-check.sh        (writes logs to $OUT)
+set -uo pipefail
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export RSHMEM_BACKEND=gpu
+OUT=${OUT:-/tmp/rshmem-out}
+mkdir -p "$OUT"
+BIN=.gpu/bin
+NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
+export NVSHMEM_HOME=$NVS
+export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
+declare -A RESULT
+
+step() { # name, command...: runs it with a 300 s bound, records pass/fail, keeps the log
+    local name=$1; shift
+    echo "=== $name: $*"
+    local t0=$SECONDS
+    timeout -k 10 300 "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    tail -n 25 "$OUT/$name.log"
+    RESULT[$name]="rc=$rc $((SECONDS - t0))s"
+    echo "=== $name: rc=$rc"
+}
+
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+nvidia-smi topo -m | head -4
+echo "NVSHMEM at $NVS"
+
+# 1. The seed's programs, in Rust end to end.
+step hello_symmetric $BIN/hello_symmetric
+step ring $BIN/ring
+
+# 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs).
+for t in $BIN/test-*; do
+    [ -x "$t" ] || continue
+    if "$t" --list --ignored 2>/dev/null | grep -q "gpu"; then
+        step "$(basename "$t")" "$t" --ignored gpu --test-threads=1
+    fi
+done
+
+# 3. Put bandwidth: Rust, then the CUDA C++ NVSHMEM peer, same sizes and grids.
+SIZES=4096,16384,65536,262144,1048576,4194304,16777216,67108864,268435456
+step put_bw_rust $BIN/put_bandwidth --ctas 8,32,132 --threads 512 --sizes $SIZES
+nvcc -rdc=true -O3 -arch=sm_90 -I"$NVS/include" .gpu/scripts/cuda/put_bw.cu -o /tmp/put_bw_cu \
+    -L"$NVS/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -lcuda >"$OUT/nvcc.log" 2>&1 \
+    || { echo "nvcc failed"; cat "$OUT/nvcc.log"; }
+UID_FILE=/tmp/rshmem-uid.$$
+rm -f "$UID_FILE"
+cuda_bw() {
+    /tmp/put_bw_cu 0 2 "$UID_FILE" 8,32,132 512 $SIZES &
+    local p0=$!
+    /tmp/put_bw_cu 1 2 "$UID_FILE" 8,32,132 512 $SIZES
+    local r1=$?
+    wait $p0
+    local r0=$?
+    return $((r0 | r1))
+}
+[ -x /tmp/put_bw_cu ] && step put_bw_cuda cuda_bw
+
+# 4. Summary.
+echo
+echo "== results"
+for k in "${!RESULT[@]}"; do printf '%-40s %s\n' "$k" "${RESULT[$k]}"; done | sort
+echo
+echo "== put bandwidth PE0 -> PE1, GB/s (Rust / CUDA C++ = ratio)"
+python3 - "$OUT/put_bw_rust.log" "$OUT/put_bw_cuda.log" <<'PY'
+import sys
+def load(path, tag):
+    d = {}
+    try:
+        for line in open(path):
+            if line.startswith(tag + ","):
+                _, c, s, g = line.strip().split(",")
+                d[(int(c), int(s))] = float(g)
+    except FileNotFoundError:
+        pass
+    return d
+rust, cuda = load(sys.argv[1], "BW"), load(sys.argv[2], "CUBW")
+ctas = sorted({c for c, _ in rust} | {c for c, _ in cuda})
+sizes = sorted({s for _, s in rust} | {s for _, s in cuda})
+print("%10s" % "size" + "".join("%24s" % ("%d CTAs" % c) for c in ctas))
+for s in sizes:
+    lab = "%d MiB" % (s >> 20) if s >= 1 << 20 else "%d KiB" % (s >> 10)
+    row = "%10s" % lab
+    for c in ctas:
+        r, u = rust.get((c, s)), cuda.get((c, s))
+        cell = "%s / %s" % ("%.0f" % r if r else "-", "%.0f" % u if u else "-")
+        if r and u:
+            cell += " = %.2f" % (r / u)
+        row += "%24s" % cell
+    print(row)
+PY

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds here (no GPU needed) everything scripts/gpu-check.sh runs on the GPU machine, and
+# copies it into .gpu/ (ignored by git, carried by the device tool):
+#   .gpu/bin/      release example binaries and test binaries
+#   .gpu/scripts/  gpu-check.sh and the CUDA C++ peers, compiled there with nvcc
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --examples --tests --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
+rm -rf .gpu && mkdir -p .gpu/bin .gpu/scripts
+python3 - <<'PY'
+import json, shutil
+for line in open('/tmp/rshmem-gpu-build.json'):
+    m = json.loads(line)
+    if m.get('reason') != 'compiler-artifact' or not m.get('executable'):
+        continue
+    kinds = m['target']['kind']
+    name = m['target']['name']
+    if 'example' in kinds or (m['profile']['test'] and name not in ('build_crates',)):
+        dst = '.gpu/bin/' + (name if 'example' in kinds else 'test-' + name)
+        shutil.copy2(m['executable'], dst)
+        print('carry', dst)
+PY
+cp scripts/gpu-check.sh .gpu/scripts/
+cp -r scripts/cuda .gpu/scripts/
+du -sh .gpu
