@@ -59,7 +59,9 @@ cuda_bw() {
     local r0=$?
     return $((r0 | r1))
 }
-[ -x /tmp/put_bw_cu ] && step put_bw_cuda cuda_bw
+export -f cuda_bw
+export UID_FILE SIZES
+[ -x /tmp/put_bw_cu ] && step put_bw_cuda bash -c cuda_bw
 
 # 4. Summary.
 echo

@@ -39,7 +39,7 @@ pub use backend::Backend;
 pub use error::{Error, Result};
 pub use heap::SymBuffer;
 pub use module::{KernelImage, LaunchConfig, Module, TargetImage};
-pub use runtime::{run, Shmem};
+pub use runtime::{run, BoxError, Job, Shmem};
 
 pub use bytemuck::Pod;
 pub use rshmem_device::{Kernel, KernelArg, KernelArgs};

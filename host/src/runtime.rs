@@ -116,7 +116,8 @@ impl Shmem {
     }
 }
 
-/// Runs `pe_main` once on every PE and returns when all have finished.
+/// Runs `pe_main` once on every PE and returns when all have finished: `Job::new().run(..)`,
+/// with the backend and PE count from the environment.
 ///
 /// * GPU backend, started plainly: spawns one process per visible GPU (or `RSHMEM_NPES`) from
 ///   this executable, bootstraps NVSHMEM by unique ID, prefixes their output with
@@ -130,10 +131,69 @@ where
     F: Fn(&Shmem) -> std::result::Result<(), E> + Send + Sync,
     E: Into<BoxError>,
 {
-    let pe_main = |shmem: &Shmem| pe_main(shmem).map_err(Into::into);
-    match Backend::current()? {
-        Backend::Sim => crate::sim::run(crate::launch::requested_npes()?.unwrap_or(2), &pe_main),
-        Backend::Gpu => crate::gpu::run(&pe_main),
+    Job::new().run(pe_main)
+}
+
+/// A job's settings, where the environment's defaults are not wanted (tests that run one
+/// suite on each backend, programs that pick their PE count).
+///
+/// ```no_run
+/// use rshmem_host::{Backend, Job, Shmem};
+/// Job::new().backend(Backend::Sim).npes(4).run(|shmem: &Shmem| {
+///     assert_eq!(shmem.n_pes(), 4);
+///     Ok::<(), rshmem_host::Error>(())
+/// })?;
+/// # Ok::<(), rshmem_host::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Job {
+    backend: Option<Backend>,
+    npes: Option<usize>,
+}
+
+impl Job {
+    /// Backend and PE count from the environment (`RSHMEM_BACKEND`, `RSHMEM_NPES`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs on this backend whatever `RSHMEM_BACKEND` says. [`Backend::Gpu`] without a
+    /// usable GPU is an error ([`Error::NoGpu`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Runs this many PEs whatever `RSHMEM_NPES` says (a GPU job needs as many GPUs).
+    pub fn npes(mut self, npes: usize) -> Self {
+        self.npes = Some(npes);
+        self
+    }
+
+    /// Runs `pe_main` once on every PE; see [`run`].
+    pub fn run<F, E>(self, pe_main: F) -> Result<()>
+    where
+        F: Fn(&Shmem) -> std::result::Result<(), E> + Send + Sync,
+        E: Into<BoxError>,
+    {
+        let pe_main = |shmem: &Shmem| pe_main(shmem).map_err(Into::into);
+        let backend = match self.backend {
+            Some(Backend::Gpu) => {
+                crate::gpu::probe().map_err(Error::NoGpu)?;
+                Backend::Gpu
+            }
+            Some(b) => b,
+            None => Backend::current()?,
+        };
+        let npes = match self.npes {
+            Some(0) => return Err(Error::Launcher("a job needs at least one PE".into())),
+            Some(n) => Some(n),
+            None => crate::launch::requested_npes()?,
+        };
+        match backend {
+            Backend::Sim => crate::sim::run(npes.unwrap_or(2), &pe_main),
+            Backend::Gpu => crate::gpu::run(npes, &pe_main),
+        }
     }
 }
 
