@@ -11,6 +11,7 @@ pub(crate) fn probe() -> std::result::Result<(), String> {
 
 /// Runs the job on GPUs: as the launcher (plain start), or as one PE.
 pub(crate) fn run(
+    _npes: Option<usize>,
     _pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
 ) -> Result<()> {
     todo!("GPU backend")
