@@ -18,6 +18,7 @@ use std::ffi::{CStr, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 /// The host library's file name (its soname).
 pub(crate) const HOST_LIB: &str = "libnvshmem_host.so.3";
@@ -101,13 +102,19 @@ pub(crate) fn locate(src: &Sources<'_>) -> Located {
     Located::Soname { searched }
 }
 
-/// [`locate`] on this process's environment, Python and file system.
+/// [`locate`] on this process's environment, Python and file system; computed once per
+/// process (the backend probe and the PE start-up both ask, and asking Python costs a process).
 pub(crate) fn locate_host_lib() -> Located {
-    locate(&Sources {
-        env: &|k| std::env::var_os(k),
-        python_package: &python_package_dir,
-        is_file: &|p| p.is_file(),
-    })
+    static LOCATED: OnceLock<Located> = OnceLock::new();
+    LOCATED
+        .get_or_init(|| {
+            locate(&Sources {
+                env: &|k| std::env::var_os(k),
+                python_package: &python_package_dir,
+                is_file: &|p| p.is_file(),
+            })
+        })
+        .clone()
 }
 
 /// The root of rshmem's download cache: `$RSHMEM_CACHE_DIR`, else `$XDG_CACHE_HOME/rshmem`

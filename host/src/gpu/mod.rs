@@ -18,16 +18,17 @@
 //!
 //! * **Started plainly** (the launcher): counts the visible GPUs and re-runs this executable as
 //!   `RSHMEM_NPES` PEs (default: one per GPU), waiting for all of them (`launch::launch_self`).
-//! * **A PE of rshmem's launcher**: sets the NVSHMEM environment ([`env`]: no NVLink multicast, no NCCL,
-//!   no remote transport, the UID bootstrap plugin by absolute path), makes GPU `local_rank`'s
-//!   primary context current, bootstraps NVSHMEM by unique ID (PE 0 creates it, the launcher
-//!   carries it to the others), checks NVSHMEM's PE numbering against the launcher's, runs the
-//!   closure, and finalises NVSHMEM.
+//! * **A PE of rshmem's launcher**: sets the NVSHMEM environment ([`env`]: no NVLink
+//!   multicast, no NCCL, no remote transport, the UID bootstrap plugin by absolute path), makes
+//!   GPU `local_rank`'s primary context current, bootstraps NVSHMEM by unique ID (PE 0
+//!   creates it, the launcher carries it to the others), checks NVSHMEM's PE numbering against
+//!   the launcher's, runs the closure, waits for its GPU work, and finalises NVSHMEM.
 //! * **A PE of srun/mpirun**: the same, but NVSHMEM bootstraps itself through the launcher's
 //!   PMI/PMIx/MPI (`NVSHMEM_BOOTSTRAP`, set unless the user set it).
 //!
-//! If the closure fails (or panics), the PE returns at once without NVSHMEM's collective
-//! teardown — the other PEs may be blocked anywhere — and the launcher ends the job.
+//! If the closure fails (or panics, or left a kernel that faulted), the PE returns at once
+//! without NVSHMEM's collective teardown — the other PEs may be blocked anywhere — and the
+//! launcher ends the job.
 
 mod cuda;
 mod discover;
@@ -139,7 +140,9 @@ fn run_pe(
     let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes)?;
     let abandoned = gpu_pe.abandon_flag();
     let shmem = Shmem::new(Box::new(gpu_pe), Backend::Gpu);
-    let outcome = pe_main(&shmem);
+    // A kernel fault the closure did not wait for is this PE's failure too, and must be
+    // known before deciding whether the collective teardown may run.
+    let outcome = pe_main(&shmem).and_then(|()| shmem.synchronize().map_err(BoxError::from));
     if outcome.is_err() {
         abandoned.store(true, Ordering::SeqCst);
     }

@@ -343,22 +343,24 @@ impl PeBackend for GpuPe {
 
 impl Drop for GpuPe {
     fn drop(&mut self) {
-        if self.abandoned.load(Ordering::SeqCst) || std::thread::panicking() {
-            // The other PEs may be in any collective (or already gone): finalising would
-            // block. Keep NVSHMEM, the stream and the context alive for the process's exit.
+        let sh = &*self.shared;
+        // Finalising is collective and, on a CUDA error, NVSHMEM exits the process: run it only
+        // when this PE succeeded and its GPU is healthy. Otherwise the other PEs may be in any
+        // collective (or gone), and the launcher ends the job; keep NVSHMEM, the stream and the
+        // context alive until the process exits.
+        let healthy = !self.abandoned.load(Ordering::SeqCst)
+            && !std::thread::panicking()
+            && sh.sync().is_ok()
+            && sh.ctx().bind().is_ok();
+        if !healthy {
             std::mem::forget(self.shared.clone());
             return;
         }
-        let sh = &*self.shared;
-        // Errors here were or will be reported by the synchronisations that matter.
-        let _ = sh.sync();
         let _serial = lock(&sh.serial);
-        if sh.ctx().bind().is_ok() {
-            // SAFETY: every module was dropped (modules borrow the `Shmem` owning this PE),
-            // which finalised them; no symmetric memory is used after this; every PE drops
-            // its `Shmem` at the same point, after its closure returned successfully.
-            unsafe { nv::finalize(sh.lib()) };
-        }
+        // SAFETY: every module was dropped (modules borrow the `Shmem` owning this PE), which
+        // finalised them; no symmetric memory is used after this; every PE drops its `Shmem`
+        // at the same point, after its closure returned successfully.
+        unsafe { nv::finalize(sh.lib()) };
     }
 }
 

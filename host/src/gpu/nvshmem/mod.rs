@@ -79,7 +79,7 @@ mod tests {
     /// Opens a real NVSHMEM (found the normal way, e.g. via NVSHMEM_HOME) and checks that
     /// every symbol resolves and that the version query works before init.
     #[test]
-    #[ignore = "needs NVSHMEM 3.4.5: NVSHMEM_HOME=<nvidia/nvshmem> cargo test -p rshmem-host -- --ignored"]
+    #[ignore = "needs NVSHMEM 3.4.5 (NVSHMEM_HOME=.../nvidia/nvshmem); run with --ignored"]
     fn opens_the_real_library() {
         let nv = Nvshmem::get().expect("NVSHMEM found and opened");
         assert_eq!(nv.version(), (3, 4, 5), "{}", nv.path().display());
@@ -94,7 +94,7 @@ mod tests {
     /// `nvshmemx_get_uniqueid` needs no GPU: it loads the UID bootstrap plugin (by the
     /// absolute path `env::plan` sets) and opens a listening socket.
     #[test]
-    #[ignore = "needs NVSHMEM 3.4.5: NVSHMEM_HOME=<nvidia/nvshmem> cargo test -p rshmem-host -- --ignored"]
+    #[ignore = "needs NVSHMEM 3.4.5 (NVSHMEM_HOME=.../nvidia/nvshmem); run with --ignored"]
     fn creates_a_unique_id_without_a_gpu() {
         let nv = Nvshmem::get().expect("NVSHMEM found and opened");
         let vars = crate::gpu::env::plan(
