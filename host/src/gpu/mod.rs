@@ -18,7 +18,7 @@
 //!
 //! * **Started plainly** (the launcher): counts the visible GPUs and re-runs this executable as
 //!   `RSHMEM_NPES` PEs (default: one per GPU), waiting for all of them (`launch::launch_self`).
-//! * **A PE of rshmem's launcher**: sets the NVSHMEM environment ([`env`]: no NVLink
+//! * **A PE of rshmem's launcher**: sets the NVSHMEM environment ([`mod@env`]: no NVLink
 //!   multicast, no NCCL, no remote transport, the UID bootstrap plugin by absolute path), makes
 //!   GPU `local_rank`'s primary context current, bootstraps NVSHMEM by unique ID (PE 0
 //!   creates it, the launcher carries it to the others), checks NVSHMEM's PE numbering against
