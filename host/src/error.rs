@@ -78,6 +78,44 @@ pub enum Error {
         heap_size: usize,
     },
 
+    /// NVSHMEM's growable symmetric heap (CUDA VMM, the default on x86 GPUs) cannot take the
+    /// allocation on some PE.
+    #[error("symmetric heap cannot grow: requested {requested} bytes, but PE {pe} can add at most {available} bytes (bounded by its GPU's free memory and by NVSHMEM_MAX_MEMORY_PER_GPU={limit} bytes less what is allocated). Drop symmetric buffers that are no longer needed, use less memory per PE, or raise NVSHMEM_MAX_MEMORY_PER_GPU if it is the bound")]
+    HeapCannotGrow {
+        /// Bytes asked for.
+        requested: usize,
+        /// The PE with the least room.
+        pe: usize,
+        /// Bytes that PE can still add (as far as rshmem accounts).
+        available: usize,
+        /// NVSHMEM_MAX_MEMORY_PER_GPU in bytes.
+        limit: usize,
+    },
+
+    /// An environment variable rshmem reads (or NVSHMEM would read) holds an invalid value.
+    #[error("{name}={value:?} is not valid: expected {expected}")]
+    InvalidEnv {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should look like.
+        expected: &'static str,
+    },
+
+    /// A PE was started for a GPU this node does not have (or does not make visible).
+    #[error("PE {pe} drives GPU {local_rank} of its node, but only {visible} GPU(s) are visible to it (CUDA_VISIBLE_DEVICES={}). Start at most {visible} PEs per node (RSHMEM_NPES) or make more GPUs visible", .cuda_visible_devices.as_deref().unwrap_or("<unset>"))]
+    DeviceUnavailable {
+        /// The PE.
+        pe: usize,
+        /// Its index among the PEs of its node.
+        local_rank: usize,
+        /// How many GPUs CUDA reports.
+        visible: usize,
+        /// The variable's value, if set.
+        cuda_visible_devices: Option<String>,
+    },
+
     /// A collective allocation was asked for with different sizes on different PEs.
     #[error("symmetric allocation sizes differ across PEs: this PE ({pe}) asked for {mine} bytes, but {}; every PE must allocate the same size in the same order", .others.iter().map(|(p, s)| format!("PE {p} asked for {s}")).collect::<Vec<_>>().join(", "))]
     AsymmetricAlloc {

@@ -1,18 +1,198 @@
-//! GPU backend: CUDA driver (cudarc, loaded at run time) and NVSHMEM's host library
-//! (libloading). OWNED BY THE GPU-RUNTIME WORK: to be implemented.
+//! GPU backend: the CUDA driver through cudarc (libcuda loaded at run time) and NVSHMEM's host
+//! library through libloading — nothing is linked at build time, so the crate builds and its
+//! GPU-free tests run on machines without CUDA.
+//!
+//! Layers, as in cudarc:
+//! * [`nvshmem::sys`] raw symbols and `#[repr(C)]` structs → [`nvshmem::result`] checked calls
+//!   → [`nvshmem::Nvshmem`] the loaded library;
+//! * [`cuda`]: RAII types over cudarc's `driver::result`;
+//! * [`pe`]: the per-PE backend the safe API (`Shmem`, `SymBuffer`, `Module`) runs on.
+//!
+//! # Finding NVSHMEM
+//!
+//! `NVSHMEM_HOME`, then the `nvidia.nvshmem` Python package, then the builder's cache, then
+//! the dynamic loader (details in [`discover`]). The bitcode linked into the kernels must come
+//! from the same NVSHMEM release as this host library; loading a module checks that.
+//!
+//! # What [`run`] does in each process
+//!
+//! * **Started plainly** (the launcher): counts the visible GPUs and re-runs this executable as
+//!   `RSHMEM_NPES` PEs (default: one per GPU), waiting for all of them (`launch::launch_self`).
+//! * **A PE of rshmem's launcher**: sets the NVSHMEM environment ([`mod@env`]: no NVLink
+//!   multicast, no NCCL, no remote transport, the UID bootstrap plugin by absolute path), makes
+//!   GPU `local_rank`'s primary context current, bootstraps NVSHMEM by unique ID (PE 0
+//!   creates it, the launcher carries it to the others), checks NVSHMEM's PE numbering against
+//!   the launcher's, runs the closure, waits for its GPU work, and finalises NVSHMEM.
+//! * **A PE of srun/mpirun**: the same, but NVSHMEM bootstraps itself through the launcher's
+//!   PMI/PMIx/MPI (`NVSHMEM_BOOTSTRAP`, set unless the user set it).
+//!
+//! If the closure fails (or panics, or left a kernel that faulted), the PE returns at once
+//! without NVSHMEM's collective teardown — the other PEs may be blocked anywhere — and the
+//! launcher ends the job.
 
-use crate::error::Result;
-use crate::runtime::{BoxError, Shmem};
+mod cuda;
+mod discover;
+mod env;
+mod heap;
+mod nvshmem;
+mod pe;
 
-/// Whether a GPU can be used by this process; the reason if not.
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::launch::{self, External, PeInfo, Role};
+use crate::runtime::{self, BoxError, Shmem};
+use nvshmem::{result as nv, sys, Nvshmem};
+use std::sync::atomic::Ordering;
+
+/// Whether a GPU can be used by this process; the reason if not: a CUDA driver (13.0+) with at
+/// least one device, and NVSHMEM's host library.
 pub(crate) fn probe() -> std::result::Result<(), String> {
-    Err("GPU backend not implemented yet".into())
+    cuda::init_driver()?;
+    match discover::locate_host_lib() {
+        discover::Located::File(_) => Ok(()),
+        // Only the dynamic loader can tell whether the soname resolves.
+        discover::Located::Soname { .. } => Nvshmem::get().map(drop).map_err(|e| e.to_string()),
+    }
 }
 
 /// Runs the job on GPUs: as the launcher (plain start), or as one PE.
 pub(crate) fn run(
-    _npes: Option<usize>,
-    _pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+    npes: Option<usize>,
+    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
 ) -> Result<()> {
-    todo!("GPU backend")
+    match launch::role()? {
+        Role::Launcher => {
+            let visible = cuda::init_driver().map_err(Error::NoGpu)?;
+            let npes = npes.unwrap_or(visible);
+            if npes > visible {
+                return Err(unavailable(visible, visible, visible));
+            }
+            launch::launch_self(npes)
+        }
+        Role::Pe(info) => {
+            let (pe, npes, local_rank) = (info.pe, info.npes, info.local_rank);
+            run_pe(Start::UniqueId(&info), pe, npes, local_rank, pe_main)
+        }
+        Role::External(kind) => {
+            let (pe, npes, local_rank) = kind.placement()?;
+            run_pe(Start::External(kind), pe, npes, local_rank, pe_main)
+        }
+    }
+}
+
+/// How NVSHMEM is bootstrapped.
+enum Start<'a> {
+    /// Unique ID exchanged through rshmem's launcher.
+    UniqueId(&'a PeInfo),
+    /// The external launcher's PMI/PMIx/MPI.
+    External(External),
+}
+
+fn unavailable(pe: usize, local_rank: usize, visible: usize) -> Error {
+    Error::DeviceUnavailable {
+        pe,
+        local_rank,
+        visible,
+        cuda_visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
+    }
+}
+
+fn run_pe(
+    start: Start<'_>,
+    pe: usize,
+    npes: usize,
+    local_rank: usize,
+    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+) -> Result<()> {
+    let nvshmem = Nvshmem::get()?;
+    let job = match &start {
+        Start::UniqueId(_) => env::Job::Local,
+        Start::External(kind) => env::Job::External(kind.nvshmem_bootstrap()),
+    };
+    env::apply(&env::plan(
+        &|k| std::env::var_os(k),
+        job,
+        nvshmem.dir(),
+        &|p| p.is_file(),
+    ));
+
+    let visible = cuda::init_driver().map_err(Error::NoGpu)?;
+    if local_rank >= visible {
+        return Err(unavailable(pe, local_rank, visible));
+    }
+    // NVSHMEM adopts the context current on this thread at init.
+    let ctx = cuda::Context::primary(local_rank)?;
+
+    let lib = nvshmem.lib();
+    match start {
+        Start::UniqueId(info) => {
+            let uid = if pe == 0 {
+                let uid = nv::get_uniqueid(lib)?;
+                info.publish_uid(bytemuck::bytes_of(&uid))?;
+                uid
+            } else {
+                uid_from_bytes(&info.fetch_uid()?)?
+            };
+            nv::init_with_uniqueid(lib, pe, npes, &uid)?;
+        }
+        Start::External(_) => nv::init_with_bootstrap_env(lib)?,
+    }
+
+    let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes)?;
+    let abandoned = gpu_pe.abandon_flag();
+    let shmem = Shmem::new(Box::new(gpu_pe), Backend::Gpu);
+    // A kernel fault the closure did not wait for is this PE's failure too, and must be
+    // known before deciding whether the collective teardown may run.
+    let outcome = pe_main(&shmem).and_then(|()| shmem.synchronize().map_err(BoxError::from));
+    if outcome.is_err() {
+        abandoned.store(true, Ordering::SeqCst);
+    }
+    drop(shmem);
+    outcome.map_err(|e| runtime::pe_error(pe, e))
+}
+
+/// The unique ID as PE 0 published it.
+fn uid_from_bytes(bytes: &[u8]) -> Result<sys::nvshmemx_uniqueid_t> {
+    bytemuck::try_pod_read_unaligned(bytes).map_err(|_| {
+        Error::Launcher(format!(
+            "the NVSHMEM unique ID received from PE 0 has {} bytes, expected {}",
+            bytes.len(),
+            std::mem::size_of::<sys::nvshmemx_uniqueid_t>()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{resolve, Request};
+
+    #[test]
+    fn forced_gpu_backend_without_gpu_names_the_cause_and_the_fix() {
+        match resolve(Request::Gpu, probe) {
+            Err(e @ Error::NoGpu(_)) => {
+                let msg = e.to_string();
+                assert!(msg.contains("RSHMEM_BACKEND"), "{msg}");
+                assert!(
+                    msg.contains("libcuda") || msg.contains("CUDA") || msg.contains("NVSHMEM"),
+                    "{msg}"
+                );
+            }
+            Err(other) => panic!("expected NoGpu, got {other}"),
+            // A machine with a driver, a GPU and NVSHMEM: then it must say GPU.
+            Ok((backend, _)) => assert_eq!(backend, Backend::Gpu),
+        }
+    }
+
+    #[test]
+    fn unique_id_round_trips_as_bytes() {
+        let mut uid = sys::nvshmemx_uniqueid_t::new();
+        uid.internal[7] = 42;
+        let bytes = bytemuck::bytes_of(&uid).to_vec();
+        assert_eq!(bytes.len(), 128);
+        let back = uid_from_bytes(&bytes).unwrap();
+        assert_eq!((back.version, back.internal[7]), (uid.version, 42));
+        let msg = uid_from_bytes(&bytes[..100]).unwrap_err().to_string();
+        assert!(msg.contains("100 bytes") && msg.contains("128"), "{msg}");
+    }
 }

@@ -1,0 +1,256 @@
+//! Thin checked wrappers over [`super::sys`]: one function per NVSHMEM call, returning
+//! [`Error::Nvshmem`] (with the usual cause as a hint) instead of a status code.
+//!
+//! Nothing above this module looks at raw NVSHMEM status codes.
+
+use super::sys::{self, Lib};
+use crate::error::{Error, Result};
+use cudarc::driver::sys::{CUmodule, CUstream};
+use std::ffi::{c_int, c_void};
+
+/// Turns a status into a result, attaching `hint` to failures.
+fn check(call: &'static str, status: c_int, hint: &str) -> Result<()> {
+    if status == sys::NVSHMEMX_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Nvshmem {
+            call,
+            status,
+            hint: Some(hint.to_string()),
+        })
+    }
+}
+
+/// Hint shared by the calls that fail when NVSHMEM could not start (its own log says why).
+const INIT_HINT: &str = "NVSHMEM printed its reason above; NVSHMEM_DEBUG=INFO shows more";
+
+/// `nvshmemx_get_uniqueid`: a fresh unique ID (PE 0 only). Loads the UID bootstrap plugin.
+pub fn get_uniqueid(lib: &Lib) -> Result<sys::nvshmemx_uniqueid_t> {
+    let mut uid = sys::nvshmemx_uniqueid_t::new();
+    // SAFETY: `uid` is a valid, initialised `nvshmemx_uniqueid_t` the call writes into.
+    let status = unsafe { (lib.nvshmemx_get_uniqueid)(&mut uid) };
+    check(
+        "nvshmemx_get_uniqueid",
+        status,
+        "the UID bootstrap plugin (nvshmem_bootstrap_uid.so.3, next to libnvshmem_host.so.3; \
+         NVSHMEM_BOOTSTRAP_UID_PLUGIN overrides it) failed to load or found no usable network \
+         interface (set NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME, e.g. =lo on one node)",
+    )?;
+    Ok(uid)
+}
+
+/// `nvshmemx_set_attr_uniqueid_args` + `nvshmemx_hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID)`:
+/// joins the job as PE `pe` of `npes`, on the CUDA context current on this thread.
+///
+/// Collective over all `npes` processes holding the same `uid`.
+pub fn init_with_uniqueid(
+    lib: &Lib,
+    pe: usize,
+    npes: usize,
+    uid: &sys::nvshmemx_uniqueid_t,
+) -> Result<()> {
+    let rank = c_int::try_from(pe).map_err(|_| too_many_pes(npes))?;
+    let nranks = c_int::try_from(npes).map_err(|_| too_many_pes(npes))?;
+    let mut attr = sys::nvshmemx_init_attr_t::new();
+    // SAFETY: `uid` and `attr` are valid; NVSHMEM stores the `uid` pointer in `attr`, and both
+    // outlive the init call below, the only reader of that pointer.
+    let status = unsafe { (lib.nvshmemx_set_attr_uniqueid_args)(rank, nranks, uid, &mut attr) };
+    check("nvshmemx_set_attr_uniqueid_args", status, INIT_HINT)?;
+    // SAFETY: `attr` was initialised as the header's initializer and filled in just above.
+    let status =
+        unsafe { (lib.nvshmemx_hostlib_init_attr)(sys::NVSHMEMX_INIT_WITH_UNIQUEID, &mut attr) };
+    check(
+        "nvshmemx_hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID)",
+        status,
+        "every PE must pass the same unique ID and its own rank; NVSHMEM printed its reason \
+         above (NVSHMEM_DEBUG=INFO shows more)",
+    )?;
+    initialized(lib)
+}
+
+/// `nvshmemx_hostlib_init_attr(0, NULL)`: joins the job through the bootstrap that
+/// `NVSHMEM_BOOTSTRAP` names (PMI, PMIx, MPI), as `nvshmem_init()` does.
+pub fn init_with_bootstrap_env(lib: &Lib) -> Result<()> {
+    // SAFETY: flags 0 with a NULL attribute is `nvshmem_init`'s own call.
+    let status = unsafe { (lib.nvshmemx_hostlib_init_attr)(0, std::ptr::null_mut()) };
+    check(
+        "nvshmemx_hostlib_init_attr",
+        status,
+        "the bootstrap named by NVSHMEM_BOOTSTRAP (and NVSHMEM_BOOTSTRAP_PMI) must match the \
+         launcher (srun --mpi=pmix, mpirun, ...); NVSHMEM printed its reason above",
+    )?;
+    initialized(lib)
+}
+
+/// Confirms that an init call really left NVSHMEM initialised (not merely bootstrapped).
+fn initialized(lib: &Lib) -> Result<()> {
+    // SAFETY: a query without arguments; valid at any time.
+    let status = unsafe { (lib.nvshmemx_init_status)() };
+    if status == sys::NVSHMEM_STATUS_IS_INITIALIZED {
+        Ok(())
+    } else {
+        Err(Error::Nvshmem {
+            call: "nvshmemx_init_status",
+            status,
+            hint: Some(format!(
+                "expected NVSHMEM_STATUS_IS_INITIALIZED ({}) after init; {INIT_HINT}",
+                sys::NVSHMEM_STATUS_IS_INITIALIZED
+            )),
+        })
+    }
+}
+
+fn too_many_pes(npes: usize) -> Error {
+    Error::Launcher(format!("{npes} PEs do not fit NVSHMEM's int PE numbers"))
+}
+
+/// `nvshmemx_hostlib_finalize`: leaves the job. Collective.
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised, every module registered with [`cumodule_init`] finalised, and
+/// no symmetric memory used afterwards.
+pub unsafe fn finalize(lib: &Lib) {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmemx_hostlib_finalize)() }
+}
+
+/// `nvshmem_my_pe` and `nvshmem_n_pes`, checked to be PE numbers.
+pub fn my_pe_n_pes(lib: &Lib) -> Result<(usize, usize)> {
+    // SAFETY: queries without arguments, valid after init.
+    let (pe, npes) = unsafe { ((lib.nvshmem_my_pe)(), (lib.nvshmem_n_pes)()) };
+    match (usize::try_from(pe), usize::try_from(npes)) {
+        (Ok(pe), Ok(npes)) if pe < npes => Ok((pe, npes)),
+        _ => Err(Error::Nvshmem {
+            call: "nvshmem_my_pe/nvshmem_n_pes",
+            status: pe,
+            hint: Some(format!("got PE {pe} of {npes}: NVSHMEM is not initialised")),
+        }),
+    }
+}
+
+/// `nvshmemx_vendor_get_version_info`: the host library's `(major, minor, patch)`.
+pub fn vendor_version(lib: &Lib) -> (u32, u32, u32) {
+    let (mut major, mut minor, mut patch) = (0, 0, 0);
+    // SAFETY: three valid out-pointers; the call only reports compiled-in constants.
+    unsafe { (lib.nvshmemx_vendor_get_version_info)(&mut major, &mut minor, &mut patch) };
+    let v = |x: c_int| u32::try_from(x).unwrap_or(0);
+    (v(major), v(minor), v(patch))
+}
+
+/// `nvshmem_malloc`: `bytes` on the symmetric heap, or `None` if NVSHMEM returned NULL.
+/// Collective (it ends with a barrier).
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised and every PE must call with the same `bytes`, in the same order
+/// relative to other collectives; `bytes` must be non-zero (NVSHMEM returns NULL for 0 without
+/// the barrier, which would look like exhaustion).
+pub unsafe fn malloc(lib: &Lib, bytes: usize) -> Option<u64> {
+    // SAFETY: forwarded to the caller.
+    let ptr = unsafe { (lib.nvshmem_malloc)(bytes) };
+    (!ptr.is_null()).then_some(ptr as u64)
+}
+
+/// `nvshmem_free`. Collective (it starts with a barrier).
+///
+/// # Safety
+///
+/// `addr` must come from [`malloc`] and not be freed yet, no pending work may use it, and every
+/// PE must free the same allocation at the same point.
+pub unsafe fn free(lib: &Lib, addr: u64) {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmem_free)(addr as *mut c_void) }
+}
+
+/// `nvshmem_barrier_all` (host side; NVSHMEM's internal stream, synchronised before it
+/// returns). Collective.
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised; every PE must call it at the same point.
+pub unsafe fn barrier_all(lib: &Lib) {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmem_barrier_all)() }
+}
+
+/// `nvshmemx_barrier_all_on_stream`: enqueues a barrier across all PEs on `stream`, after the
+/// work already queued there. Collective.
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised, `stream` must belong to the context NVSHMEM was initialised
+/// on, and every PE must enqueue it at the same point.
+pub unsafe fn barrier_all_on_stream(lib: &Lib, stream: CUstream) {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmemx_barrier_all_on_stream)(stream) }
+}
+
+/// `nvshmem_uint64_fcollect(NVSHMEM_TEAM_WORLD, dest, src, nelem)`: concatenates every PE's
+/// `nelem` words from `src` into `dest`, in PE order. Collective; complete on return.
+///
+/// # Safety
+///
+/// `src` (`nelem` words) and `dest` (`nelem * n_pes` words) must be symmetric device
+/// addresses, `dest` not read or written by anyone else until every PE has returned.
+pub unsafe fn fcollect_u64(lib: &Lib, dest: u64, src: u64, nelem: usize) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    let status = unsafe {
+        (lib.nvshmem_uint64_fcollect)(
+            sys::NVSHMEM_TEAM_WORLD,
+            dest as *mut u64,
+            src as *const u64,
+            nelem,
+        )
+    };
+    check("nvshmem_uint64_fcollect", status, INIT_HINT)
+}
+
+/// `nvshmemx_cumodule_init`: points the module's `nvshmemi_device_state_d` at this PE's
+/// NVSHMEM state (and checks the module's `nvshmemi_device_lib_version_d`).
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised and `module` loaded in its context; the module must be passed to
+/// [`cumodule_finalize`] before it is unloaded.
+pub unsafe fn cumodule_init(lib: &Lib, module: CUmodule) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    let status = unsafe { (lib.nvshmemx_cumodule_init)(module) };
+    check(
+        "nvshmemx_cumodule_init",
+        status,
+        "the module must contain NVSHMEM's device state (nvshmemi_device_state_d and \
+         nvshmemi_device_lib_version_d, kept by the builder's link step) from the same NVSHMEM \
+         version as the host library",
+    )
+}
+
+/// `nvshmemx_cumodule_finalize`: stops NVSHMEM from updating the module's device state.
+///
+/// # Safety
+///
+/// `module` must have been registered with [`cumodule_init`] and still be loaded.
+pub unsafe fn cumodule_finalize(lib: &Lib, module: CUmodule) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    let status = unsafe { (lib.nvshmemx_cumodule_finalize)(module) };
+    check("nvshmemx_cumodule_finalize", status, INIT_HINT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_carry_call_status_and_hint() {
+        assert!(check("x", 0, "h").is_ok());
+        let msg = check("nvshmemx_cumodule_init", 7, "the module must ...")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("nvshmemx_cumodule_init")
+                && msg.contains("7")
+                && msg.contains("the module must"),
+            "{msg}"
+        );
+    }
+}

@@ -1,0 +1,554 @@
+//! One PE on one GPU: [`GpuPe`] implements the runtime's `PeBackend` (symmetric heap, copies,
+//! barriers, module loading, timing) and [`GpuModule`] its `ModuleBackend` (launches).
+//!
+//! Threading: NVSHMEM is initialised `NVSHMEM_THREAD_SERIALIZED`, so every NVSHMEM call is made
+//! under one lock (which also guards the heap accounting); CUDA handles bind the PE's context
+//! on whichever thread uses them.
+//!
+//! Failures of device code surface asynchronously; the PE remembers the last kernel launched
+//! since its stream was last synchronised without error and names it in
+//! [`Error::KernelFailed`].
+
+use super::cuda::{Context, CudaError, Dims, Event, Function, Image, Module, Stream};
+use super::heap::{decide, heap_limit, Accounting, HeapLimit};
+use super::nvshmem::{result as nv, Nvshmem};
+use crate::error::{Error, Result};
+use crate::module::{Code, KernelImage, LaunchConfig};
+use crate::runtime::{ModuleBackend, PeBackend};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// Dynamic shared memory a kernel may use without opting in (`cuFuncSetAttribute`).
+const DEFAULT_SHARED_MEM_LIMIT: u32 = 48 << 10;
+
+/// What the PE and its modules share.
+struct PeShared {
+    nvshmem: &'static Nvshmem,
+    stream: Stream,
+    pe: usize,
+    npes: usize,
+    /// Held around every NVSHMEM call (see the module docs).
+    serial: Mutex<HeapState>,
+    /// The last kernel launched since the stream was last synchronised without error.
+    pending_kernel: Mutex<Option<&'static str>>,
+}
+
+/// The heap bookkeeping guarded by the NVSHMEM lock.
+#[derive(Default)]
+struct HeapState {
+    accounting: Accounting,
+    /// Allocations dropped but not yet passed to `nvshmem_free` (see [`GpuPe::free`]).
+    pending_frees: Vec<u64>,
+    /// Counts size exchanges; its parity picks the control block's bank.
+    exchanges: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; the PE is being torn down.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PeShared {
+    fn ctx(&self) -> &Arc<Context> {
+        self.stream.context()
+    }
+
+    fn lib(&self) -> &'static super::nvshmem::sys::Lib {
+        self.nvshmem.lib()
+    }
+
+    /// Turns a driver failure into the runtime's error, naming the kernel for device faults.
+    fn fault(&self, e: CudaError) -> Error {
+        match *lock(&self.pending_kernel) {
+            Some(kernel) if e.is_kernel_fault() => Error::KernelFailed {
+                kernel: kernel.to_string(),
+                pe: self.pe,
+                message: format!(
+                    "{}, reported by {}; the GPU context is unusable from here on \
+                     (compute-sanitizer shows the faulting access)",
+                    e.message(),
+                    e.call
+                ),
+            },
+            _ => e.into(),
+        }
+    }
+
+    /// Waits for the PE's stream; device faults are attributed to the pending kernel.
+    fn sync(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| self.fault(e))?;
+        *lock(&self.pending_kernel) = None;
+        Ok(())
+    }
+}
+
+/// Bytes of one bank of the control block: this PE's `[requested, room]`, then every PE's.
+fn bank_bytes(npes: usize) -> usize {
+    (2 + 2 * npes) * std::mem::size_of::<u64>()
+}
+
+/// One PE's backend on its GPU.
+pub(crate) struct GpuPe {
+    shared: Arc<PeShared>,
+    limit: HeapLimit,
+    /// Symmetric scratch for the size exchange before each allocation: two banks, used in
+    /// turn so a fast PE's next exchange never overwrites data a slow PE has yet to read.
+    control: u64,
+    /// Set when this PE's closure failed: other PEs may be anywhere, so no collective
+    /// teardown may run.
+    abandoned: Arc<AtomicBool>,
+}
+
+impl GpuPe {
+    /// Builds the PE on an initialised NVSHMEM whose context is `ctx`. Collective (it
+    /// allocates the control block).
+    pub(crate) fn new(
+        nvshmem: &'static Nvshmem,
+        ctx: Arc<Context>,
+        pe: usize,
+        npes: usize,
+    ) -> Result<GpuPe> {
+        let lib = nvshmem.lib();
+        let numbered = nv::my_pe_n_pes(lib)?;
+        if numbered != (pe, npes) {
+            return Err(Error::Launcher(format!(
+                "NVSHMEM numbered this process PE {} of {}, but it was started as PE {pe} of \
+                 {npes}: the launcher's variables and NVSHMEM's bootstrap disagree",
+                numbered.0, numbered.1
+            )));
+        }
+        let limit = heap_limit(&|k| std::env::var_os(k), ctx.vmm_supported)?;
+        let stream = Stream::new(&ctx)?;
+        let control_bytes = 2 * bank_bytes(npes);
+        // SAFETY: NVSHMEM is initialised; every PE runs this same start-up sequence with the
+        // same `npes`, hence the same non-zero size.
+        let control = unsafe { nv::malloc(lib, control_bytes) }.ok_or_else(|| Error::Nvshmem {
+            call: "nvshmem_malloc",
+            status: 0,
+            hint: Some(format!(
+                "rshmem's {control_bytes}-byte control block could not be allocated at start-up: \
+                 the symmetric heap is too small or the GPU is out of memory"
+            )),
+        })?;
+        let mut state = HeapState::default();
+        state.accounting.allocated(control, control_bytes);
+        Ok(GpuPe {
+            shared: Arc::new(PeShared {
+                nvshmem,
+                stream,
+                pe,
+                npes,
+                serial: Mutex::new(state),
+                pending_kernel: Mutex::new(None),
+            }),
+            limit,
+            control,
+            abandoned: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The flag that, once set, makes dropping this PE skip NVSHMEM's collective teardown.
+    pub(crate) fn abandon_flag(&self) -> Arc<AtomicBool> {
+        self.abandoned.clone()
+    }
+
+    /// Gathers every PE's `[requested, room]` (in PE order) through the control block and
+    /// `nvshmem_uint64_fcollect`. Collective.
+    fn exchange(&self, state: &mut HeapState, mine: [u64; 2]) -> Result<Vec<[u64; 2]>> {
+        let sh = &*self.shared;
+        let bank = (state.exchanges % 2) as usize;
+        state.exchanges += 1;
+        let src = self.control + (bank * bank_bytes(sh.npes)) as u64;
+        let dest = src + std::mem::size_of_val(&mine) as u64;
+        // SAFETY: `src` is this PE's 16-byte slot in the control block; `mine` outlives the
+        // synchronisation below.
+        unsafe { sh.stream.copy_to_device(src, bytemuck::bytes_of(&mine)) }
+            .map_err(|e| sh.fault(e))?;
+        // fcollect reads `src` from NVSHMEM's own stream, so the copy must be complete.
+        sh.sync()?;
+        // SAFETY: `src` (2 words) and `dest` (2 × npes words) lie in the symmetric control
+        // block; the bank alternation keeps `dest` free of other readers and writers (every PE
+        // has left exchange k before any PE enters exchange k + 2).
+        unsafe { nv::fcollect_u64(sh.lib(), dest, src, 2) }?;
+        let mut offers = vec![[0u64; 2]; sh.npes];
+        // SAFETY: `dest` holds `npes` pairs; `offers` is not touched until the sync.
+        unsafe {
+            sh.stream
+                .copy_to_host(bytemuck::cast_slice_mut(&mut offers), dest)
+        }
+        .map_err(|e| sh.fault(e))?;
+        sh.sync()?;
+        Ok(offers)
+    }
+
+    /// `nvshmem_free`s the allocations dropped since the last collective heap call.
+    fn flush_frees(&self, state: &mut HeapState) {
+        for addr in std::mem::take(&mut state.pending_frees) {
+            // SAFETY: `addr` came from `nvshmem_malloc` and was dropped exactly once (its
+            // `SymBuffer` synchronised first); every PE flushes the same list at the same
+            // collective.
+            unsafe { nv::free(self.shared.lib(), addr) };
+            state.accounting.freed(addr);
+        }
+    }
+
+    fn limit_bytes(&self) -> usize {
+        match self.limit {
+            HeapLimit::Static { size } => size,
+            HeapLimit::Growable { max } => max,
+        }
+    }
+}
+
+impl PeBackend for GpuPe {
+    fn my_pe(&self) -> usize {
+        self.shared.pe
+    }
+
+    fn n_pes(&self) -> usize {
+        self.shared.npes
+    }
+
+    fn barrier_all(&self) -> Result<()> {
+        let _serial = lock(&self.shared.serial);
+        self.shared.ctx().bind()?;
+        // SAFETY: NVSHMEM is initialised; every PE reaches its barriers in the same order.
+        unsafe { nv::barrier_all(self.shared.lib()) };
+        Ok(())
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        let sh = &*self.shared;
+        let mut state = lock(&sh.serial);
+        sh.ctx().bind()?;
+        self.flush_frees(&mut state);
+        let device_free = match self.limit {
+            HeapLimit::Growable { .. } => sh.ctx().free_memory()?,
+            HeapLimit::Static { .. } => 0,
+        };
+        let room = state.accounting.room(self.limit, device_free);
+        let offers = self.exchange(&mut state, [bytes as u64, room as u64])?;
+        decide(sh.pe, &offers, self.limit)?;
+        if bytes == 0 {
+            // NVSHMEM returns NULL for 0 bytes without its barrier; an empty buffer needs
+            // no memory and no address.
+            return Ok(0);
+        }
+        // SAFETY: `decide` passed on data every PE shares, so every PE is here with the same
+        // non-zero `bytes`, at the same point of its collective sequence.
+        let addr = unsafe { nv::malloc(sh.lib(), bytes) }.ok_or(Error::HeapExhausted {
+            requested: bytes,
+            available: room,
+            heap_size: self.limit_bytes(),
+        })?;
+        state.accounting.allocated(addr, bytes);
+        // SAFETY: `addr..addr + bytes` was just allocated on this PE's GPU and is unused.
+        unsafe { sh.stream.zero(addr, bytes) }.map_err(|e| sh.fault(e))?;
+        // Queued behind the memset on the same stream: once it completes, every PE's copy is
+        // zero, so no peer can write into this PE's copy before it is cleared.
+        // SAFETY: NVSHMEM is initialised, the stream is on its context, and every PE queues
+        // this barrier at the same point (right after the same allocation).
+        unsafe { nv::barrier_all_on_stream(sh.lib(), sh.stream.raw()) };
+        sh.sync()?;
+        Ok(addr)
+    }
+
+    /// Defers `nvshmem_free` to the next allocation: it is collective (it starts with a
+    /// barrier), and a PE whose closure is failing must not block in it while the others wait
+    /// elsewhere — deferred, the frees run only on PEs that go on allocating together.
+    fn free(&self, addr: u64) {
+        if addr != 0 {
+            lock(&self.shared.serial).pending_frees.push(addr);
+        }
+    }
+
+    fn copy_to_host(&self, addr: u64, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let sh = &*self.shared;
+        // SAFETY: `addr` and the length come from a live `SymBuffer` of this PE (the only
+        // caller), so they name memory of this GPU; `dst` is untouched until the sync.
+        unsafe { sh.stream.copy_to_host(dst, addr) }.map_err(|e| sh.fault(e))?;
+        sh.sync()
+    }
+
+    fn copy_from_host(&self, addr: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        let sh = &*self.shared;
+        // SAFETY: as in `copy_to_host`; `src` outlives the sync.
+        unsafe { sh.stream.copy_to_device(addr, src) }.map_err(|e| sh.fault(e))?;
+        sh.sync()
+    }
+
+    fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
+        let sh = &*self.shared;
+        let gpu_sm = sh.ctx().sm;
+        let (arch, code) = image.code_for(gpu_sm)?;
+        if let Some(linked) = image.nvshmem_version {
+            check_version(image.name, linked, sh.nvshmem.version(), sh.nvshmem.path())?;
+        }
+        let (what, code) = match code {
+            Code::Cubin(cubin) => ("cubin", Image::Cubin(cubin)),
+            Code::Ptx(ptx) => ("PTX", Image::Ptx(ptx)),
+        };
+        let module = Module::load(sh.ctx(), code).map_err(|(e, log)| Error::Module {
+            module: image.name.to_string(),
+            message: format!(
+                "loading its sm_{arch} {what} on this sm_{gpu_sm} GPU failed: {}{}",
+                e.message(),
+                if log.is_empty() {
+                    String::new()
+                } else {
+                    format!("\nJIT log:\n{log}")
+                }
+            ),
+        })?;
+        let nvshmem_registered = image.nvshmem_version.is_some();
+        if nvshmem_registered {
+            let _serial = lock(&sh.serial);
+            // SAFETY: NVSHMEM is initialised on this context and the module is loaded there;
+            // `GpuModule::drop` finalises it before unloading.
+            unsafe { nv::cumodule_init(sh.lib(), module.raw()) }?;
+        }
+        Ok(Box::new(GpuModule {
+            shared: self.shared.clone(),
+            functions: Mutex::new(HashMap::new()),
+            nvshmem_registered,
+            module,
+        }))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.shared.sync()
+    }
+
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        let sh = &*self.shared;
+        let start = Event::new(sh.ctx())?;
+        let end = Event::new(sh.ctx())?;
+        start.record(&sh.stream)?;
+        f()?;
+        end.record(&sh.stream).map_err(|e| sh.fault(e))?;
+        end.synchronize().map_err(|e| sh.fault(e))?;
+        let ms = end.elapsed_ms_since(&start)?;
+        Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+    }
+}
+
+impl Drop for GpuPe {
+    fn drop(&mut self) {
+        let sh = &*self.shared;
+        // Finalising is collective and, on a CUDA error, NVSHMEM exits the process: run it only
+        // when this PE succeeded and its GPU is healthy. Otherwise the other PEs may be in any
+        // collective (or gone), and the launcher ends the job; keep NVSHMEM, the stream and the
+        // context alive until the process exits.
+        let healthy = !self.abandoned.load(Ordering::SeqCst)
+            && !std::thread::panicking()
+            && sh.sync().is_ok()
+            && sh.ctx().bind().is_ok();
+        if !healthy {
+            std::mem::forget(self.shared.clone());
+            return;
+        }
+        let _serial = lock(&sh.serial);
+        // SAFETY: every module was dropped (modules borrow the `Shmem` owning this PE), which
+        // finalised them; no symmetric memory is used after this; every PE drops its `Shmem`
+        // at the same point, after its closure returned successfully.
+        unsafe { nv::finalize(sh.lib()) };
+    }
+}
+
+/// Refuses an image linked against another NVSHMEM than the host library loaded now.
+///
+/// rshmem asks for the exact version (NVSHMEM itself accepts an older device minor): the
+/// module's `nvshmemi_device_state_d` is filled by the host library by layout, so the two
+/// must agree byte for byte, which only the same release guarantees.
+pub(crate) fn check_version(
+    module: &str,
+    linked: (u32, u32, u32),
+    runtime: (u32, u32, u32),
+    path: &std::path::Path,
+) -> Result<()> {
+    if linked == runtime {
+        return Ok(());
+    }
+    let v = |(a, b, c): (u32, u32, u32)| format!("{a}.{b}.{c}");
+    Err(Error::VersionMismatch {
+        module: module.to_string(),
+        linked: v(linked),
+        runtime: v(runtime),
+        path: path.to_path_buf(),
+    })
+}
+
+/// Checks that a cooperative launch can have all its blocks resident at once, given how many
+/// fit per SM (`per_sm`, from the occupancy calculator) and the SM count.
+pub(crate) fn check_cooperative_fit(
+    kernel: &'static str,
+    config: &LaunchConfig,
+    per_sm: u32,
+    sm_count: u32,
+) -> Result<()> {
+    let max = u64::from(per_sm) * u64::from(sm_count);
+    let blocks = config.grid_blocks();
+    if blocks <= max {
+        return Ok(());
+    }
+    let threads = config.block_threads();
+    let smem = match config.shared_mem_bytes {
+        0 => String::new(),
+        b => format!(" with {b} bytes of dynamic shared memory"),
+    };
+    let message = if per_sm == 0 {
+        format!(
+            "not even one block of {threads} threads{smem} fits on an SM (registers or shared \
+             memory); use fewer threads or less shared memory per block"
+        )
+    } else {
+        format!(
+            "a cooperative launch needs all {blocks} blocks resident at once, but only {per_sm} \
+             block(s) of {threads} threads{smem} fit per SM × {sm_count} SMs = {max}; launch at \
+             most {max} blocks (e.g. LaunchConfig::new({max}, {threads}).cooperative()), or use \
+             fewer threads or less shared memory per block"
+        )
+    };
+    Err(Error::Launch { kernel, message })
+}
+
+/// A module loaded on one PE.
+pub(crate) struct GpuModule {
+    shared: Arc<PeShared>,
+    functions: Mutex<HashMap<&'static str, Function>>,
+    nvshmem_registered: bool,
+    // Declared last: unloaded after everything above is gone.
+    module: Module,
+}
+
+impl GpuModule {
+    /// The kernel's handle, looked up once.
+    fn function(&self, kernel: &'static str) -> Result<Function> {
+        let mut functions = lock(&self.functions);
+        if let Some(f) = functions.get(kernel) {
+            return Ok(*f);
+        }
+        let f = self.module.function(kernel)?;
+        functions.insert(kernel, f);
+        Ok(f)
+    }
+}
+
+impl ModuleBackend for GpuModule {
+    unsafe fn launch(
+        &self,
+        kernel: &'static str,
+        config: &LaunchConfig,
+        params: &mut [*mut c_void],
+        _sim_thread: &(dyn Fn() + Sync),
+    ) -> Result<()> {
+        let sh = &*self.shared;
+        sh.ctx().bind()?;
+        let f = self.function(kernel)?;
+        let refused = |e: CudaError| Error::Launch {
+            kernel,
+            message: format!("{} failed: {}", e.call, e.message()),
+        };
+        if config.shared_mem_bytes > DEFAULT_SHARED_MEM_LIMIT {
+            f.allow_shared_mem(config.shared_mem_bytes)
+                .map_err(refused)?;
+        }
+        let block_threads = u32::try_from(config.block_threads()).unwrap_or(u32::MAX);
+        if config.cooperative {
+            let per_sm = f
+                .max_active_blocks_per_sm(block_threads, config.shared_mem_bytes)
+                .map_err(refused)?;
+            check_cooperative_fit(kernel, config, per_sm, sh.ctx().sm_count)?;
+        }
+        let dims = Dims {
+            grid: config.grid,
+            block: config.block,
+            shared_mem_bytes: config.shared_mem_bytes,
+        };
+        // SAFETY: forwarded from this function's contract (`params` match the kernel).
+        unsafe { f.launch(&sh.stream, dims, config.cooperative, params) }.map_err(|e| {
+            if e.is_kernel_fault() {
+                sh.fault(e)
+            } else {
+                refused(e)
+            }
+        })?;
+        *lock(&sh.pending_kernel) = Some(kernel);
+        Ok(())
+    }
+}
+
+impl Drop for GpuModule {
+    fn drop(&mut self) {
+        // Launched kernels may still run this module's code; a failure among them is
+        // reported by the PE's next synchronisation, not here.
+        let _ = self.shared.stream.synchronize();
+        if self.nvshmem_registered {
+            let _serial = lock(&self.shared.serial);
+            // SAFETY: the module was registered in `load` and is still loaded.
+            let _ = unsafe { nv::cumodule_finalize(self.shared.lib(), self.module.raw()) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn version_must_match_exactly() {
+        let path = Path::new("/opt/nvshmem/lib/libnvshmem_host.so.3");
+        assert!(check_version("k", (3, 4, 5), (3, 4, 5), path).is_ok());
+        let msg = check_version("my-kernels", (3, 4, 5), (3, 8, 0), path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("`my-kernels`")
+                && msg.contains("NVSHMEM 3.4.5 device code")
+                && msg.contains("is 3.8.0")
+                && msg.contains("/opt/nvshmem/lib/libnvshmem_host.so.3")
+                && msg.contains("NVSHMEM_HOME"),
+            "{msg}"
+        );
+        assert!(check_version("k", (3, 4, 5), (3, 4, 6), path).is_err());
+    }
+
+    #[test]
+    fn cooperative_launches_must_fit_the_gpu() {
+        let cfg = LaunchConfig::new(264, 512).cooperative();
+        assert!(check_cooperative_fit("k", &cfg, 2, 132).is_ok());
+        let msg = check_cooperative_fit("k", &LaunchConfig::new(265, 512), 2, 132)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("all 265 blocks")
+                && msg.contains("2 block(s) of 512 threads fit per SM × 132 SMs = 264")
+                && msg.contains("LaunchConfig::new(264, 512)"),
+            "{msg}"
+        );
+        let msg =
+            check_cooperative_fit("k", &LaunchConfig::new(1, 1024).shared_mem(300_000), 0, 132)
+                .unwrap_err()
+                .to_string();
+        assert!(
+            msg.contains("not even one block") && msg.contains("300000 bytes"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn control_block_banks_hold_a_pair_per_pe() {
+        assert_eq!(bank_bytes(2), 6 * 8);
+        assert_eq!(bank_bytes(8), 18 * 8);
+    }
+}
