@@ -145,10 +145,11 @@ where
 /// })?;
 /// # Ok::<(), rshmem_host::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Job {
     backend: Option<Backend>,
     npes: Option<usize>,
+    pe_args: Option<Vec<std::ffi::OsString>>,
 }
 
 impl Job {
@@ -167,6 +168,18 @@ impl Job {
     /// Runs this many PEs whatever `RSHMEM_NPES` says (a GPU job needs as many GPUs).
     pub fn npes(mut self, npes: usize) -> Self {
         self.npes = Some(npes);
+        self
+    }
+
+    /// The arguments the PE processes get when this program starts them on GPUs (default: this
+    /// process's own). A test harness passes the filter that selects the one test, so each PE
+    /// runs that test alone.
+    pub fn pe_args<I, A>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<std::ffi::OsString>,
+    {
+        self.pe_args = Some(args.into_iter().map(Into::into).collect());
         self
     }
 
@@ -192,7 +205,7 @@ impl Job {
         };
         match backend {
             Backend::Sim => crate::sim::run(npes.unwrap_or(2), &pe_main),
-            Backend::Gpu => crate::gpu::run(npes, &pe_main),
+            Backend::Gpu => crate::gpu::run(npes, self.pe_args.as_deref(), &pe_main),
         }
     }
 }

@@ -58,6 +58,7 @@ pub(crate) fn probe() -> std::result::Result<(), String> {
 /// Runs the job on GPUs: as the launcher (plain start), or as one PE.
 pub(crate) fn run(
     npes: Option<usize>,
+    pe_args: Option<&[std::ffi::OsString]>,
     pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
 ) -> Result<()> {
     match launch::role()? {
@@ -67,7 +68,16 @@ pub(crate) fn run(
             if npes > visible {
                 return Err(unavailable(visible, visible, visible));
             }
-            launch::launch_self(npes)
+            match pe_args {
+                None => launch::launch_self(npes),
+                Some(args) => {
+                    let exe = std::env::current_exe().map_err(|source| Error::Io {
+                        context: "finding this program to start its PEs".into(),
+                        source,
+                    })?;
+                    launch::launch(npes, &exe, args)
+                }
+            }
         }
         Role::Pe(info) => {
             let (pe, npes, local_rank) = (info.pe, info.npes, info.local_rank);
