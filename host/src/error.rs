@@ -90,9 +90,7 @@ pub enum Error {
     },
 
     /// A host slice does not match a symmetric buffer's length.
-    #[error(
-        "length mismatch: the symmetric buffer holds {expected} elements, the host slice {found}"
-    )]
+    #[error("length mismatch: the symmetric buffer holds {expected} elements, the host slice {found}")]
     LengthMismatch {
         /// The buffer's length.
         expected: usize,

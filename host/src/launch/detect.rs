@@ -63,7 +63,7 @@ pub enum External {
     Slurm(Pmi),
     /// `mpirun`/`mpiexec` of an MPI library.
     Mpi(MpiLauncher),
-    /// A bare PMIx server (PRRTE's `prterun`, Flux, ...) without Slurm or Open MPI variables.
+    /// A bare `PMIx` server (PRRTE's `prterun`, Flux, ...) without Slurm or Open MPI variables.
     Pmix,
 }
 
@@ -99,6 +99,7 @@ impl External {
     /// Open MPI gets NVSHMEM's MPI bootstrap, the one NVSHMEM documents for `mpirun` (its
     /// plugin calls `MPI_Init` itself). Hydra gets plain PMI: it serves the PMI-1 wire
     /// protocol NVSHMEM's built-in client speaks, with no dependence on the MPI library's ABI.
+    #[must_use]
     pub fn nvshmem_bootstrap(self) -> &'static str {
         match self {
             External::Mpi(MpiLauncher::OpenMpi) => "MPI",
@@ -108,6 +109,7 @@ impl External {
 
     /// The `NVSHMEM_BOOTSTRAP_PMI` value (`"PMI"`, `"PMI-2"` or `"PMIX"`) when
     /// [`Self::nvshmem_bootstrap`] is `"PMI"`.
+    #[must_use]
     pub fn nvshmem_bootstrap_pmi(self) -> Option<&'static str> {
         match self {
             External::Slurm(Pmi::Pmi2) => Some("PMI-2"),
@@ -119,6 +121,7 @@ impl External {
 
     /// The NVSHMEM variables to set before `nvshmem_init` (skip any the user already set:
     /// theirs win).
+    #[must_use]
     pub fn nvshmem_env(self) -> Vec<(&'static str, &'static str)> {
         let mut vars = vec![("NVSHMEM_BOOTSTRAP", self.nvshmem_bootstrap())];
         vars.extend(
@@ -129,6 +132,11 @@ impl External {
     }
 
     /// `(pe, npes, local_rank)` as the launcher's variables say.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LaunchEnv`] naming the variable that is missing, malformed or out of range;
+    /// always for [`External::Pmix`], whose environment holds only the rank.
     pub fn placement(self) -> Result<(usize, usize, usize)> {
         self.placement_in(&process_env)
     }

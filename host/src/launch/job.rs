@@ -11,7 +11,7 @@ use super::sys::{self, Forwarding, Signal};
 use crate::error::{Error, Result};
 use std::ffi::OsString;
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -89,6 +89,7 @@ impl Job {
     }
 
     /// Appends arguments for every PE.
+    #[must_use]
     pub fn args<I, S>(mut self, args: I) -> Job
     where
         I: IntoIterator<Item = S>,
@@ -100,12 +101,14 @@ impl Job {
 
     /// Sets an environment variable for every PE. It overrides the launcher's own
     /// environment and `RSHMEM_BACKEND=gpu`, but not the variables that place the PE.
+    #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Job {
         self.env.push((key.into(), value.into()));
         self
     }
 
     /// How long PEs get to exit after SIGTERM before SIGKILL (default [`DEFAULT_GRACE`]).
+    #[must_use]
     pub fn grace(mut self, grace: Duration) -> Job {
         self.grace = grace;
         self
@@ -113,12 +116,22 @@ impl Job {
 
     /// Runs the job: `Ok` if every PE exits 0, else the first failure as
     /// [`Error::PeFailed`], after ending the others.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PeFailed`] for the first PE that failed; the errors of [`Job::status`].
     pub fn run(&self) -> Result<()> {
         self.status()?.map_err(Error::from)
     }
 
     /// Runs the job and says how it ended: `Err` is the launcher's own failure (a PE could
     /// not be started, ...), `Ok(Err(_))` the first PE that failed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the program cannot be started (its `source` says why: not found,
+    /// not executable, ...) or the launcher cannot set up its rendezvous, relays or signal
+    /// handling; [`Error::Launcher`] for 0 PEs.
     pub fn status(&self) -> Result<std::result::Result<(), PeFailure>> {
         if self.npes == 0 {
             return Err(Error::Launcher(
@@ -139,24 +152,25 @@ impl Job {
         pes.drain();
         Ok(match outcome {
             None => Ok(()),
-            Some((index, forwarded)) => {
-                let pe = &pes.0[index];
-                Err(PeFailure {
-                    pe: index,
-                    exit: pe.exit.map(PeExit::from).expect("a failed PE has exited"),
-                    panic: pe
-                        .panic
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .message
-                        .clone(),
-                    forwarded,
-                })
-            }
+            Some((index, status, forwarded)) => Err(PeFailure {
+                pe: index,
+                exit: PeExit::from(status),
+                panic: pes.0[index]
+                    .panic
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .message
+                    .clone(),
+                forwarded,
+            }),
         })
     }
 
     fn spawn(&self, pe: usize, rendezvous: &Address, launcher: libc::pid_t) -> Result<Pe> {
+        // Only PE 0 gets the launcher's stdin, as with mpirun: several readers would race.
+        // Not a terminal, though: a PE leads its own process group, so reading the terminal
+        // would stop it (SIGTTIN) and hang the job.
+        let terminal_stdin = io::stdin().is_terminal();
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
@@ -167,8 +181,7 @@ impl Job {
             // One node: the PE's index is its GPU.
             .env(LOCAL_RANK_VAR, pe.to_string())
             .env(RENDEZVOUS_VAR, rendezvous.to_env())
-            // Only PE 0 reads the terminal, as with mpirun: several readers would race.
-            .stdin(if pe == 0 {
+            .stdin(if pe == 0 && !terminal_stdin {
                 Stdio::inherit()
             } else {
                 Stdio::null()
@@ -220,12 +233,12 @@ struct Pe {
 impl Pes {
     /// Waits for every PE; once one fails (or a forwarded signal arrives) it ends the others:
     /// SIGTERM (or that signal), then SIGKILL after `grace`. Returns the first failed PE's
-    /// index and the signal forwarded before it failed, if any.
+    /// index and status, and the signal forwarded before it failed, if any.
     fn supervise(
         &mut self,
         forwarding: &mut Forwarding,
         grace: Duration,
-    ) -> Result<Option<(usize, Option<Signal>)>> {
+    ) -> Result<Option<(usize, ExitStatus, Option<Signal>)>> {
         let mut failure = None;
         let mut forwarded = None;
         let mut ending_since: Option<Instant> = None;
@@ -245,7 +258,7 @@ impl Pes {
                     // yet: the group id stays taken while any member lives.
                     let _ = sys::signal_group(pe.child.id(), libc::SIGKILL);
                     if !status.success() && failure.is_none() {
-                        failure = Some((index, forwarded));
+                        failure = Some((index, status, forwarded));
                     }
                 }
             }
@@ -406,6 +419,7 @@ impl From<ExitStatus> for PeExit {
 
 impl PeExit {
     /// The status a shell reports for it: the exit code, or 128 + the signal.
+    #[must_use]
     pub fn shell_status(self) -> i32 {
         match self {
             PeExit::Code(code) => code,
@@ -435,6 +449,7 @@ impl fmt::Display for PeExit {
 impl PeFailure {
     /// How the PE failed, e.g. `panicked: index out of bounds ...` or
     /// `was killed by SIGSEGV (signal 11, core dumped)`.
+    #[must_use]
     pub fn reason(&self) -> String {
         match (&self.panic, self.exit) {
             (Some(message), PeExit::Code(PANIC_STATUS)) => format!("panicked: {message}"),

@@ -22,7 +22,7 @@
 //!   a private temporary directory;
 //! * when a PE exits non-zero, panics or is killed, ends the others (SIGTERM to their
 //!   process groups, SIGKILL 2 s later) and reports the first failure as
-//!   [`Error::PeFailed`](crate::Error::PeFailed), e.g. `PE 1 failed: panicked: ...`;
+//!   [`Error::PeFailed`], e.g. `PE 1 failed: panicked: ...`;
 //! * forwards SIGINT and SIGTERM to the PEs (then ends them the same way);
 //! * dies with its PEs: each is started with a parent-death signal (Linux), so killing the
 //!   launcher, even with SIGKILL, leaves no PE behind.
@@ -42,7 +42,7 @@
 //! | `srun --mpi=pmi2` | `SLURM_PROCID` + `PMI_RANK` | `PMI` / `PMI-2` |
 //! | Open MPI `mpirun` | `OMPI_COMM_WORLD_RANK` | `MPI` |
 //! | MPICH / Intel MPI `mpiexec` (Hydra) | `PMI_RANK` + `MPI_LOCALRANKID` | `PMI` / `PMI` |
-//! | other PMIx launchers | `PMIX_RANK` | `PMI` / `PMIX` |
+//! | other `PMIx` launchers | `PMIX_RANK` | `PMI` / `PMIX` |
 //!
 //! The PE's GPU is its local rank (`SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`,
 //! `MPI_LOCALRANKID`), so start one task per GPU:
@@ -77,17 +77,31 @@ use std::ffi::OsString;
 use std::path::Path;
 
 /// `RSHMEM_NPES`, if set: the number of PEs to start.
+///
+/// # Errors
+///
+/// [`Error::LaunchEnv`] if it is not a whole number >= 1.
 pub fn requested_npes() -> Result<Option<usize>> {
     detect::npes_in(&detect::process_env)
 }
 
 /// Decides this process's role from the environment (see the [module docs](self)).
+///
+/// # Errors
+///
+/// [`Error::LaunchEnv`] if rshmem's variables are partial or malformed;
+/// [`Error::Launcher`] for an `srun` of several tasks without PMI.
 pub fn role() -> Result<Role> {
     detect::detect(&detect::process_env)
 }
 
 /// Re-executes this program (with its arguments) as `npes` PEs and waits: `Ok` if every PE
 /// exits 0, else the first failure as [`Error::PeFailed`], after ending the others.
+///
+/// # Errors
+///
+/// [`Error::PeFailed`] for the first PE that failed; the launcher's own errors as
+/// [`Job::status`].
 pub fn launch_self(npes: usize) -> Result<()> {
     let exe = std::env::current_exe().map_err(|source| Error::Io {
         context: "finding this program's executable to start it as the PEs".into(),
@@ -98,6 +112,10 @@ pub fn launch_self(npes: usize) -> Result<()> {
 
 /// Starts `program args...` as `npes` PEs (the `rshmem-run` binary) and waits, as
 /// [`launch_self`].
+///
+/// # Errors
+///
+/// As [`launch_self`].
 pub fn launch(npes: usize, program: &Path, args: &[OsString]) -> Result<()> {
     Job::new(npes, program).args(args).run()
 }

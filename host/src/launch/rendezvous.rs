@@ -102,6 +102,11 @@ enum Failure {
 
 impl PeInfo {
     /// PE 0 hands NVSHMEM's unique ID (opaque bytes) to the others.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Launcher`] on a PE other than 0, for an empty or oversized ID, or if PE 0
+    /// already published a different one; [`Error::Io`] if the launcher cannot be reached.
     pub fn publish_uid(&self, uid: &[u8]) -> Result<()> {
         if self.pe != 0 {
             return Err(Error::Launcher(format!(
@@ -123,6 +128,11 @@ impl PeInfo {
 
     /// PEs other than 0 wait for the unique ID PE 0 published, up to
     /// `RSHMEM_RENDEZVOUS_TIMEOUT` seconds (default 60).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UidTimeout`] if PE 0 publishes nothing in that time; [`Error::Launcher`] if
+    /// the job ends first; [`Error::Io`] if the launcher cannot be reached.
     pub fn fetch_uid(&self) -> Result<Vec<u8>> {
         self.rendezvous
             .request(GET, &[], self.timeout)
@@ -329,7 +339,9 @@ fn frame_len(len: usize) -> io::Result<[u8; 4]> {
             format!("{len} bytes is over the rendezvous limit of {MAX_PAYLOAD}"),
         ));
     }
-    Ok((len as u32).to_le_bytes())
+    u32::try_from(len)
+        .map(u32::to_le_bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too long"))
 }
 
 fn read_u8(stream: &mut impl Read) -> io::Result<u8> {
@@ -366,7 +378,7 @@ impl PrivateDir {
             // A fresh name each time: never adopt a directory someone else made.
             match DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => return Ok(PrivateDir(dir)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => continue,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => {}
                 Err(e) => return Err(e),
             }
         }

@@ -122,8 +122,8 @@ impl Forwarding {
             .each_ref()
             .map(|count| count.load(Ordering::SeqCst));
         if installed.0 == 0 {
-            for i in 0..FORWARDED.len() {
-                match catch(FORWARDED[i]) {
+            for (i, &signal) in FORWARDED.iter().enumerate() {
+                match catch(signal) {
                     Ok(old) => installed.1[i] = old,
                     Err(e) => {
                         restore(&mut installed.1);
@@ -166,7 +166,7 @@ fn restore(replaced: &mut [Option<libc::sigaction>; 2]) {
         if let Some(old) = slot.take() {
             // SAFETY: `old` is a disposition sigaction(2) gave us for this very signal.
             // Failing to restore leaves our harmless counting handler in place.
-            unsafe { libc::sigaction(signal, &old, std::ptr::null_mut()) };
+            unsafe { libc::sigaction(signal, &raw const old, std::ptr::null_mut()) };
         }
     }
 }
@@ -177,7 +177,7 @@ fn catch(signal: Signal) -> io::Result<Option<libc::sigaction>> {
     // SAFETY: sigaction is plain data for which all-zero bytes are a valid value.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: a null new action only reads the current one into `old`, a valid out-pointer.
-    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) } != 0 {
+    if unsafe { libc::sigaction(signal, std::ptr::null(), &raw mut old) } != 0 {
         return Err(io::Error::last_os_error());
     }
     if old.sa_sigaction == libc::SIG_IGN {
@@ -192,8 +192,8 @@ fn catch(signal: Signal) -> io::Result<Option<libc::sigaction>> {
     // SAFETY: `action.sa_mask` is a valid sigset_t to initialise; `action` is fully set up
     // with a handler that is async-signal-safe, and `old` is a valid out-pointer.
     unsafe {
-        libc::sigemptyset(&mut action.sa_mask);
-        if libc::sigaction(signal, &action, &mut old) != 0 {
+        libc::sigemptyset(&raw mut action.sa_mask);
+        if libc::sigaction(signal, &raw const action, &raw mut old) != 0 {
             return Err(io::Error::last_os_error());
         }
     }
