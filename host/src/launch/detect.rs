@@ -81,15 +81,17 @@ pub enum Pmi {
 pub enum MpiLauncher {
     /// Open MPI (`OMPI_COMM_WORLD_*`).
     OpenMpi,
-    /// MPICH or Intel MPI, whose launcher is Hydra (`PMI_RANK`, `MPI_LOCALRANKID`).
+    /// MPICH or Intel MPI, whose launcher is Hydra (`PMI_RANK`, `MPI_LOCALRANKID`), or
+    /// another launcher serving PMI-1 (`PMI_RANK` without Slurm, e.g. MVAPICH's).
     Hydra,
 }
 
-/// Where an external launcher puts (pe, npes, local rank); `npes` lists fallbacks in order.
+/// Where an external launcher puts (pe, npes, local rank): for each, the variables to try
+/// in order.
 struct Layout {
-    pe: &'static str,
+    pe: &'static [&'static str],
     npes: &'static [&'static str],
-    local_rank: &'static str,
+    local_rank: &'static [&'static str],
 }
 
 impl External {
@@ -155,9 +157,9 @@ impl External {
         let fix = format!(
             "{self} sets it for every task: start the program through it rather than setting it by hand."
         );
-        let (pe_var, pe) = index(env, &[layout.pe], &fix)?;
+        let (pe_var, pe) = index(env, layout.pe, &fix)?;
         let (npes_var, npes) = index(env, layout.npes, &fix)?;
-        let (local_var, local_rank) = index(env, &[layout.local_rank], &fix)?;
+        let (local_var, local_rank) = index(env, layout.local_rank, &fix)?;
         check_placement(
             (pe_var, pe),
             (npes_var, npes),
@@ -170,19 +172,19 @@ impl External {
     fn layout(self) -> Option<Layout> {
         Some(match self {
             External::Slurm(_) => Layout {
-                pe: "SLURM_PROCID",
+                pe: &["SLURM_PROCID"],
                 npes: &["SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"],
-                local_rank: "SLURM_LOCALID",
+                local_rank: &["SLURM_LOCALID"],
             },
             External::Mpi(MpiLauncher::OpenMpi) => Layout {
-                pe: "OMPI_COMM_WORLD_RANK",
+                pe: &["OMPI_COMM_WORLD_RANK"],
                 npes: &["OMPI_COMM_WORLD_SIZE"],
-                local_rank: "OMPI_COMM_WORLD_LOCAL_RANK",
+                local_rank: &["OMPI_COMM_WORLD_LOCAL_RANK"],
             },
             External::Mpi(MpiLauncher::Hydra) => Layout {
-                pe: "PMI_RANK",
+                pe: &["PMI_RANK"],
                 npes: &["PMI_SIZE"],
-                local_rank: "MPI_LOCALRANKID",
+                local_rank: &["MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK"],
             },
             External::Pmix => return None,
         })
@@ -195,7 +197,7 @@ impl fmt::Display for External {
             External::Slurm(Pmi::Pmi2) => "Slurm's srun (PMI-2)",
             External::Slurm(Pmi::Pmix) => "Slurm's srun (PMIx)",
             External::Mpi(MpiLauncher::OpenMpi) => "Open MPI's mpirun",
-            External::Mpi(MpiLauncher::Hydra) => "MPICH's mpiexec (Hydra)",
+            External::Mpi(MpiLauncher::Hydra) => "a PMI launcher (MPICH's or Intel MPI's mpiexec)",
             External::Pmix => "a PMIx launcher",
         })
     }
@@ -262,13 +264,18 @@ pub(crate) fn detect(env: Lookup<'_>) -> Result<Role> {
         // A batch script also has SLURM_PROCID; only an srun step has SLURM_STEP_NUM_TASKS.
         // One task without PMI may start its own PEs; several would each start a job.
         if set("SLURM_STEP_NUM_TASKS") {
-            let (_, tasks) = index(env, &["SLURM_STEP_NUM_TASKS"], "")?;
+            let fix = "srun sets it for every task: start the program through srun unchanged.";
+            let (_, tasks) = index(env, &["SLURM_STEP_NUM_TASKS"], fix)?;
             if tasks > 1 {
                 return Err(Error::Launcher(format!(
                     "srun started {tasks} tasks without a PMI interface (neither PMI_RANK nor PMIX_RANK is set), so NVSHMEM cannot join them into one job. Run `srun --mpi=pmix ...` (or `--mpi=pmi2`), or run one task (`srun -n 1`) and let rshmem start one PE per GPU of its node"
                 )));
             }
         }
+    }
+    // Without Slurm, PMI_RANK means some other PMI-1 server (MVAPICH's mpirun_rsh, ...).
+    if set("PMI_RANK") {
+        return Ok(Role::External(External::Mpi(MpiLauncher::Hydra)));
     }
     if set("PMIX_RANK") {
         return Ok(Role::External(External::Pmix));
@@ -579,6 +586,17 @@ mod tests {
         ]);
         assert_eq!(ext, External::Mpi(MpiLauncher::Hydra));
         assert_eq!(placement, (3, 4, 1));
+
+        // Another PMI-1 launcher: MVAPICH's names its local rank differently.
+        let (ext, placement) = external(&[
+            ("PMI_RANK", "2"),
+            ("PMI_SIZE", "4"),
+            ("MV2_COMM_WORLD_LOCAL_RANK", "0"),
+        ]);
+        assert_eq!(
+            (ext, placement),
+            (External::Mpi(MpiLauncher::Hydra), (2, 4, 0))
+        );
         assert_eq!(
             (ext.nvshmem_bootstrap(), ext.nvshmem_bootstrap_pmi()),
             ("PMI", Some("PMI"))

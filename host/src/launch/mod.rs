@@ -29,6 +29,35 @@
 //!
 //! `RSHMEM_NPES` chooses how many PEs [`crate::run`] starts (default: one per visible GPU).
 //!
+//! What a GPU backend does with each role (the unique ID here stands for
+//! `nvshmemx_get_uniqueid`'s bytes):
+//!
+//! ```no_run
+//! use rshmem_host::launch::{self, Role};
+//! # fn main() -> rshmem_host::Result<()> {
+//! # let get_uniqueid = || vec![0u8; 128];
+//! match launch::role()? {
+//!     Role::Launcher => launch::launch_self(launch::requested_npes()?.unwrap_or(2))?,
+//!     Role::Pe(me) => {
+//!         let uid = if me.pe == 0 {
+//!             let uid = get_uniqueid();
+//!             me.publish_uid(&uid)?;
+//!             uid
+//!         } else {
+//!             me.fetch_uid()?
+//!         };
+//!         // nvshmemx_set_attr_uniqueid_args(me.pe, me.npes, &uid, ..) on GPU me.local_rank
+//!         # drop(uid);
+//!     }
+//!     Role::External(launcher) => {
+//!         let (pe, npes, local_rank) = launcher.placement()?;
+//!         // set launcher.nvshmem_env() (unless already set), then nvshmem_init on that GPU
+//!         # drop((pe, npes, local_rank));
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Several nodes: `srun` or `mpirun`
 //!
 //! Across nodes the job is started by the cluster's launcher, one process per GPU, and
@@ -36,22 +65,26 @@
 //! it and sets `NVSHMEM_BOOTSTRAP` (and `NVSHMEM_BOOTSTRAP_PMI`) to match, unless you set
 //! them yourself:
 //!
-//! | launcher | detected by | NVSHMEM bootstrap |
+//! | launcher | detected by | `NVSHMEM_BOOTSTRAP` / `_PMI` |
 //! |---|---|---|
-//! | `srun --mpi=pmix` | `SLURM_PROCID` + `PMIX_RANK` | `PMI` / `PMIX` |
-//! | `srun --mpi=pmi2` | `SLURM_PROCID` + `PMI_RANK` | `PMI` / `PMI-2` |
 //! | Open MPI `mpirun` | `OMPI_COMM_WORLD_RANK` | `MPI` |
 //! | MPICH / Intel MPI `mpiexec` (Hydra) | `PMI_RANK` + `MPI_LOCALRANKID` | `PMI` / `PMI` |
+//! | `srun --mpi=pmix` | `SLURM_PROCID` + `PMIX_RANK` | `PMI` / `PMIX` |
+//! | `srun --mpi=pmi2` | `SLURM_PROCID` + `PMI_RANK` | `PMI` / `PMI-2` |
+//! | other PMI-1 launchers (MVAPICH, ...) | `PMI_RANK` | `PMI` / `PMI` |
 //! | other `PMIx` launchers | `PMIX_RANK` | `PMI` / `PMIX` |
 //!
-//! The PE's GPU is its local rank (`SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`,
-//! `MPI_LOCALRANKID`), so start one task per GPU:
+//! The first match wins, top down, after rshmem's own `RSHMEM_PE`: an `mpirun` inside a
+//! Slurm allocation inherits Slurm's variables but is seen as `mpirun`. The PE's GPU is its
+//! local rank (`SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`), so start
+//! one task per GPU:
 //!
 //! ```text
 //! # 2 nodes x 8 GPUs under Slurm
 //! srun -N 2 --ntasks-per-node=8 --gpus-per-node=8 --mpi=pmix ./target/release/my-app
 //!
-//! # the same with Open MPI (NVSHMEM's MPI bootstrap needs its plugin built for this MPI)
+//! # the same with Open MPI; NVSHMEM's MPI bootstrap plugin must match this MPI, or use
+//! # Open MPI's PMIx instead: -x NVSHMEM_BOOTSTRAP=PMI -x NVSHMEM_BOOTSTRAP_PMI=PMIX
 //! mpirun -np 16 --map-by ppr:8:node ./target/release/my-app
 //! ```
 //!
