@@ -80,8 +80,7 @@ fn parse(
 fn parse_npes(value: &OsString) -> Result<usize, String> {
     value
         .to_str()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n >= 1)
+        .and_then(launch::parse_npes)
         .ok_or_else(|| format!("-n expects a whole number of PEs, at least 1; got {value:?}"))
 }
 

@@ -287,7 +287,7 @@ pub(crate) fn detect(env: Lookup<'_>) -> Result<Role> {
 pub(crate) fn npes_in(env: Lookup<'_>) -> Result<Option<usize>> {
     match env(NPES_VAR) {
         Some(v) if !v.trim().is_empty() => {
-            let n = parse_count(&v).ok_or_else(|| Error::LaunchEnv {
+            let n = parse_npes(&v).ok_or_else(|| Error::LaunchEnv {
                 var: NPES_VAR.into(),
                 found: format!("{v:?}"),
                 expected: "it must be a whole number of PEs, at least 1".into(),
@@ -299,8 +299,9 @@ pub(crate) fn npes_in(env: Lookup<'_>) -> Result<Option<usize>> {
     }
 }
 
-/// A PE count: a whole number >= 1.
-pub(crate) fn parse_count(text: &str) -> Option<usize> {
+/// A PE count as `RSHMEM_NPES` and `rshmem-run -n` take it: a whole number >= 1.
+#[must_use]
+pub fn parse_npes(text: &str) -> Option<usize> {
     text.trim().parse::<usize>().ok().filter(|&n| n >= 1)
 }
 

@@ -100,8 +100,8 @@ mod rendezvous;
 mod sys;
 
 pub use detect::{
-    External, MpiLauncher, PeInfo, Pmi, Role, DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR,
-    PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+    parse_npes, External, MpiLauncher, PeInfo, Pmi, Role, DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR,
+    NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
 };
 pub use job::{Job, PeExit, PeFailure, DEFAULT_GRACE};
 

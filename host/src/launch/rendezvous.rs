@@ -123,7 +123,7 @@ impl PeInfo {
         self.rendezvous
             .request(PUBLISH, uid, self.timeout)
             .map(drop)
-            .map_err(|failure| self.error(failure, "publishing"))
+            .map_err(|failure| self.error(failure, PUBLISH))
     }
 
     /// PEs other than 0 wait for the unique ID PE 0 published, up to
@@ -136,11 +136,12 @@ impl PeInfo {
     pub fn fetch_uid(&self) -> Result<Vec<u8>> {
         self.rendezvous
             .request(GET, &[], self.timeout)
-            .map_err(|failure| self.error(failure, "fetching"))
+            .map_err(|failure| self.error(failure, GET))
     }
 
-    fn error(&self, failure: Failure, doing: &str) -> Error {
+    fn error(&self, failure: Failure, op: u8) -> Error {
         let pe = self.pe;
+        let doing = if op == GET { "fetching" } else { "publishing" };
         match failure {
             Failure::Connect(source) => Error::Io {
                 context: format!(
@@ -149,8 +150,10 @@ impl PeInfo {
                 ),
                 source,
             },
+            // Only a get waits for PE 0; a publish is answered at once.
             Failure::Exchange(e)
-                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                if op == GET
+                    && matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
             {
                 Error::UidTimeout {
                     pe,
@@ -233,7 +236,8 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.shared.slot().closed = true;
         self.shared.changed.notify_all();
-        // accept() has no timeout: a connection of our own wakes it to see `closed`.
+        // accept() has no timeout: a connection of our own wakes it to see `closed`. Should
+        // even that fail, the thread stays blocked, holding nothing but the listener.
         if UnixStream::connect(&self.address.0).is_ok() {
             if let Some(acceptor) = self.acceptor.take() {
                 let _ = acceptor.join();
