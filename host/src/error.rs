@@ -171,6 +171,29 @@ pub enum Error {
     #[error("launcher: {0}")]
     Launcher(String),
 
+    /// A variable that places this process in a job (set by rshmem's launcher, `srun`,
+    /// `mpirun`, or by hand) is missing or malformed.
+    #[error("{var} is {found}, but {expected}. {fix}")]
+    LaunchEnv {
+        /// The environment variable.
+        var: String,
+        /// What it holds (quoted), or `not set`.
+        found: String,
+        /// What it must hold.
+        expected: String,
+        /// How to fix it.
+        fix: String,
+    },
+
+    /// A PE waited too long for PE 0 to publish NVSHMEM's unique ID.
+    #[error("PE {pe} waited {:.1} s for NVSHMEM's unique ID from PE 0, but PE 0 never published it: PE 0 failed or hangs before it gets the ID (look at its `[PE 0]` output). Set RSHMEM_RENDEZVOUS_TIMEOUT=<seconds> to wait longer", .waited.as_secs_f64())]
+    UidTimeout {
+        /// The PE that waited.
+        pe: usize,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+
     /// One or more PEs failed; the job was ended.
     #[error("PE {pe} failed: {reason}")]
     PeFailed {

@@ -1,90 +1,154 @@
-//! Starting PEs as processes. OWNED BY THE LAUNCHER WORK: the signatures below are the
-//! contract the GPU backend codes against; bodies to be implemented.
+//! Starting PEs as processes: the role of `nvshmrun` or `torchrun`.
+//!
+//! A GPU job runs one process per GPU, a *PE*. [`role`] tells a process which part it plays,
+//! from its environment alone:
+//!
+//! | started by | role | NVSHMEM bootstraps with |
+//! |---|---|---|
+//! | a shell, plainly | [`Role::Launcher`]: start the PEs with [`launch_self`] | — |
+//! | [`launch_self`] / `rshmem-run` | [`Role::Pe`] | the unique ID PE 0 hands out ([`PeInfo::publish_uid`], [`PeInfo::fetch_uid`]) |
+//! | `srun`, `mpirun`, `mpiexec` | [`Role::External`] | the launcher's own PMI/PMIx/MPI ([`External::nvshmem_env`]) |
+//!
+//! # One node: rshmem's launcher
+//!
+//! [`launch_self`] (what [`crate::run`] does when started plainly) or `rshmem-run -n N
+//! program args...` starts N PEs of the program with `RSHMEM_PE`, `RSHMEM_NPES`,
+//! `RSHMEM_LOCAL_RANK`, `RSHMEM_RENDEZVOUS` and `RSHMEM_BACKEND=gpu` set. Each PE leads its
+//! own process group. The launcher then:
+//!
+//! * relays every line the PEs print, prefixed `[PE k] `, to its own stdout or stderr;
+//! * serves NVSHMEM's unique ID: PE 0 publishes it, the others block in `fetch_uid` until it
+//!   is there (up to `RSHMEM_RENDEZVOUS_TIMEOUT` seconds, default 60), over a Unix socket in
+//!   a private temporary directory;
+//! * when a PE exits non-zero, panics or is killed, ends the others (SIGTERM to their
+//!   process groups, SIGKILL 2 s later) and reports the first failure as
+//!   [`Error::PeFailed`], e.g. `PE 1 failed: panicked: ...`;
+//! * forwards SIGINT and SIGTERM to the PEs (then ends them the same way);
+//! * dies with its PEs: each is started with a parent-death signal (Linux), so killing the
+//!   launcher, even with SIGKILL, leaves no PE behind.
+//!
+//! `RSHMEM_NPES` chooses how many PEs [`crate::run`] starts (default: one per visible GPU).
+//!
+//! What a GPU backend does with each role (the unique ID here stands for
+//! `nvshmemx_get_uniqueid`'s bytes):
+//!
+//! ```no_run
+//! use rshmem_host::launch::{self, Role};
+//! # fn main() -> rshmem_host::Result<()> {
+//! # let get_uniqueid = || vec![0u8; 128];
+//! match launch::role()? {
+//!     Role::Launcher => launch::launch_self(launch::requested_npes()?.unwrap_or(2))?,
+//!     Role::Pe(me) => {
+//!         let uid = if me.pe == 0 {
+//!             let uid = get_uniqueid();
+//!             me.publish_uid(&uid)?;
+//!             uid
+//!         } else {
+//!             me.fetch_uid()?
+//!         };
+//!         // nvshmemx_set_attr_uniqueid_args(me.pe, me.npes, &uid, ..) on GPU me.local_rank
+//!         # drop(uid);
+//!     }
+//!     Role::External(launcher) => {
+//!         let (pe, npes, local_rank) = launcher.placement()?;
+//!         // set launcher.nvshmem_env() (unless already set), then nvshmem_init on that GPU
+//!         # drop((pe, npes, local_rank));
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Several nodes: `srun` or `mpirun`
+//!
+//! Across nodes the job is started by the cluster's launcher, one process per GPU, and
+//! NVSHMEM bootstraps through that launcher's process-management interface. rshmem detects
+//! it and sets `NVSHMEM_BOOTSTRAP` (and `NVSHMEM_BOOTSTRAP_PMI`) to match, unless you set
+//! them yourself:
+//!
+//! | launcher | detected by | `NVSHMEM_BOOTSTRAP` / `_PMI` |
+//! |---|---|---|
+//! | Open MPI `mpirun` | `OMPI_COMM_WORLD_RANK` | `MPI` |
+//! | MPICH / Intel MPI `mpiexec` (Hydra) | `PMI_RANK` + `MPI_LOCALRANKID` | `PMI` / `PMI` |
+//! | `srun --mpi=pmix` | `SLURM_PROCID` + `PMIX_RANK` | `PMI` / `PMIX` |
+//! | `srun --mpi=pmi2` | `SLURM_PROCID` + `PMI_RANK` | `PMI` / `PMI-2` |
+//! | other PMI-1 launchers (MVAPICH, ...) | `PMI_RANK` | `PMI` / `PMI` |
+//! | other `PMIx` launchers | `PMIX_RANK` | `PMI` / `PMIX` |
+//!
+//! The first match wins, top down, after rshmem's own `RSHMEM_PE`: an `mpirun` inside a
+//! Slurm allocation inherits Slurm's variables but is seen as `mpirun`. The PE's GPU is its
+//! local rank (`SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`), so start
+//! one task per GPU:
+//!
+//! ```text
+//! # 2 nodes x 8 GPUs under Slurm
+//! srun -N 2 --ntasks-per-node=8 --gpus-per-node=8 --mpi=pmix ./target/release/my-app
+//!
+//! # the same with Open MPI; NVSHMEM's MPI bootstrap plugin must match this MPI, or use
+//! # Open MPI's PMIx instead: -x NVSHMEM_BOOTSTRAP=PMI -x NVSHMEM_BOOTSTRAP_PMI=PMIX
+//! mpirun -np 16 --map-by ppr:8:node ./target/release/my-app
+//! ```
+//!
+//! NVSHMEM's bootstrap plugins (`nvshmem_bootstrap_pmix.so.3`, `..._pmi2.so.3`,
+//! `..._mpi.so.3`) must be on `LD_LIBRARY_PATH`, like `nvshmem_bootstrap_uid.so.3` on one
+//! node. An `srun` of several tasks without `--mpi=pmix`/`pmi2` is refused with that fix: its
+//! tasks could not find each other. A single task (`srun -n 1`, or an `sbatch` script
+//! running the program directly) acts as a launcher and starts one PE per GPU of its node.
+
+mod detect;
+mod job;
+mod rendezvous;
+mod sys;
+
+pub use detect::{
+    parse_npes, External, MpiLauncher, PeInfo, Pmi, Role, DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR,
+    NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+};
+pub use job::{Job, PeExit, PeFailure, DEFAULT_GRACE};
 
 use crate::error::{Error, Result};
 use std::ffi::OsString;
 use std::path::Path;
 
 /// `RSHMEM_NPES`, if set: the number of PEs to start.
+///
+/// # Errors
+///
+/// [`Error::LaunchEnv`] if it is not a whole number >= 1.
 pub fn requested_npes() -> Result<Option<usize>> {
-    match std::env::var("RSHMEM_NPES") {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(Some(n)),
-            _ => Err(Error::Launcher(format!(
-                "RSHMEM_NPES={v:?} is not a PE count: use a whole number >= 1"
-            ))),
-        },
-    }
+    detect::npes_in(&detect::process_env)
 }
 
-/// What this process is in a GPU job.
-#[derive(Debug)]
-pub(crate) enum Role {
-    /// Started plainly: start the PEs (`launch_self`) and wait for them.
-    Launcher,
-    /// A PE started by our launcher (`launch_self` or `rshmem-run`).
-    Pe(PeInfo),
-    /// A PE started by an external launcher (srun, mpirun, ...): NVSHMEM bootstraps itself.
-    External(External),
+/// Decides this process's role from the environment (see the [module docs](self)).
+///
+/// # Errors
+///
+/// [`Error::LaunchEnv`] if rshmem's variables are partial or malformed;
+/// [`Error::Launcher`] for an `srun` of several tasks without PMI.
+pub fn role() -> Result<Role> {
+    detect::detect(&detect::process_env)
 }
 
-/// A PE started by rshmem's launcher: its place in the job and the way to exchange
-/// NVSHMEM's unique ID.
-#[derive(Debug)]
-pub(crate) struct PeInfo {
-    pub pe: usize,
-    pub npes: usize,
-    /// Index among the PEs on this node: the GPU this PE drives.
-    pub local_rank: usize,
-}
-
-/// The external launcher detected from the environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum External {
-    /// Slurm `srun` (PMI-2 or PMIx variables).
-    Slurm,
-    /// Open MPI / MPICH `mpirun`.
-    Mpi,
-    /// A PMIx server without Slurm.
-    Pmix,
-}
-
-impl External {
-    /// The `NVSHMEM_BOOTSTRAP` value to use, e.g. `"PMI"`, `"PMIX"`, `"MPI"`.
-    pub fn nvshmem_bootstrap(self) -> &'static str {
-        todo!()
-    }
-    /// `(pe, npes, local_rank)` as the launcher's variables say.
-    pub fn placement(self) -> Result<(usize, usize, usize)> {
-        todo!()
-    }
-}
-
-/// Decides this process's role from the environment.
-pub(crate) fn role() -> Result<Role> {
-    todo!()
-}
-
-impl PeInfo {
-    /// PE 0 hands NVSHMEM's unique ID (opaque bytes) to the others.
-    pub fn publish_uid(&self, _uid: &[u8]) -> Result<()> {
-        todo!()
-    }
-    /// PEs other than 0 wait for the unique ID PE 0 published.
-    pub fn fetch_uid(&self) -> Result<Vec<u8>> {
-        todo!()
-    }
-}
-
-/// Re-executes this program as `npes` PEs and waits: `Ok` if every PE exits 0, else the
-/// first failure as [`Error::PeFailed`], after ending the others.
-pub fn launch_self(_npes: usize) -> Result<()> {
-    todo!()
+/// Re-executes this program (with its arguments) as `npes` PEs and waits: `Ok` if every PE
+/// exits 0, else the first failure as [`Error::PeFailed`], after ending the others.
+///
+/// # Errors
+///
+/// [`Error::PeFailed`] for the first PE that failed; the launcher's own errors as
+/// [`Job::status`].
+pub fn launch_self(npes: usize) -> Result<()> {
+    let exe = std::env::current_exe().map_err(|source| Error::Io {
+        context: "finding this program's executable to start it as the PEs".into(),
+        source,
+    })?;
+    Job::new(npes, exe).args(std::env::args_os().skip(1)).run()
 }
 
 /// Starts `program args...` as `npes` PEs (the `rshmem-run` binary) and waits, as
 /// [`launch_self`].
-pub fn launch(_npes: usize, _program: &Path, _args: &[OsString]) -> Result<()> {
-    todo!()
+///
+/// # Errors
+///
+/// As [`launch_self`].
+pub fn launch(npes: usize, program: &Path, args: &[OsString]) -> Result<()> {
+    Job::new(npes, program).args(args).run()
 }

@@ -1,0 +1,592 @@
+//! Running a job: the PEs as child processes, their output relayed line by line with a
+//! `[PE k] ` prefix, and the whole job ended as soon as one PE fails.
+//!
+//! Each PE leads its own process group, so one signal reaches everything it started. The
+//! launcher polls the PEs rather than blocking on one: it must notice the first failure
+//! whichever PE it is, and a forwarded signal, within a few milliseconds.
+
+use super::detect::{LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR};
+use super::rendezvous::{Address, Server};
+use super::sys::{self, Forwarding, Signal};
+use crate::error::{Error, Result};
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// How long PEs get between SIGTERM and SIGKILL once the job is ending.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+/// How often the launcher looks at its PEs.
+const POLL: Duration = Duration::from_millis(10);
+/// How long the output of exited PEs may still take to drain: a process that left the PE's
+/// group can hold its pipes open forever, and must not hang the launcher.
+const DRAIN: Duration = Duration::from_secs(1);
+/// Longer lines are relayed in pieces of this size, so a PE that never writes a newline
+/// cannot make the launcher buffer without bound.
+const MAX_LINE: u64 = 64 * 1024;
+/// The status a panicking Rust program exits with.
+const PANIC_STATUS: i32 = 101;
+
+/// A job to start: `npes` copies of a program, each told its PE index.
+///
+/// ```no_run
+/// use rshmem_host::launch::Job;
+/// # fn main() -> rshmem_host::Result<()> {
+/// Job::new(4, "./my-app").args(["--size", "1M"]).run()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Job {
+    npes: usize,
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    grace: Duration,
+}
+
+/// How a PE process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeExit {
+    /// It exited with this status.
+    Code(i32),
+    /// A signal killed it.
+    Signal {
+        /// The signal number.
+        signal: i32,
+        /// Whether it left a core dump.
+        core_dumped: bool,
+    },
+}
+
+/// The first PE of a job that failed, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeFailure {
+    /// The PE.
+    pub pe: usize,
+    /// How its process ended.
+    pub exit: PeExit,
+    /// The panic message it printed, if it panicked.
+    pub panic: Option<String>,
+    /// A signal the launcher received and forwarded to the PEs before this failure.
+    pub forwarded: Option<i32>,
+}
+
+impl Job {
+    /// `npes` PEs of `program`, with no arguments.
+    pub fn new(npes: usize, program: impl Into<PathBuf>) -> Job {
+        Job {
+            npes,
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            grace: DEFAULT_GRACE,
+        }
+    }
+
+    /// Appends arguments for every PE.
+    #[must_use]
+    pub fn args<I, S>(mut self, args: I) -> Job
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for every PE. It overrides the launcher's own
+    /// environment and `RSHMEM_BACKEND=gpu`, but not the variables that place the PE.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Job {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// How long PEs get to exit after SIGTERM before SIGKILL (default [`DEFAULT_GRACE`]).
+    #[must_use]
+    pub fn grace(mut self, grace: Duration) -> Job {
+        self.grace = grace;
+        self
+    }
+
+    /// Runs the job: `Ok` if every PE exits 0, else the first failure as
+    /// [`Error::PeFailed`], after ending the others.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PeFailed`] for the first PE that failed; the errors of [`Job::status`].
+    pub fn run(&self) -> Result<()> {
+        self.status()?.map_err(Error::from)
+    }
+
+    /// Runs the job and says how it ended: `Err` is the launcher's own failure (a PE could
+    /// not be started, ...), `Ok(Err(_))` the first PE that failed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the program cannot be started (its `source` says why: not found,
+    /// not executable, ...) or the launcher cannot set up its rendezvous, relays or signal
+    /// handling; [`Error::Launcher`] for 0 PEs.
+    pub fn status(&self) -> Result<std::result::Result<(), PeFailure>> {
+        if self.npes == 0 {
+            return Err(Error::Launcher(
+                "a job needs at least 1 PE; asked to start 0".into(),
+            ));
+        }
+        let server = Server::start()?;
+        let mut forwarding = Forwarding::install().map_err(|source| Error::Io {
+            context: "catching SIGINT and SIGTERM to forward them to the PEs".into(),
+            source,
+        })?;
+        let launcher = sys::own_pid();
+        let mut pes = Pes(Vec::with_capacity(self.npes));
+        for pe in 0..self.npes {
+            pes.0.push(self.spawn(pe, server.address(), launcher)?);
+        }
+        let outcome = pes.supervise(&mut forwarding, self.grace)?;
+        pes.drain();
+        Ok(match outcome {
+            None => Ok(()),
+            Some((index, status, forwarded)) => Err(PeFailure {
+                pe: index,
+                exit: PeExit::from(status),
+                panic: pes.0[index]
+                    .panic
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .message
+                    .clone(),
+                forwarded,
+            }),
+        })
+    }
+
+    fn spawn(&self, pe: usize, rendezvous: &Address, launcher: libc::pid_t) -> Result<Pe> {
+        // Only PE 0 gets the launcher's stdin, as with mpirun: several readers would race.
+        // Not a terminal, though: a PE leads its own process group, so reading the terminal
+        // would stop it (SIGTTIN) and hang the job.
+        let terminal_stdin = io::stdin().is_terminal();
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env("RSHMEM_BACKEND", "gpu")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env(PE_VAR, pe.to_string())
+            .env(NPES_VAR, self.npes.to_string())
+            // One node: the PE's index is its GPU.
+            .env(LOCAL_RANK_VAR, pe.to_string())
+            .env(RENDEZVOUS_VAR, rendezvous.to_env())
+            .stdin(if pe == 0 && !terminal_stdin {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: the closure runs in the forked child before exec; `die_with_parent` makes
+        // only async-signal-safe calls and allocates nothing, as that requires.
+        unsafe { command.pre_exec(move || sys::die_with_parent(launcher)) };
+        let mut child = command.spawn().map_err(|source| Error::Io {
+            context: format!("starting PE {pe} as `{}`", self.program.display()),
+            source,
+        })?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        // Owned by a `Pe` before anything else can fail, so a failure below still ends it.
+        let mut started = Pe {
+            child,
+            exit: None,
+            relays: Vec::new(),
+            panic: Arc::default(),
+        };
+        let relays = [
+            stdout.map(|out| relay(pe, out, Stream::Stdout, None)),
+            stderr.map(|err| relay(pe, err, Stream::Stderr, Some(Arc::clone(&started.panic)))),
+        ];
+        for relay in relays.into_iter().flatten() {
+            started.relays.push(relay.map_err(|source| Error::Io {
+                context: format!("starting the thread that relays PE {pe}'s output"),
+                source,
+            })?);
+        }
+        Ok(started)
+    }
+}
+
+/// The PEs of a running job.
+struct Pes(Vec<Pe>);
+
+/// A started PE. Dropping it kills and reaps it if it still runs, so no early return (or
+/// panic) of the launcher leaves orphans.
+struct Pe {
+    child: Child,
+    exit: Option<ExitStatus>,
+    relays: Vec<JoinHandle<()>>,
+    panic: Arc<Mutex<PanicWatch>>,
+}
+
+impl Pes {
+    /// Waits for every PE; once one fails (or a forwarded signal arrives) it ends the others:
+    /// SIGTERM (or that signal), then SIGKILL after `grace`. Returns the first failed PE's
+    /// index and status, and the signal forwarded before it failed, if any.
+    fn supervise(
+        &mut self,
+        forwarding: &mut Forwarding,
+        grace: Duration,
+    ) -> Result<Option<(usize, ExitStatus, Option<Signal>)>> {
+        let mut failure = None;
+        let mut forwarded = None;
+        let mut ending_since: Option<Instant> = None;
+        let mut killed = false;
+        loop {
+            for (index, pe) in self.0.iter_mut().enumerate() {
+                if pe.exit.is_some() {
+                    continue;
+                }
+                let status = pe.child.try_wait().map_err(|source| Error::Io {
+                    context: format!("waiting for PE {index}"),
+                    source,
+                })?;
+                if let Some(status) = status {
+                    pe.exit = Some(status);
+                    // Whatever the PE started dies with it. Its pid cannot have been reused
+                    // yet: the group id stays taken while any member lives.
+                    let _ = sys::signal_group(pe.child.id(), libc::SIGKILL);
+                    if !status.success() && failure.is_none() {
+                        failure = Some((index, status, forwarded));
+                    }
+                }
+            }
+            let now = Instant::now();
+            if failure.is_some() && ending_since.is_none() {
+                self.signal_running(libc::SIGTERM);
+                ending_since = Some(now);
+            }
+            for signal in forwarding.take() {
+                self.signal_running(signal);
+                forwarded = Some(signal);
+                ending_since.get_or_insert(now);
+            }
+            if self.0.iter().all(|pe| pe.exit.is_some()) {
+                return Ok(failure);
+            }
+            if ending_since.is_some_and(|since| !killed && since.elapsed() >= grace) {
+                self.signal_running(libc::SIGKILL);
+                killed = true;
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    fn signal_running(&self, signal: Signal) {
+        for pe in self.0.iter().filter(|pe| pe.exit.is_none()) {
+            // A PE that cannot be signalled is still reaped by the SIGKILL that follows,
+            // or by Drop; there is nothing better to do with the error.
+            let _ = sys::signal_group(pe.child.id(), signal);
+        }
+    }
+
+    /// Waits (boundedly) for the relays to pass on the PEs' last lines.
+    fn drain(&mut self) {
+        let deadline = Instant::now() + DRAIN;
+        for pe in &mut self.0 {
+            for relay in std::mem::take(&mut pe.relays) {
+                while !relay.is_finished() && Instant::now() < deadline {
+                    thread::sleep(POLL);
+                }
+                if relay.is_finished() {
+                    let _ = relay.join();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Pe {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            let _ = sys::signal_group(self.child.id(), libc::SIGKILL);
+            self.exit = self.child.wait().ok();
+        }
+    }
+}
+
+/// The launcher's stream a PE stream is relayed to.
+#[derive(Clone, Copy)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    /// Writes one whole line under the stream's lock, so lines of different PEs never mix.
+    fn write_line(self, prefix: &[u8], line: &[u8]) -> io::Result<()> {
+        fn write(mut out: impl Write, prefix: &[u8], line: &[u8]) -> io::Result<()> {
+            out.write_all(prefix)?;
+            out.write_all(line)?;
+            if !line.ends_with(b"\n") {
+                out.write_all(b"\n")?;
+            }
+            out.flush()
+        }
+        match self {
+            Stream::Stdout => write(io::stdout().lock(), prefix, line),
+            Stream::Stderr => write(io::stderr().lock(), prefix, line),
+        }
+    }
+}
+
+/// Relays `from` to `to` line by line with the `[PE k] ` prefix, noting a panic message.
+fn relay(
+    pe: usize,
+    from: impl Read + Send + 'static,
+    to: Stream,
+    panic: Option<Arc<Mutex<PanicWatch>>>,
+) -> io::Result<JoinHandle<()>> {
+    thread::Builder::new()
+        .name(format!("rshmem-pe{pe}-output"))
+        .spawn(move || {
+            let prefix = format!("[PE {pe}] ").into_bytes();
+            let mut reader = BufReader::new(from);
+            let mut line = Vec::new();
+            let mut relaying = true;
+            loop {
+                line.clear();
+                match reader.by_ref().take(MAX_LINE).read_until(b'\n', &mut line) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => return,
+                }
+                if let Some(panic) = &panic {
+                    panic
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .see(&String::from_utf8_lossy(&line));
+                }
+                // If our own stream is gone (`rshmem-run ... | head`), keep draining the
+                // PE's pipe so it does not block on a full one.
+                relaying = relaying && to.write_line(&prefix, &line).is_ok();
+            }
+        })
+}
+
+/// Picks a Rust panic message out of a PE's stderr.
+#[derive(Debug, Default)]
+struct PanicWatch {
+    /// The previous line was `thread '…' panicked at <location>:`; the message follows.
+    expecting: bool,
+    message: Option<String>,
+}
+
+impl PanicWatch {
+    fn see(&mut self, line: &str) {
+        if self.message.is_some() {
+            return;
+        }
+        let line = line.trim_end();
+        if std::mem::take(&mut self.expecting) {
+            self.message = Some(line.to_string());
+        } else if let Some((_, rest)) = line.split_once("panicked at ") {
+            // Rust >= 1.73 puts the message on the next line; older ones on this one.
+            if rest.ends_with(':') {
+                self.expecting = true;
+            } else {
+                self.message = Some(rest.to_string());
+            }
+        }
+    }
+}
+
+impl From<ExitStatus> for PeExit {
+    fn from(status: ExitStatus) -> PeExit {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => PeExit::Code(code),
+            (None, Some(signal)) => PeExit::Signal {
+                signal,
+                core_dumped: status.core_dumped(),
+            },
+            // Stopped/continued statuses are not reported by try_wait.
+            (None, None) => PeExit::Code(-1),
+        }
+    }
+}
+
+impl PeExit {
+    /// The status a shell reports for it: the exit code, or 128 + the signal.
+    #[must_use]
+    pub fn shell_status(self) -> i32 {
+        match self {
+            PeExit::Code(code) => code,
+            PeExit::Signal { signal, .. } => 128 + signal,
+        }
+    }
+}
+
+impl fmt::Display for PeExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PeExit::Code(code) => write!(f, "exited with status {code}"),
+            PeExit::Signal {
+                signal,
+                core_dumped,
+            } => {
+                match sys::signal_name(signal) {
+                    Some(name) => write!(f, "was killed by {name} (signal {signal}")?,
+                    None => write!(f, "was killed by signal {signal} (")?,
+                }
+                f.write_str(if core_dumped { ", core dumped)" } else { ")" })
+            }
+        }
+    }
+}
+
+impl PeFailure {
+    /// How the PE failed, e.g. `panicked: index out of bounds ...` or
+    /// `was killed by SIGSEGV (signal 11, core dumped)`.
+    #[must_use]
+    pub fn reason(&self) -> String {
+        match (&self.panic, self.exit) {
+            (Some(message), PeExit::Code(PANIC_STATUS)) => format!("panicked: {message}"),
+            (_, PeExit::Code(PANIC_STATUS)) => {
+                format!("{}, the status of a Rust panic", self.exit)
+            }
+            (_, PeExit::Signal { signal, .. }) if self.forwarded == Some(signal) => {
+                format!("{}, which the launcher received and forwarded", self.exit)
+            }
+            _ => self.exit.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for PeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PE {} failed: {}", self.pe, self.reason())
+    }
+}
+
+impl std::error::Error for PeFailure {}
+
+impl From<PeFailure> for Error {
+    fn from(failure: PeFailure) -> Error {
+        Error::PeFailed {
+            reason: failure.reason(),
+            pe: failure.pe,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(npes: usize, script: &str) -> Job {
+        Job::new(npes, "/bin/sh").args(["-c", script])
+    }
+
+    fn failure(job: &Job) -> (PeFailure, Duration) {
+        let start = Instant::now();
+        let failure = job.status().unwrap().unwrap_err();
+        (failure, start.elapsed())
+    }
+
+    #[test]
+    fn all_pes_exiting_zero_is_success() {
+        sh(3, r#"test "$RSHMEM_NPES" = 3 && test "$RSHMEM_PE" = "$RSHMEM_LOCAL_RANK" && test "$RSHMEM_BACKEND" = gpu"#)
+            .run()
+            .unwrap();
+    }
+
+    #[test]
+    fn the_first_failure_is_named_and_the_others_ended() {
+        let (failure, elapsed) =
+            failure(&sh(3, r#"[ "$RSHMEM_PE" = 2 ] && exit 7; exec sleep 60"#));
+        assert_eq!((failure.pe, failure.exit), (2, PeExit::Code(7)));
+        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+        let err = Error::from(failure).to_string();
+        assert_eq!(err, "PE 2 failed: exited with status 7");
+    }
+
+    #[test]
+    fn a_signal_death_is_named_and_stubborn_pes_get_sigkill() {
+        let job = sh(
+            2,
+            r#"trap '' TERM; [ "$RSHMEM_PE" = 1 ] && kill -SEGV $$; while :; do sleep 1; done"#,
+        )
+        .grace(Duration::from_millis(300));
+        let (failure, elapsed) = failure(&job);
+        assert_eq!(failure.pe, 1);
+        assert!(
+            matches!(
+                failure.exit,
+                PeExit::Signal {
+                    signal: libc::SIGSEGV,
+                    ..
+                }
+            ),
+            "{failure:?}"
+        );
+        assert_eq!(failure.exit.shell_status(), 128 + libc::SIGSEGV);
+        assert!(
+            failure
+                .reason()
+                .starts_with("was killed by SIGSEGV (signal 11"),
+            "{}",
+            failure.reason()
+        );
+        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    }
+
+    #[test]
+    fn a_missing_program_is_a_launcher_error() {
+        let err = Job::new(2, "/nonexistent/rshmem-program")
+            .run()
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("starting PE 0 as `/nonexistent/rshmem-program`"),
+            "{err}"
+        );
+        assert!(Job::new(0, "/bin/true")
+            .run()
+            .unwrap_err()
+            .to_string()
+            .contains("at least 1 PE"));
+    }
+
+    #[test]
+    fn panic_messages_are_picked_out_of_stderr() {
+        let mut new_style = PanicWatch::default();
+        for line in [
+            "warming up\n",
+            "thread 'main' panicked at src/main.rs:4:5:\n",
+            "PE 1 gave up\n",
+            "note: run with `RUST_BACKTRACE=1`\n",
+        ] {
+            new_style.see(line);
+        }
+        assert_eq!(new_style.message.as_deref(), Some("PE 1 gave up"));
+        let mut old_style = PanicWatch::default();
+        old_style.see("thread 'main' panicked at 'boom', src/main.rs:4:5\n");
+        assert_eq!(
+            old_style.message.as_deref(),
+            Some("'boom', src/main.rs:4:5")
+        );
+        let failure = PeFailure {
+            pe: 1,
+            exit: PeExit::Code(101),
+            panic: new_style.message,
+            forwarded: None,
+        };
+        assert_eq!(failure.to_string(), "PE 1 failed: panicked: PE 1 gave up");
+    }
+}
