@@ -723,6 +723,30 @@ fn a_failed_kernel_releases_peers_waiting_in_device_barriers() {
 }
 
 #[test]
+fn a_kernel_failure_that_stops_peers_is_blamed_on_its_pe() {
+    // PE 0's kernel fails; PE 1's kernel fails in consequence (its barrier can never
+    // complete), and PE 1 usually returns its error first. The run names PE 0.
+    let err = on_sim(2, |shmem| {
+        let module = shmem.load(&LOCAL)?;
+        let mut buf = shmem.alloc_zeroed::<i32>(4)?;
+        if shmem.my_pe() == 0 {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: the bad index is the test; the simulator checks it.
+            unsafe { module.launch::<poke>(LaunchConfig::new(2, 8), (buf.as_mut_ptr(), 9, 1, 0))? };
+        } else {
+            // SAFETY: no pointers.
+            unsafe { module.launch::<wait_all>(LaunchConfig::new(1, 1), ())? };
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::PeFailed { pe: 0, reason } if reason.contains("kernel `poke` failed on PE 0")),
+        "{err}"
+    );
+}
+
+#[test]
 fn device_functions_outside_a_kernel_panic_clearly() {
     let err = std::panic::catch_unwind(rshmem_device::shmem::my_pe).unwrap_err();
     let msg = err.downcast_ref::<String>().unwrap();

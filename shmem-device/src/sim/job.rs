@@ -40,6 +40,11 @@ struct JobState {
     pes: Vec<PeStatus>,
     /// The first PE that failed, and how.
     failure: Option<(usize, String)>,
+    /// How each PE failed, if it did.
+    failures: Vec<Option<String>>,
+    /// For each PE, the PE whose kernel failure made one of its device-side barriers fail:
+    /// its own failure is most likely a consequence.
+    blamed: Vec<Option<usize>>,
     /// The first kernel that failed: `(pe, kernel, failure)`.
     kernel_failure: Option<(usize, &'static str, String)>,
     rounds: [Round; 2],
@@ -85,7 +90,7 @@ pub enum CollectiveError {
         /// Its call.
         op: &'static str,
     },
-    /// A device barrier was entered a second time on one PE before it completed.
+    /// A PE-wide call was entered a second time on one PE before it completed.
     Duplicate {
         /// The PE.
         pe: usize,
@@ -124,9 +129,9 @@ impl fmt::Display for CollectiveError {
             ),
             Self::Duplicate { pe, op } => write!(
                 f,
-                "`{op}` was entered twice at once on PE {pe}: device-side barriers take one \
-                 caller per PE (one thread with `Thread`, one warp with `Warp`, one block with \
-                 `Block`), as on a GPU"
+                "`{op}` was entered twice at once on PE {pe}: PE-wide calls take one caller per \
+                 PE (in a kernel: one thread with `Thread`, one warp with `Warp`, one block with \
+                 `Block`, as on a GPU)"
             ),
             Self::KernelFailed {
                 pe,
@@ -154,6 +159,16 @@ impl Round {
 }
 
 impl JobState {
+    /// Notes that `pe` fails `e` because of another PE's kernel, when it does.
+    fn blame(&mut self, pe: usize, e: CollectiveError) -> CollectiveError {
+        if let CollectiveError::KernelFailed { pe: q, .. } = e {
+            if q != pe {
+                self.blamed[pe] = Some(q);
+            }
+        }
+        e
+    }
+
     /// Why a PE waiting in `op` on `side` can never be released, if it cannot.
     fn blocker(&self, side: Side, op: &'static str) -> Option<CollectiveError> {
         if let Some((pe, reason)) = &self.failure {
@@ -190,6 +205,8 @@ impl Job {
             state: Mutex::new(JobState {
                 pes: vec![PeStatus::Running; npes],
                 failure: None,
+                failures: vec![None; npes],
+                blamed: vec![None; npes],
                 kernel_failure: None,
                 rounds: [Round::new(npes), Round::new(npes)],
             }),
@@ -223,7 +240,7 @@ impl Job {
     ) -> Result<Vec<[u64; 4]>, CollectiveError> {
         let mut st = self.lock();
         if let Some(e) = st.blocker(side, op) {
-            return Err(e);
+            return Err(st.blame(pe, e));
         }
         let npes = self.n_pes();
         let round = &mut st.rounds[side as usize];
@@ -267,7 +284,7 @@ impl Job {
                 return Ok(round.results.clone());
             }
             if let Some(e) = st.blocker(side, op) {
-                return Err(e);
+                return Err(st.blame(pe, e));
             }
         }
     }
@@ -297,13 +314,24 @@ impl Job {
     pub fn pe_failed(&self, pe: usize, reason: String) {
         let mut st = self.lock();
         st.pes[pe] = PeStatus::Failed;
+        st.failures[pe] = Some(reason.clone());
         st.failure.get_or_insert((pe, reason));
         self.cv.notify_all();
     }
 
-    /// The first PE that failed, and how.
+    /// The PE whose failure ended the job, and how: the first PE that failed, or, when that
+    /// PE failed because another PE's kernel failed (and that PE failed too), the other one.
     pub fn first_failure(&self) -> Option<(usize, String)> {
-        self.lock().failure.clone()
+        let st = self.lock();
+        let (mut pe, mut reason) = st.failure.clone()?;
+        // Follow the blame; at most n_pes steps, in case of a cycle.
+        for _ in 0..st.pes.len() {
+            match st.blamed[pe].and_then(|q| Some((q, st.failures[q].clone()?))) {
+                Some((q, why)) if q != pe => (pe, reason) = (q, why),
+                _ => break,
+            }
+        }
+        Some((pe, reason))
     }
 
     /// A kernel failed on `pe`: device-side collectives, which may wait for one of its

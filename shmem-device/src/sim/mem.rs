@@ -53,17 +53,20 @@ unsafe fn copy_with<W: Word>(dst: *mut u8, src: *const u8, len: usize) {
     let head = dst.align_offset(W::SIZE).min(len);
     let words = (len - head) / W::SIZE;
     let tail = head + words * W::SIZE;
-    // SAFETY (all three loops): every offset is below `len`, so in bounds for both pointers;
-    // after `head` bytes both are `W`-aligned because they agree modulo `W::SIZE`.
-    for i in 0..head {
-        unsafe { u8::store(dst.add(i), u8::load(src.add(i))) }
-    }
-    for w in 0..words {
-        let off = head + w * W::SIZE;
-        unsafe { W::store(dst.add(off), W::load(src.add(off))) }
-    }
-    for i in tail..len {
-        unsafe { u8::store(dst.add(i), u8::load(src.add(i))) }
+    // SAFETY: every offset is below `len`, so in bounds for both pointers; after `head`
+    // bytes both are `W`-aligned because they agree modulo `W::SIZE`; the caller rules out
+    // overlap and non-atomic accesses.
+    unsafe {
+        for i in 0..head {
+            u8::store(dst.add(i), u8::load(src.add(i)));
+        }
+        for w in 0..words {
+            let off = head + w * W::SIZE;
+            W::store(dst.add(off), W::load(src.add(off)));
+        }
+        for i in tail..len {
+            u8::store(dst.add(i), u8::load(src.add(i)));
+        }
     }
 }
 
@@ -152,14 +155,14 @@ pub(crate) mod scalar {
     ///
     /// # Safety
     ///
-    /// `dst` must be valid for writes and aligned for `T`; `T` must be a plain integer or
-    /// float (every bit pattern of its size valid, no padding); other accesses to `*dst` that
-    /// may run concurrently must be atomic.
+    /// `dst` must be valid for writes and aligned to `size_of::<T>()` (the alignment of the
+    /// atomic of that size); `T` must be a plain integer or float (every bit pattern of its
+    /// size valid, no padding); other accesses to `*dst` that may run concurrently must be
+    /// atomic.
     pub(crate) unsafe fn store<T: Copy>(dst: *mut T, value: T) {
         by_size!(T, |A, U| {
             // SAFETY: `T` and `U` have the same size and `T` is plain data, so the copy is a
-            // reinterpretation; `A` has `U`'s alignment, which `T`'s alignment (checked by the
-            // caller) is at least for the RmaScalar types.
+            // reinterpretation; the caller aligned `dst` to the size, which is `A`'s alignment.
             unsafe { A::from_ptr(dst.cast::<U>()).store(transmute_copy::<T, U>(&value), SeqCst) }
         })
     }

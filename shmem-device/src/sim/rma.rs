@@ -1,7 +1,7 @@
 //! Remote memory access on the simulator: address translation with its checks, byte copies
 //! and the typed `p`/`g`.
 
-use core::mem::{align_of, size_of};
+use core::mem::size_of;
 use core::sync::atomic::{fence, Ordering::SeqCst};
 use std::format;
 
@@ -26,7 +26,7 @@ fn remote(c: &ThreadCtx<'_>, op: &str, addr: usize, len: usize, pe: i32, align: 
     let target = target(c, op, pe);
     if addr % align != 0 {
         c.fail(format!(
-            "{op}: address {addr:#x} is not aligned to {align} bytes, as its type requires"
+            "{op}: address {addr:#x} is not aligned to {align} bytes (the size of the element)"
         ));
     }
     let job = c.job();
@@ -117,7 +117,7 @@ pub(crate) unsafe fn p<T: Copy>(dest: *mut T, value: T, pe: i32) {
             pe,
             align_of::<T>(),
         );
-        // SAFETY: `to` is checked in bounds and aligned for `T`; `T` is plain data.
+        // SAFETY: `to` is checked in bounds and aligned to `T`'s size; `T` is plain data.
         unsafe { scalar::store(to.cast::<T>(), value) }
     })
 }
