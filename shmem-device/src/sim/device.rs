@@ -122,6 +122,34 @@ const RMA_ARGS: &[(&str, bool)] = &[
     ("pe", false),
 ];
 
+/// `rma::put_bytes` or `rma::get_bytes`.
+type ByteCopy = unsafe fn(&ThreadCtx<'_>, &str, *mut u8, *const u8, usize, i32);
+
+/// One put or get family member: `copy` run once for the calling group of `scope`.
+///
+/// # Safety
+///
+/// `copy`'s contract for the local side (the symmetric side is checked).
+unsafe fn byte_rma(
+    scope: ScopeKind,
+    op: &'static str,
+    copy: ByteCopy,
+    d: *mut u8,
+    src: *const u8,
+    n: usize,
+    pe: i32,
+) {
+    with(op, |c| {
+        let call = Call {
+            op,
+            names: RMA_ARGS,
+            args: [d as usize, src as usize, n, pe as isize as usize],
+        };
+        // SAFETY: forwarded from this function's contract.
+        in_scope(c, scope, call, || unsafe { copy(c, op, d, src, n, pe) })
+    })
+}
+
 /// # Safety
 ///
 /// The contract of `shmem::putmem`: `src` valid for reading `n` bytes (the symmetric side is
@@ -139,17 +167,8 @@ pub(crate) unsafe fn putmem(
     } else {
         scoped!(scope, "shmem::putmem")
     };
-    with(op, |c| {
-        let call = Call {
-            op,
-            names: RMA_ARGS,
-            args: [d as usize, src as usize, n, pe as isize as usize],
-        };
-        // SAFETY: forwarded from this function's contract.
-        in_scope(c, scope, call, || unsafe {
-            rma::put_bytes(c, op, d, src, n, pe)
-        })
-    })
+    // SAFETY: forwarded from this function's contract.
+    unsafe { byte_rma(scope, op, rma::put_bytes, d, src, n, pe) }
 }
 
 /// # Safety
@@ -169,15 +188,6 @@ pub(crate) unsafe fn getmem(
     } else {
         scoped!(scope, "shmem::getmem")
     };
-    with(op, |c| {
-        let call = Call {
-            op,
-            names: RMA_ARGS,
-            args: [d as usize, src as usize, n, pe as isize as usize],
-        };
-        // SAFETY: forwarded from this function's contract.
-        in_scope(c, scope, call, || unsafe {
-            rma::get_bytes(c, op, d, src, n, pe)
-        })
-    })
+    // SAFETY: forwarded from this function's contract.
+    unsafe { byte_rma(scope, op, rma::get_bytes, d, src, n, pe) }
 }
