@@ -203,6 +203,29 @@ pub enum Error {
         reason: String,
     },
 
+    /// The PEs did not make the same collective call (alloc, barrier_all), or a PE ended
+    /// without making it, so it cannot complete on any PE.
+    #[error("collective `{op}` cannot complete on PE {pe}: {message}")]
+    Collective {
+        /// The call this PE made.
+        op: &'static str,
+        /// This PE.
+        pe: usize,
+        /// What the other PEs did instead, and what to fix.
+        message: String,
+    },
+
+    /// An environment variable holds a value that cannot be used.
+    #[error("{var}={value:?} cannot be used: expected {expected}")]
+    BadEnv {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should hold.
+        expected: String,
+    },
+
     /// An I/O error of the launcher or discovery.
     #[error("{context}: {source}")]
     Io {

@@ -1,12 +1,111 @@
-//! Simulator backend, host side. OWNED BY THE SIMULATOR WORK: to be implemented.
+//! The CPU simulator, host side: PEs are threads of this process, kernels run on
+//! `rshmem_device::sim` (whose documentation says what is modelled and how it differs from
+//! a GPU).
+//!
+//! [`run`] creates the job (`npes` symmetric heaps), runs each PE's closure on its own
+//! thread with a [`Shmem`] over [`pe::SimPe`], and reports the first PE that failed. A
+//! failing PE poisons the job, so PEs waiting for it in a collective (host or device side)
+//! fail too instead of hanging, and `run` returns.
+//!
+//! Settings: `RSHMEM_NPES` (PEs, default 2, read by `rshmem_host::run`), `RSHMEM_SIM_HEAP`
+//! (symmetric heap per PE, default 64M; `NVSHMEM_SYMMETRIC_SIZE` is used when it is unset),
+//! `RSHMEM_SIM_MAX_THREADS` (simulated threads per launch, default 8192).
+//!
+//! Host-side semantics: `alloc` is collective (sizes and heap state compared across PEs,
+//! then a barrier after zeroing); `free` is local (see [`pe::SimPe`]); launches are
+//! synchronous, so a kernel failure is returned by `Module::launch` itself.
 
-use crate::error::Result;
+mod config;
+mod pe;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use rshmem_device::sim::{HeapError, Job};
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
 use crate::runtime::{BoxError, Shmem};
+use config::SimConfig;
+use pe::SimPe;
 
-/// Runs `npes` PEs as threads of this process.
+/// Runs `npes` PEs as threads of this process and returns the first PE's failure, if any.
 pub(crate) fn run(
-    _npes: usize,
-    _pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+    npes: usize,
+    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
 ) -> Result<()> {
-    todo!("simulator")
+    let config = SimConfig::from_env()?;
+    if npes == 0 {
+        return Err(Error::BadEnv {
+            var: "RSHMEM_NPES",
+            value: "0".into(),
+            expected: "a whole number of PEs >= 1".into(),
+        });
+    }
+    let job =
+        Arc::new(Job::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?);
+    std::thread::scope(|s| {
+        for pe in 0..npes {
+            let (job_pe, config) = (Arc::clone(&job), config.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("rshmem-sim PE {pe}"))
+                .spawn_scoped(s, move || pe_thread(job_pe, pe, config, pe_main));
+            if let Err(e) = spawned {
+                job.pe_failed(pe, format!("the host could not start its thread: {e}"));
+            }
+        }
+    });
+    match job.first_failure() {
+        Some((pe, reason)) => Err(Error::PeFailed { pe, reason }),
+        None => Ok(()),
+    }
+}
+
+/// One PE: its closure, then its verdict for the job.
+fn pe_thread(
+    job: Arc<Job>,
+    pe: usize,
+    config: SimConfig,
+    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+) {
+    let shmem = Shmem::new(
+        Box::new(SimPe {
+            job: Arc::clone(&job),
+            pe,
+            config,
+        }),
+        Backend::Sim,
+    );
+    let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(&shmem)));
+    drop(shmem);
+    match outcome {
+        Ok(Ok(())) => job.pe_finished(pe),
+        Ok(Err(e)) => job.pe_failed(pe, e.to_string()),
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".into());
+            job.pe_failed(pe, format!("panicked: {text}"));
+        }
+    }
+}
+
+/// The heaps could not be reserved: say which setting asked for how much.
+fn reserve_error(config: &SimConfig, npes: usize, e: HeapError) -> Error {
+    let (var, value) = match &config.heap_origin {
+        Some(o) => (o.var, o.value.clone()),
+        None => (
+            "RSHMEM_SIM_HEAP",
+            format!("(unset, default {} bytes)", config.heap_size),
+        ),
+    };
+    Error::BadEnv {
+        var,
+        value,
+        expected: format!(
+            "a symmetric heap size this host can reserve {npes} times (one heap per PE) ({e:?}); set RSHMEM_SIM_HEAP lower, e.g. 64M"
+        ),
+    }
 }

@@ -1,70 +1,82 @@
-//! The CPU simulator, device side. OWNED BY THE SIMULATOR WORK: to be implemented.
+//! The CPU simulator, device side: runs kernels compiled for the host, one host thread per
+//! GPU thread and one group of threads per PE, over symmetric heaps that are host memory.
+//!
+//! rshmem-host drives it (its `sim` module starts the PEs and launches kernels); kernels
+//! reach it through the ordinary device API. The public items here are simulator
+//! internals for rshmem-host, not an API for kernels.
+//!
+//! # What is modelled
+//!
+//! * **Job and PEs.** A [`Job`] holds `npes` PEs, each with a [`SymHeap`]: one zeroed host
+//!   allocation of the same size on every PE (rshmem-host: `RSHMEM_SIM_HEAP`). Allocation is
+//!   collective and deterministic, so a buffer has the same offset in every PE's heap, and a
+//!   remote access translates a local symmetric address by offset:
+//!   `remote = base(pe) + (addr - base(my_pe))`.
+//! * **Launch.** [`Job::launch`] runs every thread of every block at once, each on its own
+//!   host thread with its coordinates in a thread-local, so cooperative launches and
+//!   kernels that wait for other blocks or PEs work (the host side caps the threads per
+//!   launch). Dynamic shared memory is a zeroed allocation per block.
+//! * **Barriers.** `sync_threads` is a barrier of the block; warp-scope calls use a barrier
+//!   of the warp (32 consecutive thread ranks). A thread that leaves the kernel while others
+//!   wait in a barrier it never reaches makes the barrier fail as *divergent*, naming both.
+//! * **PE-wide calls.** `barrier_all`/`sync_all` meet one participant from every PE: the
+//!   calling thread (`Thread`), lane 0 of the calling warp (`Warp`) or thread 0 of the
+//!   calling block (`Block`); warp and block calls are bracketed by barriers of the group,
+//!   so every member returns after the PEs have met, as on a GPU. As with NVSHMEM, one
+//!   thread, warp or block per PE calls them; a second caller entering while the first
+//!   waits is reported. Kernel barriers and host-side barriers are separate rendezvous
+//!   (NVSHMEM's would pair with each other; a program that relies on that fails here).
+//! * **RMA.** Every put and get (blocking or `_nbi`) is performed completely before the call
+//!   returns. Warp and block variants are checked to be called with the same arguments by
+//!   every member, performed once by lane/thread 0 and bracketed by barriers of the group,
+//!   so their results equal the GPU's. `p`/`g` are single atomic accesses.
+//!
+//! # Memory ordering
+//!
+//! Sequentially consistent per operation: `p`/`g` are `SeqCst` atomic accesses; a byte copy
+//! (`putmem`, `getmem`, typed `put`/`get`) is made of relaxed atomic loads and stores with a
+//! `SeqCst` fence before and after, so its bytes may land in any order but the operation as a
+//! whole is ordered with everything else the thread does. `fence` and `quiet` are `SeqCst`
+//! fences (operations are already complete when they return). Barriers synchronise through
+//! mutexes. A GPU is weaker: `_nbi` operations complete only at `quiet`, `fence` orders only
+//! per target PE, and plain stores can be seen late by peers. Code correct on a GPU is
+//! correct here; code that forgets a `fence` or `quiet` may pass here and fail on a GPU.
+//!
+//! Concurrent accesses through the simulator never race in Rust's sense. A kernel's own
+//! loads and stores through raw pointers are plain accesses, exactly as it wrote them:
+//! racing them with a peer's put is a data race, as it is on a GPU.
+//!
+//! # Checks (a GPU would fault, hang or corrupt memory)
+//!
+//! The launch fails with the kernel, PE, block and thread named when a thread: passes a PE
+//! outside `0..n_pes()`; passes a symmetric address that is not inside one live symmetric
+//! allocation, or a range that overruns it; passes a misaligned address to `p`/`g`; calls a
+//! warp or block variant with arguments differing from the group's; waits in a divergent
+//! barrier; panics. A failed kernel poisons the job's device-side barriers, which then fail
+//! on every PE instead of waiting for a thread that is gone (on a GPU the trapped kernel
+//! leaves the context unusable; here host-side calls keep working).
+//!
+//! # Limits
+//!
+//! Each simulated thread is a host thread with a 512 KiB stack (address space, mostly
+//! untouched): starting one costs tens of microseconds, so a 4096-thread launch takes a few
+//! hundred milliseconds, a block-wide barrier some microseconds per thread, and grids of
+//! millions of threads are out of reach. Warps do not run in lockstep (no warp shuffles or votes yet). Kernels that
+//! spin on memory written by a failed thread cannot be interrupted. A panic in a kernel is
+//! caught only when panics unwind (the default for host builds).
 
-/// The backend interface (see `backend/mod.rs`), host implementation.
-pub mod device {
-    use crate::shmem::ScopeKind;
-    use crate::thread::Dim3;
-    pub(crate) fn thread_idx() -> Dim3 {
-        todo!()
-    }
-    pub(crate) fn block_idx() -> Dim3 {
-        todo!()
-    }
-    pub(crate) fn block_dim() -> Dim3 {
-        todo!()
-    }
-    pub(crate) fn grid_dim() -> Dim3 {
-        todo!()
-    }
-    pub(crate) fn sync_threads() {
-        todo!()
-    }
-    pub(crate) fn my_pe() -> i32 {
-        todo!()
-    }
-    pub(crate) fn n_pes() -> i32 {
-        todo!()
-    }
-    pub(crate) fn fence() {
-        todo!()
-    }
-    pub(crate) fn quiet() {
-        todo!()
-    }
-    pub(crate) fn barrier_all(_s: ScopeKind) {
-        todo!()
-    }
-    pub(crate) fn sync_all(_s: ScopeKind) {
-        todo!()
-    }
-    pub(crate) unsafe fn putmem(
-        _s: ScopeKind,
-        _nbi: bool,
-        _d: *mut u8,
-        _src: *const u8,
-        _n: usize,
-        _pe: i32,
-    ) {
-        todo!()
-    }
-    pub(crate) unsafe fn getmem(
-        _s: ScopeKind,
-        _nbi: bool,
-        _d: *mut u8,
-        _src: *const u8,
-        _n: usize,
-        _pe: i32,
-    ) {
-        todo!()
-    }
-}
+mod barrier;
+mod context;
+pub(crate) mod device;
+mod heap;
+mod job;
+mod launch;
+mod mem;
+pub(crate) mod rma;
 
-/// Typed single-element RMA for `RmaScalar`.
-pub mod rma {
-    pub(crate) unsafe fn p<T: Copy>(_d: *mut T, _v: T, _pe: i32) {
-        todo!()
-    }
-    pub(crate) unsafe fn g<T: Copy>(_s: *const T, _pe: i32) -> T {
-        todo!()
-    }
-}
+pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
+pub use job::{CollectiveError, Job};
+pub use launch::{LaunchFailure, LaunchSpec};
+
+/// Threads per warp, as on NVIDIA GPUs.
+pub const WARP_SIZE: u32 = 32;

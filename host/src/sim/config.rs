@@ -1,0 +1,157 @@
+//! The simulator's settings, from the environment.
+
+use crate::error::{Error, Result};
+
+/// Symmetric heap per PE when nothing is set.
+const DEFAULT_HEAP: usize = 64 << 20;
+/// Simulated threads per launch when nothing is set: each is a host thread.
+const DEFAULT_MAX_THREADS: u32 = 8192;
+
+/// Where a setting came from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub var: &'static str,
+    pub value: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SimConfig {
+    /// Bytes of symmetric heap per PE.
+    pub heap_size: usize,
+    /// The variable that set `heap_size`, if any.
+    pub heap_origin: Option<Origin>,
+    /// Simulated threads allowed in one launch on one PE.
+    pub max_threads: u32,
+}
+
+impl SimConfig {
+    /// Reads `RSHMEM_SIM_HEAP` (else `NVSHMEM_SYMMETRIC_SIZE`, so the advice of
+    /// [`Error::HeapExhausted`] works here too) and `RSHMEM_SIM_MAX_THREADS`.
+    pub fn from_env() -> Result<Self> {
+        Self::from_vars(|var| std::env::var(var).ok())
+    }
+
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let heap_origin = ["RSHMEM_SIM_HEAP", "NVSHMEM_SYMMETRIC_SIZE"]
+            .into_iter()
+            .find_map(|var| get(var).map(|value| Origin { var, value }));
+        let heap_size = match &heap_origin {
+            None => DEFAULT_HEAP,
+            Some(o) => parse_size(&o.value).ok_or_else(|| Error::BadEnv {
+                var: o.var,
+                value: o.value.clone(),
+                expected: "a size in bytes, optionally with a K, M, G or T suffix (powers of 1024), e.g. 256M".into(),
+            })?,
+        };
+        let max_threads = match get("RSHMEM_SIM_MAX_THREADS") {
+            None => DEFAULT_MAX_THREADS,
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| Error::BadEnv {
+                    var: "RSHMEM_SIM_MAX_THREADS",
+                    value: v.clone(),
+                    expected: format!(
+                        "a whole number of threads from 1 to {} (default {DEFAULT_MAX_THREADS})",
+                        u32::MAX
+                    ),
+                })?,
+        };
+        Ok(Self {
+            heap_size,
+            heap_origin,
+            max_threads,
+        })
+    }
+}
+
+/// Parses `1048576`, `64M`, `64MB`, `64MiB`, `4g`, ... (suffixes are powers of 1024, as in
+/// NVSHMEM's `NVSHMEM_SYMMETRIC_SIZE`).
+pub(crate) fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(digits);
+    let number: usize = number.parse().ok()?;
+    let suffix = suffix.trim().to_ascii_lowercase();
+    let unit = suffix
+        .strip_suffix("ib")
+        .or_else(|| suffix.strip_suffix('b'))
+        .unwrap_or(&suffix);
+    let shift = match unit {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return None,
+    };
+    // "b" alone means bytes; "ib" alone means nothing.
+    if unit.is_empty() && suffix == "ib" {
+        return None;
+    }
+    number.checked_mul(1usize.checked_shl(shift)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size(" 64M "), Some(64 << 20));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size("512KiB"), Some(512 << 10));
+        assert_eq!(parse_size("1MB"), Some(1 << 20));
+        assert_eq!(parse_size("12b"), Some(12));
+        for bad in [
+            "",
+            "M",
+            "12x",
+            "1.5G",
+            "-1",
+            "12ib",
+            "99999999999999999999T",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn reads_the_variables_with_defaults_and_fallback() {
+        let none = SimConfig::from_vars(|_| None).unwrap();
+        assert_eq!((none.heap_size, none.max_threads), (64 << 20, 8192));
+        let nv =
+            SimConfig::from_vars(|v| (v == "NVSHMEM_SYMMETRIC_SIZE").then(|| "1G".into())).unwrap();
+        assert_eq!(nv.heap_size, 1 << 30);
+        assert_eq!(nv.heap_origin.unwrap().var, "NVSHMEM_SYMMETRIC_SIZE");
+        let both = SimConfig::from_vars(|v| match v {
+            "RSHMEM_SIM_HEAP" => Some("8M".into()),
+            "NVSHMEM_SYMMETRIC_SIZE" => Some("1G".into()),
+            "RSHMEM_SIM_MAX_THREADS" => Some("100".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((both.heap_size, both.max_threads), (8 << 20, 100));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_the_format() {
+        let err = SimConfig::from_vars(|v| (v == "RSHMEM_SIM_HEAP").then(|| "lots".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("RSHMEM_SIM_HEAP=\"lots\"") && err.contains("256M"),
+            "{err}"
+        );
+        let err = SimConfig::from_vars(|v| (v == "RSHMEM_SIM_MAX_THREADS").then(|| "0".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("RSHMEM_SIM_MAX_THREADS=\"0\"") && err.contains("from 1"),
+            "{err}"
+        );
+    }
+}

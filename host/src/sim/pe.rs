@@ -1,0 +1,271 @@
+//! One simulated PE ([`SimPe`]) and a module loaded on it ([`SimModule`]).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rshmem_device::sim::{CollectiveError, HeapError, Job, LaunchSpec};
+use rshmem_device::thread::Dim3;
+
+use super::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::module::{KernelImage, LaunchConfig};
+use crate::runtime::{ModuleBackend, PeBackend};
+
+/// The most threads a GPU runs in one block, and per dimension.
+const MAX_BLOCK_THREADS: u64 = 1024;
+const MAX_BLOCK_DIM: (u32, u32, u32) = (1024, 1024, 64);
+/// The largest grid a GPU accepts, per dimension.
+const MAX_GRID_DIM: (u32, u32, u32) = (i32::MAX as u32, 65535, 65535);
+/// The most dynamic shared memory a block can opt into on sm_90 (227 KiB).
+const MAX_SHARED_MEM: u32 = 227 * 1024;
+
+/// One PE of a simulated job, as the host runtime sees it.
+pub(crate) struct SimPe {
+    pub job: Arc<Job>,
+    pub pe: usize,
+    pub config: SimConfig,
+}
+
+/// Turns a failed rendezvous into this PE's error.
+fn collective_error(pe: usize, op: &'static str, e: CollectiveError) -> Error {
+    match e {
+        CollectiveError::PeFailed { pe, reason } => Error::PeFailed { pe, reason },
+        other => Error::Collective {
+            op,
+            pe,
+            message: other.to_string(),
+        },
+    }
+}
+
+impl SimPe {
+    fn heap(&self) -> &rshmem_device::sim::SymHeap {
+        self.job.heap(self.pe)
+    }
+
+    /// Checks that every PE asks for the same size from the same heap state; every PE
+    /// reaches the same verdict, so all fail or none does.
+    fn check_symmetric(&self, bytes: usize) -> Result<()> {
+        let mine = self.heap().summary();
+        let all = self
+            .job
+            .all_gather(
+                self.pe,
+                "alloc",
+                [bytes as u64, mine.count, mine.bytes, mine.fingerprint],
+            )
+            .map_err(|e| collective_error(self.pe, "alloc", e))?;
+        let others: Vec<(usize, usize)> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v[0] != bytes as u64)
+            .map(|(q, v)| (q, v[0] as usize))
+            .collect();
+        if !others.is_empty() {
+            return Err(Error::AsymmetricAlloc {
+                pe: self.pe,
+                mine: bytes,
+                others,
+            });
+        }
+        let state = [mine.count, mine.bytes, mine.fingerprint];
+        let differing: Vec<String> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v[1..] != state)
+            .map(|(q, v)| {
+                let at = if v[1..3] == state[..2] {
+                    " at other offsets"
+                } else {
+                    ""
+                };
+                format!("PE {q} holds {} ({} bytes){at}", v[1], v[2])
+            })
+            .collect();
+        if !differing.is_empty() {
+            return Err(Error::Collective {
+                op: "alloc",
+                pe: self.pe,
+                message: format!(
+                    "the symmetric heaps differ before this allocation: this PE holds {} buffer(s) ({} bytes), \
+                     but {}; every PE must allocate and free the same buffers in the same order",
+                    mine.count,
+                    mine.bytes,
+                    differing.join(", ")
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl PeBackend for SimPe {
+    fn my_pe(&self) -> usize {
+        self.pe
+    }
+
+    fn n_pes(&self) -> usize {
+        self.job.n_pes()
+    }
+
+    fn barrier_all(&self) -> Result<()> {
+        self.job
+            .barrier(self.pe, "barrier_all")
+            .map_err(|e| collective_error(self.pe, "barrier_all", e))
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        self.check_symmetric(bytes)?;
+        // Identical heaps and requests: every PE gets the same offset, or the same error.
+        let offset = self.heap().alloc(bytes).map_err(|e| match e {
+            HeapError::Exhausted {
+                requested,
+                available,
+                heap_size,
+            } => Error::HeapExhausted {
+                requested,
+                available,
+                heap_size,
+            },
+            HeapError::Reserve { size } => Error::HeapExhausted {
+                requested: bytes,
+                available: 0,
+                heap_size: size,
+            },
+        })?;
+        self.heap().zero(offset, bytes);
+        // Nobody may write into a peer's new buffer before the peer has zeroed it.
+        if let Err(e) = self.job.barrier(self.pe, "alloc") {
+            self.heap().free(offset);
+            return Err(collective_error(self.pe, "alloc", e));
+        }
+        Ok((self.heap().base() as usize + offset) as u64)
+    }
+
+    fn free(&self, addr: u64) {
+        // Local: a later alloc synchronises all PEs before reusing the space, so no peer
+        // can still be using it then (NVSHMEM's free has its own barrier; this one runs from
+        // `Drop`, also while a failing PE unwinds, where a collective could not complete).
+        // An address `alloc` did not return wraps to an offset `free` reports as not live.
+        self.heap()
+            .free((addr as usize).wrapping_sub(self.heap().base() as usize))
+    }
+
+    fn copy_to_host(&self, addr: u64, dst: &mut [u8]) -> Result<()> {
+        self.heap()
+            .read(addr as usize, dst)
+            .unwrap_or_else(|why| panic!("rshmem simulator: SymBuffer read failed: {why}"));
+        Ok(())
+    }
+
+    fn copy_from_host(&self, addr: u64, src: &[u8]) -> Result<()> {
+        self.heap()
+            .write(addr as usize, src)
+            .unwrap_or_else(|why| panic!("rshmem simulator: SymBuffer write failed: {why}"));
+        Ok(())
+    }
+
+    fn load(&self, _image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
+        // The kernels are compiled into this program; the image's PTX and NVSHMEM version
+        // matter only on GPUs, and `Module::launch` checks each kernel is in the image.
+        Ok(Box::new(SimModule {
+            job: Arc::clone(&self.job),
+            pe: self.pe,
+            max_threads: self.config.max_threads,
+        }))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        // Launches run to completion and report their failure before returning.
+        Ok(())
+    }
+
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        let start = Instant::now();
+        f()?;
+        Ok(start.elapsed())
+    }
+}
+
+/// A kernel image "loaded" on a simulated PE: the kernels are host functions already.
+pub(crate) struct SimModule {
+    job: Arc<Job>,
+    pe: usize,
+    max_threads: u32,
+}
+
+fn dim3((x, y, z): (u32, u32, u32)) -> Dim3 {
+    Dim3 { x, y, z }
+}
+
+/// Checks `config` against what a GPU accepts and what the simulator can run.
+pub(crate) fn check_config(
+    kernel: &'static str,
+    config: &LaunchConfig,
+    max_threads: u32,
+) -> Result<LaunchSpec> {
+    let fail = |message: String| Err(Error::Launch { kernel, message });
+    let (g, b) = (config.grid, config.block);
+    if [g.0, g.1, g.2, b.0, b.1, b.2].contains(&0) {
+        return fail(format!(
+            "grid {g:?} and block {b:?} must have no zero extent"
+        ));
+    }
+    let block_threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+    if block_threads > MAX_BLOCK_THREADS
+        || b.0 > MAX_BLOCK_DIM.0
+        || b.1 > MAX_BLOCK_DIM.1
+        || b.2 > MAX_BLOCK_DIM.2
+    {
+        return fail(format!(
+            "block {b:?} ({block_threads} threads) is larger than a GPU allows: at most \
+             {MAX_BLOCK_THREADS} threads, and {MAX_BLOCK_DIM:?} per dimension; use more blocks"
+        ));
+    }
+    if g.0 > MAX_GRID_DIM.0 || g.1 > MAX_GRID_DIM.1 || g.2 > MAX_GRID_DIM.2 {
+        return fail(format!(
+            "grid {g:?} is larger than a GPU allows: at most {MAX_GRID_DIM:?} blocks per dimension"
+        ));
+    }
+    if config.shared_mem_bytes > MAX_SHARED_MEM {
+        return fail(format!(
+            "{} bytes of dynamic shared memory per block: GPUs allow at most {MAX_SHARED_MEM}",
+            config.shared_mem_bytes
+        ));
+    }
+    let threads = g.0 as u128 * g.1 as u128 * g.2 as u128 * block_threads as u128;
+    if threads > max_threads as u128 {
+        return fail(format!(
+            "{threads} threads (grid {g:?} of blocks {b:?}): the CPU simulator runs every thread \
+             of a launch at once as a host thread, and allows at most {max_threads} per launch; \
+             launch a smaller grid on the simulator, or raise RSHMEM_SIM_MAX_THREADS"
+        ));
+    }
+    Ok(LaunchSpec {
+        kernel,
+        grid: dim3(g),
+        block: dim3(b),
+        shared_mem_bytes: config.shared_mem_bytes as usize,
+    })
+}
+
+impl ModuleBackend for SimModule {
+    unsafe fn launch(
+        &self,
+        kernel: &'static str,
+        config: &LaunchConfig,
+        _params: &mut [*mut c_void],
+        sim_thread: &(dyn Fn() + Sync),
+    ) -> Result<()> {
+        // Cooperative or not, every block runs at once here, which is what cooperative asks.
+        let spec = check_config(kernel, config, self.max_threads)?;
+        self.job
+            .launch(self.pe, &spec, sim_thread)
+            .map_err(|failure| Error::KernelFailed {
+                kernel: kernel.to_string(),
+                pe: self.pe,
+                message: failure.to_string(),
+            })
+    }
+}

@@ -1,0 +1,193 @@
+//! The backend interface (see `backend/mod.rs`) on the simulator: each function reads the
+//! calling simulated thread's context.
+
+use core::sync::atomic::{fence as atomic_fence, Ordering::SeqCst};
+use std::format;
+
+use super::barrier::Call;
+use super::context::{with, ThreadCtx};
+use super::job::Side;
+use super::rma;
+use crate::shmem::ScopeKind;
+use crate::thread::Dim3;
+
+pub(crate) fn thread_idx() -> Dim3 {
+    with("thread::thread_idx", |c| c.thread_idx)
+}
+
+pub(crate) fn block_idx() -> Dim3 {
+    with("thread::block_idx", |c| c.block.idx)
+}
+
+pub(crate) fn block_dim() -> Dim3 {
+    with("thread::block_dim", |c| c.launch.spec.block)
+}
+
+pub(crate) fn grid_dim() -> Dim3 {
+    with("thread::grid_dim", |c| c.launch.spec.grid)
+}
+
+pub(crate) fn sync_threads() {
+    with("thread::sync_threads", |c| {
+        c.block.threads.sync(c, "thread::sync_threads()")
+    })
+}
+
+/// This block's dynamic shared memory (`config.shared_mem_bytes` bytes, zeroed at launch,
+/// 16-byte aligned) and its size.
+#[allow(dead_code)] // For the shared-memory API of `thread`, which is not written yet.
+pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
+    with("thread::dynamic_shared_mem", |c| c.block.shared.get())
+}
+
+pub(crate) fn my_pe() -> i32 {
+    with("shmem::my_pe", |c| c.pe() as i32)
+}
+
+pub(crate) fn n_pes() -> i32 {
+    with("shmem::n_pes", |c| c.job().n_pes() as i32)
+}
+
+// Every simulated operation completes before it returns and is bracketed by SeqCst fences,
+// so ordering and completion need nothing more than a fence of their own.
+
+pub(crate) fn fence() {
+    atomic_fence(SeqCst)
+}
+
+pub(crate) fn quiet() {
+    atomic_fence(SeqCst)
+}
+
+/// `"$base::<Thread>"` etc., as a `&'static str`, for messages.
+macro_rules! scoped {
+    ($scope:expr, $base:literal) => {
+        match $scope {
+            ScopeKind::Thread => concat!($base, "::<Thread>"),
+            ScopeKind::Warp => concat!($base, "::<Warp>"),
+            ScopeKind::Block => concat!($base, "::<Block>"),
+        }
+    };
+}
+
+/// Runs `work` once for the group of `scope` that calls together: directly for a thread;
+/// by lane 0 or thread 0 between two barriers of the warp or block, after checking that
+/// every member makes the same `call`.
+fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: impl FnOnce()) {
+    match scope {
+        ScopeKind::Thread => work(),
+        ScopeKind::Warp => {
+            let (warp, lane) = c.warp();
+            warp.collective(c, lane, call, work)
+        }
+        ScopeKind::Block => c.block.threads.collective(c, c.rank, call, work),
+    }
+}
+
+/// `barrier_all`/`sync_all`: the group's one participant meets one participant of every
+/// other PE. Host-side barriers are a different rendezvous and never pair with these.
+fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) {
+    with(scoped, |c| {
+        let call = Call {
+            op: scoped,
+            names: &[],
+            args: [0; 4],
+        };
+        in_scope(c, scope, call, || {
+            atomic_fence(SeqCst);
+            if let Err(e) = c.job().rendezvous(Side::Device, c.pe(), op, [0; 4]) {
+                c.fail(format!("{scoped}: {e}"));
+            }
+            atomic_fence(SeqCst);
+        })
+    })
+}
+
+pub(crate) fn barrier_all(scope: ScopeKind) {
+    pe_sync(
+        scope,
+        "shmem::barrier_all",
+        scoped!(scope, "shmem::barrier_all"),
+    )
+}
+
+pub(crate) fn sync_all(scope: ScopeKind) {
+    pe_sync(scope, "shmem::sync_all", scoped!(scope, "shmem::sync_all"))
+}
+
+const RMA_ARGS: &[(&str, bool)] = &[
+    ("dest", true),
+    ("source", true),
+    ("bytes", false),
+    ("pe", false),
+];
+
+/// `rma::put_bytes` or `rma::get_bytes`.
+type ByteCopy = unsafe fn(&ThreadCtx<'_>, &str, *mut u8, *const u8, usize, i32);
+
+/// One put or get family member: `copy` run once for the calling group of `scope`.
+///
+/// # Safety
+///
+/// `copy`'s contract for the local side (the symmetric side is checked).
+unsafe fn byte_rma(
+    scope: ScopeKind,
+    op: &'static str,
+    copy: ByteCopy,
+    d: *mut u8,
+    src: *const u8,
+    n: usize,
+    pe: i32,
+) {
+    with(op, |c| {
+        let call = Call {
+            op,
+            names: RMA_ARGS,
+            args: [d as usize, src as usize, n, pe as isize as usize],
+        };
+        // SAFETY: forwarded from this function's contract.
+        in_scope(c, scope, call, || unsafe { copy(c, op, d, src, n, pe) })
+    })
+}
+
+/// # Safety
+///
+/// The contract of `shmem::putmem`: `src` valid for reading `n` bytes (the symmetric side is
+/// checked).
+pub(crate) unsafe fn putmem(
+    scope: ScopeKind,
+    nbi: bool,
+    d: *mut u8,
+    src: *const u8,
+    n: usize,
+    pe: i32,
+) {
+    let op = if nbi {
+        scoped!(scope, "shmem::putmem_nbi")
+    } else {
+        scoped!(scope, "shmem::putmem")
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { byte_rma(scope, op, rma::put_bytes, d, src, n, pe) }
+}
+
+/// # Safety
+///
+/// The contract of `shmem::getmem`: `d` valid for writing `n` bytes (the symmetric side is
+/// checked).
+pub(crate) unsafe fn getmem(
+    scope: ScopeKind,
+    nbi: bool,
+    d: *mut u8,
+    src: *const u8,
+    n: usize,
+    pe: i32,
+) {
+    let op = if nbi {
+        scoped!(scope, "shmem::getmem_nbi")
+    } else {
+        scoped!(scope, "shmem::getmem")
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { byte_rma(scope, op, rma::get_bytes, d, src, n, pe) }
+}
