@@ -168,6 +168,9 @@ fn main() -> Result<()> {
         shmem.barrier_all()?;
         if me == 0 {
             print_table(&opts, &rows);
+            if shmem.backend() == Backend::Sim {
+                println!("(CPU simulator: the data was checked; the rates say nothing about GPUs)");
+            }
         }
         Ok(())
     })?;

@@ -118,9 +118,10 @@ fn run_pe(
     let job = match &start {
         Start::UniqueId(_) => env::Job::Local,
         // The PMI flavour (PMI-2, PMIX) where the launcher has one, else the bootstrap (MPI).
-        Start::External(kind) => {
-            env::Job::External(kind.nvshmem_bootstrap_pmi().unwrap_or(kind.nvshmem_bootstrap()))
-        }
+        Start::External(kind) => env::Job::External(
+            kind.nvshmem_bootstrap_pmi()
+                .unwrap_or(kind.nvshmem_bootstrap()),
+        ),
     };
     env::apply(&env::plan(
         &|k| std::env::var_os(k),
