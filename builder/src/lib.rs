@@ -310,13 +310,15 @@ impl Builder {
             let ptx = out_dir.join(format!("{name}.{arch}.ptx"));
             let linked = link::link(
                 &tc,
-                &work,
-                &objects,
-                &kernels,
-                nvshmem.as_deref(),
-                arch.sm(),
-                debug,
-                &ptx,
+                &link::LinkInputs {
+                    work: &work,
+                    objects: &objects,
+                    kernels: &kernels,
+                    nvshmem: nvshmem.as_deref(),
+                    sm: arch.sm(),
+                    debug,
+                    ptx_out: &ptx,
+                },
             )?;
             nvshmem_version = nvshmem_version.or(linked.nvshmem_version);
 
@@ -498,7 +500,7 @@ fn nested_build(
         // Keep rustc's messages, drop cargo's progress lines.
         let mut text = diagnostics;
         for line in stderr.lines() {
-            let status = line.trim_start().split_whitespace().next().unwrap_or("");
+            let status = line.split_whitespace().next().unwrap_or("");
             if !CARGO_STATUS.contains(&status) {
                 text.push_str(line);
                 text.push('\n');

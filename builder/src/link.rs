@@ -105,17 +105,35 @@ pub(crate) struct Linked {
     pub nvshmem_version: Option<(u32, u32, u32)>,
 }
 
-/// Links crate bitcode (and NVSHMEM if `nvshmem` is given) into PTX for `sm`.
-pub(crate) fn link(
-    tc: &Toolchain,
-    work: &Path,
-    objects: &[PathBuf],
-    kernels: &[String],
-    nvshmem: Option<&Path>,
-    sm: u32,
-    debug: bool,
-    ptx_out: &Path,
-) -> Result<Linked> {
+/// What one link step takes.
+pub(crate) struct LinkInputs<'a> {
+    /// Scratch folder.
+    pub work: &'a Path,
+    /// Every crate's bitcode.
+    pub objects: &'a [PathBuf],
+    /// The kernels, kept visible.
+    pub kernels: &'a [String],
+    /// NVSHMEM's device bitcode, if the kernels call NVSHMEM.
+    pub nvshmem: Option<&'a Path>,
+    /// Target architecture.
+    pub sm: u32,
+    /// Device debug info (O1 instead of O3).
+    pub debug: bool,
+    /// Where the PTX goes.
+    pub ptx_out: &'a Path,
+}
+
+/// Links crate bitcode (and NVSHMEM if given) into PTX.
+pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
+    let LinkInputs {
+        work,
+        objects,
+        kernels,
+        nvshmem,
+        sm,
+        debug,
+        ptx_out,
+    } = *inputs;
     let all = work.join("crates.bc");
     // No --only-needed here: with it, symbols referenced by later files (core's panic
     // machinery) were dropped because of link order.

@@ -107,13 +107,12 @@ fn rustup_add(sysroot: &Path, components: &[&str]) -> std::result::Result<(), St
     }
 }
 
+/// Installs components into a sysroot; returns why it failed.
+pub(crate) type AddComponents = dyn Fn(&Path, &[&str]) -> std::result::Result<(), String>;
+
 /// Checks the components; if some are missing, asks `add` to install them, then checks
 /// again. The error names the exact command.
-pub(crate) fn ensure_components(
-    sysroot: &Path,
-    host: &str,
-    add: &dyn Fn(&Path, &[&str]) -> std::result::Result<(), String>,
-) -> Result<()> {
+pub(crate) fn ensure_components(sysroot: &Path, host: &str, add: &AddComponents) -> Result<()> {
     let missing = missing_components(sysroot, host);
     if missing.is_empty() {
         return Ok(());

@@ -12,7 +12,7 @@
 //!         let buf = shmem.alloc_zeroed::<i32>(1024)?;
 //!         println!("PE {} of {}: {} ints on the symmetric heap", shmem.my_pe(), shmem.n_pes(), buf.len());
 //!         shmem.barrier_all()?;
-//!         Ok(())
+//!         Ok::<(), rshmem_host::Error>(())
 //!     })?;
 //!     Ok(())
 //! }
