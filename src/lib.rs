@@ -11,8 +11,8 @@
 //! ```no_run
 //! use rshmem::{kernels, LaunchConfig, Shmem};
 //!
-//! fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//!     rshmem::run(|shmem: &Shmem| {
+//! fn main() -> Result<(), rshmem::BoxError> {
+//!     rshmem::run(|shmem: &Shmem| -> Result<(), rshmem::BoxError> {
 //!         let module = shmem.load(&kernels::IMAGE)?;
 //!         let mut dst = shmem.alloc_zeroed::<i32>(1)?;
 //!         // SAFETY: `dst` is a symmetric i32, as `ring` expects; every PE launches it.

@@ -1,0 +1,77 @@
+//! The generic test suite machinery: one test body, instantiated for each backend (the way
+//! CubeCL runs one suite per runtime).
+//!
+//! `per_backend! { case => [2, 3, 4]; ... }` makes, for each case and PE count,
+//! `sim::case_Npe` (runs everywhere) and `gpu::case_Npe` (ignored where there are no GPUs;
+//! `scripts/gpu-check.sh` runs them with `--ignored gpu::`). A GPU test starts its PEs as
+//! processes of the test binary, each told (`--exact`) to run that one test.
+
+#![allow(dead_code)]
+
+use rshmem::{Backend, Job, Shmem};
+
+/// What a test case returns.
+pub type Outcome = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// Runs `case` on `npes` PEs of `backend`; `name` is the test's path for libtest
+/// (`gpu::ring_2pe`), so that each PE process runs exactly this test.
+pub fn run_case(backend: Backend, npes: usize, name: &str, case: fn(&Shmem) -> Outcome) {
+    let job = Job::new().backend(backend).npes(npes).pe_args([
+        "--exact",
+        name,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    if let Err(e) = job.run(case) {
+        panic!("{name} on {npes} PEs: {e}");
+    }
+}
+
+/// Instantiates test cases for the simulator and the GPUs. See the module docs.
+#[macro_export]
+macro_rules! per_backend {
+    ($($case:ident => [$($n:literal),+ $(,)?];)*) => {
+        mod sim {
+            $($(paste::paste! {
+                #[test]
+                fn [<$case _ $n pe>]() {
+                    $crate::common::run_case(
+                        rshmem::Backend::Sim,
+                        $n,
+                        concat!("sim::", stringify!([<$case _ $n pe>])),
+                        super::$case,
+                    )
+                }
+            })+)*
+        }
+        mod gpu {
+            $($(paste::paste! {
+                #[test]
+                #[ignore = "needs GPUs: scripts/gpu-check.sh runs it"]
+                fn [<$case _ $n pe>]() {
+                    $crate::common::run_case(
+                        rshmem::Backend::Gpu,
+                        $n,
+                        concat!("gpu::", stringify!([<$case _ $n pe>])),
+                        super::$case,
+                    )
+                }
+            })+)*
+        }
+    };
+}
+
+/// Fresh pseudo-random data for a test (xorshift; the seed comes from the clock, so every run
+/// differs, and from `salt`, so PEs can agree on it).
+pub fn random_u32(len: usize, seed: u64) -> Vec<u32> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 16) as u32
+        })
+        .collect()
+}
