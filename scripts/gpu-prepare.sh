@@ -8,17 +8,26 @@ cd "$(dirname "$0")/.."
 cargo build --release --examples --tests --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/scripts
 python3 - <<'PY'
-import json, shutil
+import json, shutil, subprocess
 for line in open('/tmp/rshmem-gpu-build.json'):
     m = json.loads(line)
     if m.get('reason') != 'compiler-artifact' or not m.get('executable'):
         continue
     kinds = m['target']['kind']
     name = m['target']['name']
-    if 'example' in kinds or (m['profile']['test'] and name not in ('build_crates',)):
-        dst = '.gpu/bin/' + (name if 'example' in kinds else 'test-' + name)
-        shutil.copy2(m['executable'], dst)
-        print('carry', dst)
+    if 'example' in kinds:
+        dst = '.gpu/bin/' + name
+    elif m['profile']['test']:
+        # Only test binaries with GPU instances (`gpu::` tests, ignored where there is no GPU).
+        listed = subprocess.run([m['executable'], '--list', '--ignored'], capture_output=True, text=True).stdout
+        if 'gpu::' not in listed:
+            continue
+        dst = '.gpu/bin/test-' + name
+    else:
+        continue
+    shutil.copy2(m['executable'], dst)
+    subprocess.run(['strip', dst])
+    print('carry', dst)
 PY
 cp scripts/gpu-check.sh .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/

@@ -104,7 +104,7 @@ pub enum Error {
     },
 
     /// A PE was started for a GPU this node does not have (or does not make visible).
-    #[error("PE {pe} drives GPU {local_rank} of its node, but only {visible} GPU(s) are visible to it (CUDA_VISIBLE_DEVICES={}). Start at most {visible} PEs per node (RSHMEM_NPES) or make more GPUs visible", .cuda_visible_devices.as_deref().unwrap_or("<unset>"))]
+    #[error("PE {pe} drives GPU {local_rank} of its node, but only {visible} GPU(s) are visible to it (CUDA_VISIBLE_DEVICES={}). Start at most {visible} PEs per node (RSHMEM_NPES), make more GPUs visible, or (for testing) set RSHMEM_GPU_OVERSUBSCRIBE=1 to share them", .cuda_visible_devices.as_deref().unwrap_or("<unset>"))]
     DeviceUnavailable {
         /// The PE.
         pe: usize,

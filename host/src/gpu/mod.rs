@@ -65,7 +65,7 @@ pub(crate) fn run(
         Role::Launcher => {
             let visible = cuda::init_driver().map_err(Error::NoGpu)?;
             let npes = npes.unwrap_or(visible);
-            if npes > visible {
+            if npes > visible && !oversubscribe() {
                 return Err(unavailable(visible, visible, visible));
             }
             match pe_args {
@@ -88,6 +88,13 @@ pub(crate) fn run(
             run_pe(Start::External(kind), pe, npes, local_rank, pe_main)
         }
     }
+}
+
+/// `RSHMEM_GPU_OVERSUBSCRIBE=1`: PEs beyond the visible GPUs share them round-robin
+/// (NVSHMEM's limited multiple-processes-per-GPU mode: for testing on fewer GPUs; a GPU's PEs
+/// compete for it, so timings mean little).
+fn oversubscribe() -> bool {
+    std::env::var_os("RSHMEM_GPU_OVERSUBSCRIBE").is_some_and(|v| v != "0" && !v.is_empty())
 }
 
 /// How NVSHMEM is bootstrapped.
@@ -131,11 +138,13 @@ fn run_pe(
     ));
 
     let visible = cuda::init_driver().map_err(Error::NoGpu)?;
-    if local_rank >= visible {
-        return Err(unavailable(pe, local_rank, visible));
-    }
+    let device = match (local_rank < visible, oversubscribe()) {
+        (true, _) => local_rank,
+        (false, true) => local_rank % visible,
+        (false, false) => return Err(unavailable(pe, local_rank, visible)),
+    };
     // NVSHMEM adopts the context current on this thread at init.
-    let ctx = cuda::Context::primary(local_rank)?;
+    let ctx = cuda::Context::primary(device)?;
 
     let lib = nvshmem.lib();
     match start {
