@@ -6,7 +6,7 @@
 #   device run: bash .gpu/scripts/gpu-check.sh        (writes logs to $OUT)
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export RSHMEM_BACKEND=gpu
+export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
 BIN=.gpu/bin
@@ -59,7 +59,7 @@ done
 # 3. Put bandwidth: Rust, then the CUDA C++ NVSHMEM peer, same sizes and grids.
 if [ "$NGPU" -lt 2 ]; then
     SMALL=4096,1048576
-    step put_bw_rust_shared_gpu $BIN/put_bandwidth --ctas 8 --threads 512 --sizes $SMALL
+    step put_bw_rust_shared_gpu env RSHMEM_NPES=2 $BIN/put_bandwidth --ctas 8 --threads 512 --sizes $SMALL
 fi
 SIZES=4096,16384,65536,262144,1048576,4194304,16777216,67108864,268435456
 [ "$NGPU" -ge 2 ] && step put_bw_rust $BIN/put_bandwidth --ctas 8,32,132 --threads 512 --sizes $SIZES

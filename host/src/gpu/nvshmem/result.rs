@@ -86,14 +86,16 @@ pub fn init_with_bootstrap_env(lib: &Lib) -> Result<()> {
 fn initialized(lib: &Lib) -> Result<()> {
     // SAFETY: a query without arguments; valid at any time.
     let status = unsafe { (lib.nvshmemx_init_status)() };
-    if status == sys::NVSHMEM_STATUS_IS_INITIALIZED {
+    // Several PEs sharing one GPU initialise in a multi-process-per-GPU mode (limited without
+    // MPS, full with it): initialised all the same.
+    if (sys::NVSHMEM_STATUS_IS_INITIALIZED..=sys::NVSHMEM_STATUS_FULL_MPG).contains(&status) {
         Ok(())
     } else {
         Err(Error::Nvshmem {
             call: "nvshmemx_init_status",
             status,
             hint: Some(format!(
-                "expected NVSHMEM_STATUS_IS_INITIALIZED ({}) after init; {INIT_HINT}",
+                "expected NVSHMEM_STATUS_IS_INITIALIZED ({}) or an MPG status after init; {INIT_HINT}",
                 sys::NVSHMEM_STATUS_IS_INITIALIZED
             )),
         })

@@ -49,6 +49,9 @@ pub const NVSHMEMX_SUCCESS: c_int = 0;
 
 /// `NVSHMEM_STATUS_IS_INITIALIZED` (`device_host_transport/nvshmem_constants.h`).
 pub const NVSHMEM_STATUS_IS_INITIALIZED: c_int = 2;
+/// `NVSHMEM_STATUS_FULL_MPG`: initialised, several PEs per GPU under MPS (after
+/// `NVSHMEM_STATUS_LIMITED_MPG` = 3, several PEs per GPU without MPS).
+pub const NVSHMEM_STATUS_FULL_MPG: c_int = 4;
 
 /// `UNIQUEID_PADDING` (`bootstrap_device_host/nvshmem_uniqueid.h`).
 pub const UNIQUEID_PADDING: usize = 124;
