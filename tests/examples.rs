@@ -8,7 +8,11 @@ fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
     let path = profile_dir.join("examples").join(name);
-    assert!(path.exists(), "{} not built: run through `cargo test`", path.display());
+    assert!(
+        path.exists(),
+        "{} not built: run through `cargo test`",
+        path.display()
+    );
     path
 }
 
@@ -19,7 +23,11 @@ fn run_sim(name: &str, npes: usize, args: &[&str]) -> String {
         .env("RSHMEM_NPES", npes.to_string())
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "{name} on {npes} PEs failed:\n{text}");
     text
 }
@@ -38,14 +46,24 @@ fn hello_symmetric_reads_the_neighbours_value() {
 fn ring_passes_ids_to_the_right() {
     let out = run_sim("ring", 3, &[]);
     for (pe, left) in [(0, 2), (1, 0), (2, 1)] {
-        assert!(out.contains(&format!("PE {pe}: received {left} from PE {left}")), "{out}");
+        assert!(
+            out.contains(&format!("PE {pe}: received {left} from PE {left}")),
+            "{out}"
+        );
     }
 }
 
 #[test]
 fn put_bandwidth_checks_its_data() {
-    let out = run_sim("put_bandwidth", 2, &["--ctas", "2", "--threads", "32", "--sizes", "1000,4099"]);
-    assert!(out.contains("BW,2,1000,") && out.contains("BW,2,4099,"), "{out}");
+    let out = run_sim(
+        "put_bandwidth",
+        2,
+        &["--ctas", "2", "--threads", "32", "--sizes", "1000,4099"],
+    );
+    assert!(
+        out.contains("BW,2,1000,") && out.contains("BW,2,4099,"),
+        "{out}"
+    );
     assert!(out.contains("data was checked"), "{out}");
 }
 

@@ -155,8 +155,14 @@ impl GpuPe {
         self.abandoned.clone()
     }
 
-    /// Gathers every PE's `[requested, room]` (in PE order) through the control block and
-    /// `nvshmem_uint64_fcollect`. Collective.
+    /// Gathers every PE's `[requested, room]` (in PE order) through the control block.
+    /// Collective.
+    ///
+    /// Where every peer's slot is directly reachable (`nvshmem_ptr`: one node, NVLink or a
+    /// shared GPU) each PE writes its own slot, all meet in `nvshmem_barrier_all`, and each
+    /// reads the others' slots through the peer mappings: that works in every NVSHMEM mode,
+    /// including several PEs per GPU without MPS, where NVSHMEM refuses host collectives (and
+    /// exits the process). Otherwise (several nodes) `nvshmem_uint64_fcollect` gathers them.
     fn exchange(&self, state: &mut HeapState, mine: [u64; 2]) -> Result<Vec<[u64; 2]>> {
         let sh = &*self.shared;
         let bank = (state.exchanges % 2) as usize;
@@ -167,19 +173,40 @@ impl GpuPe {
         // synchronisation below.
         unsafe { sh.stream.copy_to_device(src, bytemuck::bytes_of(&mine)) }
             .map_err(|e| sh.fault(e))?;
-        // fcollect reads `src` from NVSHMEM's own stream, so the copy must be complete.
+        // Peers read `src` after the barrier (or fcollect reads it from NVSHMEM's stream), so
+        // the copy must be complete.
         sh.sync()?;
-        // SAFETY: `src` (2 words) and `dest` (2 × npes words) lie in the symmetric control
-        // block; the bank alternation keeps `dest` free of other readers and writers (every PE
-        // has left exchange k before any PE enters exchange k + 2).
-        unsafe { nv::fcollect_u64(sh.lib(), dest, src, 2) }?;
+        // SAFETY: `src` is symmetric and every PE index is in range.
+        let peers: Option<Vec<u64>> = (0..sh.npes)
+            .map(|pe| unsafe { nv::ptr(sh.lib(), src, pe) })
+            .collect();
         let mut offers = vec![[0u64; 2]; sh.npes];
-        // SAFETY: `dest` holds `npes` pairs; `offers` is not touched until the sync.
-        unsafe {
-            sh.stream
-                .copy_to_host(bytemuck::cast_slice_mut(&mut offers), dest)
+        match peers {
+            Some(peers) => {
+                // SAFETY: collective, every PE calls it here. The bank alternation keeps the
+                // slots just written stable until every PE has read them: a PE writes this
+                // bank again only after the next exchange's barrier, which every PE enters
+                // after its reads here.
+                unsafe { nv::barrier_all(sh.lib()) };
+                for (offer, peer) in offers.iter_mut().zip(peers) {
+                    // SAFETY: `peer` maps a peer's 16-byte slot, complete before the barrier.
+                    unsafe { sh.stream.copy_to_host(bytemuck::bytes_of_mut(offer), peer) }
+                        .map_err(|e| sh.fault(e))?;
+                }
+            }
+            None => {
+                // SAFETY: `src` (2 words) and `dest` (2 × npes words) lie in the symmetric
+                // control block; the bank alternation keeps `dest` free of other readers and
+                // writers (every PE has left exchange k before any PE enters exchange k + 2).
+                unsafe { nv::fcollect_u64(sh.lib(), dest, src, 2) }?;
+                // SAFETY: `dest` holds `npes` pairs; `offers` is not touched until the sync.
+                unsafe {
+                    sh.stream
+                        .copy_to_host(bytemuck::cast_slice_mut(&mut offers), dest)
+                }
+                .map_err(|e| sh.fault(e))?;
+            }
         }
-        .map_err(|e| sh.fault(e))?;
         sh.sync()?;
         Ok(offers)
     }

@@ -176,6 +176,19 @@ pub unsafe fn barrier_all(lib: &Lib) {
     unsafe { (lib.nvshmem_barrier_all)() }
 }
 
+/// `nvshmem_ptr`: the address through which this process reaches PE `pe`'s copy of the
+/// symmetric address `dest` directly (peer mapping over NVLink/PCIe, or the same GPU), or
+/// `None` where only NVSHMEM's transports reach it (another node).
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised; `dest` a symmetric address; `pe` in `0..n_pes`.
+pub unsafe fn ptr(lib: &Lib, dest: u64, pe: usize) -> Option<u64> {
+    // SAFETY: forwarded to the caller.
+    let p = unsafe { (lib.nvshmem_ptr)(dest as *const std::ffi::c_void, pe as std::ffi::c_int) };
+    (!p.is_null()).then_some(p as u64)
+}
+
 /// `nvshmemx_barrier_all_on_stream`: enqueues a barrier across all PEs on `stream`, after the
 /// work already queued there. Collective.
 ///

@@ -228,6 +228,8 @@ nvshmem_symbols! {
     fn nvshmem_free(ptr: *mut c_void);
     /// `void nvshmem_barrier_all();`
     fn nvshmem_barrier_all();
+    /// `void *nvshmem_ptr(const void *dest, int pe);`
+    fn nvshmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void;
     /// `int nvshmem_uint64_fcollect(nvshmem_team_t team, uint64_t *dest, const uint64_t *src,
     /// size_t nelem);`
     fn nvshmem_uint64_fcollect(
