@@ -59,6 +59,6 @@ pub use kernel::{Kernel, KernelArg, KernelArgs};
 /// What most kernels import: `use rshmem_device::prelude::*;`.
 pub mod prelude {
     pub use crate::kernel;
-    pub use crate::shmem::{self, Block, Scope, Thread, Warp};
+    pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};
     pub use crate::thread::{self, Dim3};
 }

@@ -22,43 +22,6 @@ mod ffi {
     }
 }
 
-/// Declares the six scope × blocking forms of one byte-wise RMA family and a dispatcher.
-macro_rules! rma_family {
-    ($dispatch:ident: $t:ident $tn:ident $w:ident $wn:ident $b:ident $bn:ident) => {
-        extern "C" {
-            fn $t(dest: *mut u8, source: *const u8, bytes: usize, pe: i32);
-            fn $tn(dest: *mut u8, source: *const u8, bytes: usize, pe: i32);
-            fn $w(dest: *mut u8, source: *const u8, bytes: usize, pe: i32);
-            fn $wn(dest: *mut u8, source: *const u8, bytes: usize, pe: i32);
-            fn $b(dest: *mut u8, source: *const u8, bytes: usize, pe: i32);
-            fn $bn(dest: *mut u8, source: *const u8, bytes: usize, pe: i32);
-        }
-        #[inline(always)]
-        pub(crate) unsafe fn $dispatch(
-            scope: ScopeKind,
-            nbi: bool,
-            dest: *mut u8,
-            source: *const u8,
-            bytes: usize,
-            pe: i32,
-        ) {
-            match (scope, nbi) {
-                (ScopeKind::Thread, false) => $t(dest, source, bytes, pe),
-                (ScopeKind::Thread, true) => $tn(dest, source, bytes, pe),
-                (ScopeKind::Warp, false) => $w(dest, source, bytes, pe),
-                (ScopeKind::Warp, true) => $wn(dest, source, bytes, pe),
-                (ScopeKind::Block, false) => $b(dest, source, bytes, pe),
-                (ScopeKind::Block, true) => $bn(dest, source, bytes, pe),
-            }
-        }
-    };
-}
-
-rma_family!(putmem: nvshmem_putmem nvshmem_putmem_nbi nvshmemx_putmem_warp
-    nvshmemx_putmem_nbi_warp nvshmemx_putmem_block nvshmemx_putmem_nbi_block);
-rma_family!(getmem: nvshmem_getmem nvshmem_getmem_nbi nvshmemx_getmem_warp
-    nvshmemx_getmem_nbi_warp nvshmemx_getmem_block nvshmemx_getmem_nbi_block);
-
 #[inline(always)]
 pub(crate) fn thread_idx() -> Dim3 {
     // SAFETY: reading special registers has no preconditions.

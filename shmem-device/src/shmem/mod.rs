@@ -4,18 +4,42 @@
 //! (`SymBuffer`): the same allocation exists on every PE, so a local pointer names the
 //! peer's copy too, given the peer's PE number.
 //!
-//! Families, one module each: [`rma`] (put/get), [`sync`] (ordering and barriers). The
+//! Families, one module each: [`rma`] (put/get/p/g/iput/iget/ptr), [`amo`] (remote atomics),
+//! [`signal`] (signal words and put-with-signal), [`wait`] (wait/test), [`sync`] (ordering and
+//! barriers), [`team`] (teams), [`coll`] (collectives). The
 //! cooperative forms take a [`Scope`] type parameter: [`Thread`] (each thread on its own),
 //! [`Warp`] (all 32 lanes call together, the work is shared) or [`Block`] (every thread of
 //! the block calls together).
 
+pub mod amo;
+pub(crate) mod call;
+pub mod coll;
 pub mod rma;
+pub mod signal;
 pub mod sync;
+pub mod team;
+pub mod wait;
 
+pub use amo::{
+    atomic_add, atomic_and, atomic_compare_swap, atomic_fetch, atomic_fetch_add, atomic_fetch_and,
+    atomic_fetch_inc, atomic_fetch_or, atomic_fetch_xor, atomic_inc, atomic_or, atomic_set,
+    atomic_swap, atomic_xor, AmoBitwise, AmoInt, AmoScalar,
+};
+pub use coll::{alltoall, broadcast, fcollect, reduce, reducescatter, CollScalar, ReduceOp};
 pub use rma::{
-    g, get, get_nbi, getmem, getmem_nbi, p, put, put_nbi, putmem, putmem_nbi, RmaScalar,
+    g, get, get_nbi, getmem, getmem_nbi, iget, iput, p, ptr, put, put_nbi, putmem, putmem_nbi,
+    RmaScalar,
+};
+pub use signal::{
+    put_signal, put_signal_nbi, putmem_signal, putmem_signal_nbi, signal_fetch, signal_op,
+    signal_wait_until, SignalOp,
 };
 pub use sync::{barrier_all, fence, quiet, sync_all};
+pub use team::Team;
+pub use wait::{
+    test, test_all, test_any, test_some, wait_until, wait_until_all, wait_until_all_vector,
+    wait_until_any, wait_until_any_vector, wait_until_some, wait_until_some_vector, WaitScalar,
+};
 
 use crate::backend;
 
@@ -29,6 +53,46 @@ pub fn my_pe() -> i32 {
 #[inline(always)]
 pub fn n_pes() -> i32 {
     backend::n_pes()
+}
+
+/// A comparison for waits and tests (`NVSHMEM_CMP_*`): `*ivar <cmp> value`.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `==`
+    Eq = 0,
+    /// `!=`
+    Ne = 1,
+    /// `>`
+    Gt = 2,
+    /// `<=`
+    Le = 3,
+    /// `<`
+    Lt = 4,
+    /// `>=`
+    Ge = 5,
+}
+
+impl Cmp {
+    /// Evaluates `a <cmp> b`.
+    #[inline(always)]
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Gt => a > b,
+            Cmp::Le => a <= b,
+            Cmp::Lt => a < b,
+            Cmp::Ge => a >= b,
+        }
+    }
+
+    /// The comparison from its raw `NVSHMEM_CMP_*` value.
+    pub fn from_raw(raw: i32) -> Option<Cmp> {
+        [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Le, Cmp::Lt, Cmp::Ge]
+            .get(usize::try_from(raw).ok()?)
+            .copied()
+    }
 }
 
 /// Which threads cooperate in one call. Implemented by [`Thread`], [`Warp`] and [`Block`].

@@ -4,15 +4,28 @@
 //! Blocking forms return when the local source may be reused (put) or the data has arrived
 //! (get). Non-blocking forms return at once; `quiet` completes them.
 
-use super::Scope;
-use crate::backend;
+use super::call::{nv_or_sim, scoped_call};
+use super::{Scope, ScopeKind};
+use paste::paste;
 
-/// Element types with single-element remote access (`nvshmem_TYPE_p/g`).
+/// Element types with typed remote access: single-element `p`/`g` and strided `iput`/`iget`
+/// (`nvshmem_TYPE_p/g/iput/iget`).
 pub trait RmaScalar: Copy + sealed::Sealed + 'static {
     #[doc(hidden)]
     unsafe fn __p(dest: *mut Self, value: Self, pe: i32);
     #[doc(hidden)]
     unsafe fn __g(source: *const Self, pe: i32) -> Self;
+    #[doc(hidden)]
+    unsafe fn __istrided(
+        scope: ScopeKind,
+        put: bool,
+        dest: *mut Self,
+        source: *const Self,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: i32,
+    );
 }
 
 mod sealed {
@@ -20,44 +33,53 @@ mod sealed {
 }
 
 macro_rules! rma_scalars {
-    ($($t:ty => $p:ident, $g:ident;)*) => {$(
+    ($($t:ty => $c:ident),* $(,)?) => {$( paste! {
         impl sealed::Sealed for $t {}
         impl RmaScalar for $t {
             #[inline(always)]
             unsafe fn __p(dest: *mut Self, value: Self, pe: i32) {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    extern "C" { fn $p(dest: *mut $t, value: $t, pe: i32); }
-                    $p(dest, value, pe)
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                crate::sim::rma::p(dest, value, pe)
+                nv_or_sim!([<nvshmem_ $c _p>](dest: *mut $t, value: $t, pe: i32),
+                    sim: crate::sim::rma::p(dest, value, pe))
             }
             #[inline(always)]
             unsafe fn __g(source: *const Self, pe: i32) -> Self {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    extern "C" { fn $g(source: *const $t, pe: i32) -> $t; }
-                    $g(source, pe)
+                nv_or_sim!([<nvshmem_ $c _g>](source: *const $t, pe: i32) -> $t,
+                    sim: crate::sim::rma::g(source, pe))
+            }
+            #[inline(always)]
+            unsafe fn __istrided(
+                scope: ScopeKind,
+                put: bool,
+                dest: *mut Self,
+                source: *const Self,
+                dst: isize,
+                sst: isize,
+                n: usize,
+                pe: i32,
+            ) {
+                if put {
+                    scoped_call!(scope, [<$c _iput>](dest: *mut $t, source: *const $t, dst: isize, sst: isize, n: usize, pe: i32),
+                        sim: crate::sim::rma::istrided(scope, true, dest, source, dst, sst, n, pe))
+                } else {
+                    scoped_call!(scope, [<$c _iget>](dest: *mut $t, source: *const $t, dst: isize, sst: isize, n: usize, pe: i32),
+                        sim: crate::sim::rma::istrided(scope, false, dest, source, dst, sst, n, pe))
                 }
-                #[cfg(not(target_arch = "nvptx64"))]
-                crate::sim::rma::g(source, pe)
             }
         }
-    )*};
+    })*};
 }
 
 rma_scalars! {
-    i8 => nvshmem_int8_p, nvshmem_int8_g;
-    u8 => nvshmem_uint8_p, nvshmem_uint8_g;
-    i16 => nvshmem_int16_p, nvshmem_int16_g;
-    u16 => nvshmem_uint16_p, nvshmem_uint16_g;
-    i32 => nvshmem_int32_p, nvshmem_int32_g;
-    u32 => nvshmem_uint32_p, nvshmem_uint32_g;
-    i64 => nvshmem_int64_p, nvshmem_int64_g;
-    u64 => nvshmem_uint64_p, nvshmem_uint64_g;
-    f32 => nvshmem_float_p, nvshmem_float_g;
-    f64 => nvshmem_double_p, nvshmem_double_g;
+    i8 => int8,
+    u8 => uint8,
+    i16 => int16,
+    u16 => uint16,
+    i32 => int32,
+    u32 => uint32,
+    i64 => int64,
+    u64 => uint64,
+    f32 => float,
+    f64 => double,
 }
 
 /// Writes one element to `dest` on PE `pe`.
@@ -91,7 +113,7 @@ pub unsafe fn g<T: RmaScalar>(source: *const T, pe: i32) -> T {
 /// `bytes` bytes (local or symmetric); the ranges must not overlap on `pe`; `pe` in range.
 #[inline(always)]
 pub unsafe fn putmem<S: Scope>(dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
-    backend::putmem(S::KIND, false, dest, source, bytes, pe)
+    putmem_impl::<S>(false, dest, source, bytes, pe)
 }
 
 /// As [`putmem`], but returns at once; the copy completes at the next `quiet` (or barrier).
@@ -101,7 +123,7 @@ pub unsafe fn putmem<S: Scope>(dest: *mut u8, source: *const u8, bytes: usize, p
 /// As [`putmem`], and `source` must stay unchanged until the copy completes.
 #[inline(always)]
 pub unsafe fn putmem_nbi<S: Scope>(dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
-    backend::putmem(S::KIND, true, dest, source, bytes, pe)
+    putmem_impl::<S>(true, dest, source, bytes, pe)
 }
 
 /// Copies `bytes` bytes from symmetric `source` on PE `pe` into local `dest`; returns when
@@ -113,7 +135,7 @@ pub unsafe fn putmem_nbi<S: Scope>(dest: *mut u8, source: *const u8, bytes: usiz
 /// `bytes` bytes; `pe` in range.
 #[inline(always)]
 pub unsafe fn getmem<S: Scope>(dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
-    backend::getmem(S::KIND, false, dest, source, bytes, pe)
+    getmem_impl::<S>(false, dest, source, bytes, pe)
 }
 
 /// As [`getmem`], but returns at once; `dest` is valid after the next `quiet`.
@@ -123,7 +145,7 @@ pub unsafe fn getmem<S: Scope>(dest: *mut u8, source: *const u8, bytes: usize, p
 /// As [`getmem`], and `dest` must not be read or written until the copy completes.
 #[inline(always)]
 pub unsafe fn getmem_nbi<S: Scope>(dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
-    backend::getmem(S::KIND, true, dest, source, bytes, pe)
+    getmem_impl::<S>(true, dest, source, bytes, pe)
 }
 
 /// Typed [`putmem`]: copies `count` elements of `T`.
@@ -184,4 +206,53 @@ pub unsafe fn get_nbi<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: 
         count * core::mem::size_of::<T>(),
         pe,
     )
+}
+
+/// Strided put: `dest[i * dst] = source[i * sst]` on PE `pe` for `i < n` (strides in
+/// elements). All threads of scope `S` call it with the same arguments.
+///
+/// # Safety
+///
+/// `dest` must be symmetric and valid on `pe` for every strided element written, `source`
+/// valid for every element read; strides positive; `pe` in range.
+#[inline(always)]
+pub unsafe fn iput<S: Scope, T: RmaScalar>(dest: *mut T, source: *const T, dst: isize, sst: isize, n: usize, pe: i32) {
+    T::__istrided(S::KIND, true, dest, source, dst, sst, n, pe)
+}
+
+/// Strided get: `dest[i * dst] = source[i * sst]` read from PE `pe`, for `i < n`.
+///
+/// # Safety
+///
+/// As [`iput`], with `source` symmetric and `dest` local.
+#[inline(always)]
+pub unsafe fn iget<S: Scope, T: RmaScalar>(dest: *mut T, source: *const T, dst: isize, sst: isize, n: usize, pe: i32) {
+    T::__istrided(S::KIND, false, dest, source, dst, sst, n, pe)
+}
+
+#[inline(always)]
+unsafe fn putmem_impl<S: Scope>(nbi: bool, dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
+    scoped_call!(S::KIND, nbi: nbi, putmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32),
+        sim: crate::sim::device::putmem(S::KIND, nbi, dest, source, bytes, pe))
+}
+
+#[inline(always)]
+unsafe fn getmem_impl<S: Scope>(nbi: bool, dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
+    scoped_call!(S::KIND, nbi: nbi, getmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32),
+        sim: crate::sim::device::getmem(S::KIND, nbi, dest, source, bytes, pe))
+}
+
+/// A pointer through which this thread can load and store `dest`'s copy on PE `pe` directly
+/// (over NVLink, or locally), or null if `pe` is not reachable that way.
+///
+/// # Safety
+///
+/// `dest` must point into a symmetric allocation; `pe` in range. Accesses through the result
+/// are plain loads and stores: order them with fences as for any shared memory.
+#[inline(always)]
+pub unsafe fn ptr<T>(dest: *const T, pe: i32) -> *mut T {
+    let dest = dest.cast::<u8>();
+    let p: *mut u8 = nv_or_sim!(nvshmem_ptr(dest: *const u8, pe: i32) -> *mut u8,
+        sim: crate::sim::rma::ptr(dest, pe));
+    p.cast()
 }
