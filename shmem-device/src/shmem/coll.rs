@@ -13,9 +13,25 @@ use paste::paste;
 /// Element types of collectives: integers of 8 to 64 bits, `f32`, `f64`.
 pub trait CollScalar: Copy + sealed::Sealed + 'static {
     #[doc(hidden)]
-    unsafe fn __data(kind: DataColl, scope: super::ScopeKind, team: i32, dest: *mut Self, src: *const Self, n: usize, root: i32) -> i32;
+    unsafe fn __data(
+        kind: DataColl,
+        scope: super::ScopeKind,
+        team: i32,
+        dest: *mut Self,
+        src: *const Self,
+        n: usize,
+        root: i32,
+    ) -> i32;
     #[doc(hidden)]
-    unsafe fn __reduce(op: ReduceOp, scatter: bool, scope: super::ScopeKind, team: i32, dest: *mut Self, src: *const Self, n: usize) -> i32;
+    unsafe fn __reduce(
+        op: ReduceOp,
+        scatter: bool,
+        scope: super::ScopeKind,
+        team: i32,
+        dest: *mut Self,
+        src: *const Self,
+        n: usize,
+    ) -> i32;
 }
 
 /// Collectives that move data without combining it.
@@ -130,7 +146,13 @@ coll_scalar!(
 ///
 /// Collective over `team` at scope `S`; `dest` and `src` symmetric with `n` elements.
 #[inline(always)]
-pub unsafe fn broadcast<S: Scope, T: CollScalar>(team: Team, dest: *mut T, src: *const T, n: usize, root: i32) -> i32 {
+pub unsafe fn broadcast<S: Scope, T: CollScalar>(
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    root: i32,
+) -> i32 {
     T::__data(DataColl::Broadcast, S::KIND, team.raw(), dest, src, n, root)
 }
 
@@ -140,7 +162,12 @@ pub unsafe fn broadcast<S: Scope, T: CollScalar>(team: Team, dest: *mut T, src: 
 ///
 /// Collective; `src` symmetric with `n` elements, `dest` with `n * team.n_pes()`.
 #[inline(always)]
-pub unsafe fn fcollect<S: Scope, T: CollScalar>(team: Team, dest: *mut T, src: *const T, n: usize) -> i32 {
+pub unsafe fn fcollect<S: Scope, T: CollScalar>(
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+) -> i32 {
     T::__data(DataColl::Fcollect, S::KIND, team.raw(), dest, src, n, 0)
 }
 
@@ -151,7 +178,12 @@ pub unsafe fn fcollect<S: Scope, T: CollScalar>(team: Team, dest: *mut T, src: *
 ///
 /// Collective; `src` and `dest` symmetric with `n * team.n_pes()` elements.
 #[inline(always)]
-pub unsafe fn alltoall<S: Scope, T: CollScalar>(team: Team, dest: *mut T, src: *const T, n: usize) -> i32 {
+pub unsafe fn alltoall<S: Scope, T: CollScalar>(
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+) -> i32 {
     T::__data(DataColl::Alltoall, S::KIND, team.raw(), dest, src, n, 0)
 }
 
@@ -162,7 +194,13 @@ pub unsafe fn alltoall<S: Scope, T: CollScalar>(team: Team, dest: *mut T, src: *
 ///
 /// Collective; `src` and `dest` symmetric with `n` elements.
 #[inline(always)]
-pub unsafe fn reduce<S: Scope, T: CollScalar>(op: ReduceOp, team: Team, dest: *mut T, src: *const T, n: usize) -> i32 {
+pub unsafe fn reduce<S: Scope, T: CollScalar>(
+    op: ReduceOp,
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+) -> i32 {
     T::__reduce(op, false, S::KIND, team.raw(), dest, src, n)
 }
 
@@ -172,6 +210,12 @@ pub unsafe fn reduce<S: Scope, T: CollScalar>(op: ReduceOp, team: Team, dest: *m
 ///
 /// Collective; `src` symmetric with `n * team.n_pes()` elements, `dest` with `n`.
 #[inline(always)]
-pub unsafe fn reducescatter<S: Scope, T: CollScalar>(op: ReduceOp, team: Team, dest: *mut T, src: *const T, n: usize) -> i32 {
+pub unsafe fn reducescatter<S: Scope, T: CollScalar>(
+    op: ReduceOp,
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+) -> i32 {
     T::__reduce(op, true, S::KIND, team.raw(), dest, src, n)
 }

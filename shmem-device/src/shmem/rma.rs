@@ -216,7 +216,14 @@ pub unsafe fn get_nbi<S: Scope, T: Copy>(dest: *mut T, source: *const T, count: 
 /// `dest` must be symmetric and valid on `pe` for every strided element written, `source`
 /// valid for every element read; strides positive; `pe` in range.
 #[inline(always)]
-pub unsafe fn iput<S: Scope, T: RmaScalar>(dest: *mut T, source: *const T, dst: isize, sst: isize, n: usize, pe: i32) {
+pub unsafe fn iput<S: Scope, T: RmaScalar>(
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    n: usize,
+    pe: i32,
+) {
     T::__istrided(S::KIND, true, dest, source, dst, sst, n, pe)
 }
 
@@ -226,18 +233,37 @@ pub unsafe fn iput<S: Scope, T: RmaScalar>(dest: *mut T, source: *const T, dst: 
 ///
 /// As [`iput`], with `source` symmetric and `dest` local.
 #[inline(always)]
-pub unsafe fn iget<S: Scope, T: RmaScalar>(dest: *mut T, source: *const T, dst: isize, sst: isize, n: usize, pe: i32) {
+pub unsafe fn iget<S: Scope, T: RmaScalar>(
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    n: usize,
+    pe: i32,
+) {
     T::__istrided(S::KIND, false, dest, source, dst, sst, n, pe)
 }
 
 #[inline(always)]
-unsafe fn putmem_impl<S: Scope>(nbi: bool, dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
+unsafe fn putmem_impl<S: Scope>(
+    nbi: bool,
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    pe: i32,
+) {
     scoped_call!(S::KIND, nbi: nbi, putmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32),
         sim: crate::sim::device::putmem(S::KIND, nbi, dest, source, bytes, pe))
 }
 
 #[inline(always)]
-unsafe fn getmem_impl<S: Scope>(nbi: bool, dest: *mut u8, source: *const u8, bytes: usize, pe: i32) {
+unsafe fn getmem_impl<S: Scope>(
+    nbi: bool,
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    pe: i32,
+) {
     scoped_call!(S::KIND, nbi: nbi, getmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32),
         sim: crate::sim::device::getmem(S::KIND, nbi, dest, source, bytes, pe))
 }

@@ -15,23 +15,80 @@ pub trait WaitScalar: Copy + sealed::Sealed + 'static {
     #[doc(hidden)]
     unsafe fn __test(ivar: *const Self, cmp: i32, value: Self) -> i32;
     #[doc(hidden)]
-    unsafe fn __wait_until_all(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self);
+    unsafe fn __wait_until_all(
+        ivars: *const Self,
+        n: usize,
+        status: *const i32,
+        cmp: i32,
+        value: Self,
+    );
     #[doc(hidden)]
-    unsafe fn __wait_until_any(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> usize;
+    unsafe fn __wait_until_any(
+        ivars: *const Self,
+        n: usize,
+        status: *const i32,
+        cmp: i32,
+        value: Self,
+    ) -> usize;
     #[doc(hidden)]
-    unsafe fn __wait_until_some(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: Self) -> usize;
+    unsafe fn __wait_until_some(
+        ivars: *const Self,
+        n: usize,
+        indices: *mut usize,
+        status: *const i32,
+        cmp: i32,
+        value: Self,
+    ) -> usize;
     #[doc(hidden)]
-    unsafe fn __wait_until_all_vector(ivars: *const Self, n: usize, status: *const i32, cmp: i32, values: *const Self);
+    unsafe fn __wait_until_all_vector(
+        ivars: *const Self,
+        n: usize,
+        status: *const i32,
+        cmp: i32,
+        values: *const Self,
+    );
     #[doc(hidden)]
-    unsafe fn __wait_until_any_vector(ivars: *const Self, n: usize, status: *const i32, cmp: i32, values: *const Self) -> usize;
+    unsafe fn __wait_until_any_vector(
+        ivars: *const Self,
+        n: usize,
+        status: *const i32,
+        cmp: i32,
+        values: *const Self,
+    ) -> usize;
     #[doc(hidden)]
-    unsafe fn __wait_until_some_vector(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, values: *const Self) -> usize;
+    unsafe fn __wait_until_some_vector(
+        ivars: *const Self,
+        n: usize,
+        indices: *mut usize,
+        status: *const i32,
+        cmp: i32,
+        values: *const Self,
+    ) -> usize;
     #[doc(hidden)]
-    unsafe fn __test_all(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> i32;
+    unsafe fn __test_all(
+        ivars: *const Self,
+        n: usize,
+        status: *const i32,
+        cmp: i32,
+        value: Self,
+    ) -> i32;
     #[doc(hidden)]
-    unsafe fn __test_any(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> usize;
+    unsafe fn __test_any(
+        ivars: *const Self,
+        n: usize,
+        status: *const i32,
+        cmp: i32,
+        value: Self,
+    ) -> usize;
     #[doc(hidden)]
-    unsafe fn __test_some(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: Self) -> usize;
+    unsafe fn __test_some(
+        ivars: *const Self,
+        n: usize,
+        indices: *mut usize,
+        status: *const i32,
+        cmp: i32,
+        value: Self,
+    ) -> usize;
 }
 
 mod sealed {
@@ -135,7 +192,13 @@ pub unsafe fn test<T: WaitScalar>(ivar: *const T, cmp: Cmp, value: T) -> bool {
 /// `ivars` must point to `n` symmetric, aligned `T`s; `status` is null or points to `n`
 /// `i32`s; the conditions must eventually hold.
 #[inline(always)]
-pub unsafe fn wait_until_all<T: WaitScalar>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) {
+pub unsafe fn wait_until_all<T: WaitScalar>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) {
     T::__wait_until_all(ivars, n, status, cmp as i32, value)
 }
 
@@ -146,7 +209,13 @@ pub unsafe fn wait_until_all<T: WaitScalar>(ivars: *const T, n: usize, status: *
 ///
 /// As [`wait_until_all`].
 #[inline(always)]
-pub unsafe fn wait_until_any<T: WaitScalar>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> usize {
+pub unsafe fn wait_until_any<T: WaitScalar>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) -> usize {
     T::__wait_until_any(ivars, n, status, cmp as i32, value)
 }
 
@@ -174,7 +243,13 @@ pub unsafe fn wait_until_some<T: WaitScalar>(
 ///
 /// As [`wait_until_all`], and `values` must point to `n` `T`s.
 #[inline(always)]
-pub unsafe fn wait_until_all_vector<T: WaitScalar>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, values: *const T) {
+pub unsafe fn wait_until_all_vector<T: WaitScalar>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) {
     T::__wait_until_all_vector(ivars, n, status, cmp as i32, values)
 }
 
@@ -217,7 +292,13 @@ pub unsafe fn wait_until_some_vector<T: WaitScalar>(
 ///
 /// `ivars` must point to `n` symmetric, aligned `T`s; `status` null or `n` `i32`s.
 #[inline(always)]
-pub unsafe fn test_all<T: WaitScalar>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> bool {
+pub unsafe fn test_all<T: WaitScalar>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) -> bool {
     T::__test_all(ivars, n, status, cmp as i32, value) != 0
 }
 
@@ -227,7 +308,13 @@ pub unsafe fn test_all<T: WaitScalar>(ivars: *const T, n: usize, status: *const 
 ///
 /// As [`test_all`].
 #[inline(always)]
-pub unsafe fn test_any<T: WaitScalar>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> usize {
+pub unsafe fn test_any<T: WaitScalar>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) -> usize {
     T::__test_any(ivars, n, status, cmp as i32, value)
 }
 

@@ -73,7 +73,7 @@ macro_rules! scoped {
 /// Runs `work` once for the group of `scope` that calls together: directly for a thread;
 /// by lane 0 or thread 0 between two barriers of the warp or block, after checking that
 /// every member makes the same `call`.
-fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: impl FnOnce()) {
+pub(super) fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: impl FnOnce()) {
     match scope {
         ScopeKind::Thread => work(),
         ScopeKind::Warp => {
@@ -86,7 +86,7 @@ fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: impl FnOnce()
 
 /// `barrier_all`/`sync_all`: the group's one participant meets one participant of every
 /// other PE. Host-side barriers are a different rendezvous and never pair with these.
-fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) {
+pub(super) fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) {
     with(scoped, |c| {
         let call = Call {
             op: scoped,

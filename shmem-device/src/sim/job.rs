@@ -336,6 +336,25 @@ impl Job {
 
     /// A kernel failed on `pe`: device-side collectives, which may wait for one of its
     /// threads, fail from now on.
+    /// Why a device-side wait on this job can never be satisfied (a PE or a kernel failed), if
+    /// so: spinning waits poll it, as barriers do, instead of hanging.
+    pub(crate) fn device_blocked(&self) -> Option<CollectiveError> {
+        let st = self.lock();
+        if let Some((pe, reason)) = &st.failure {
+            return Some(CollectiveError::PeFailed {
+                pe: *pe,
+                reason: reason.clone(),
+            });
+        }
+        st.kernel_failure
+            .as_ref()
+            .map(|(pe, kernel, failure)| CollectiveError::KernelFailed {
+                pe: *pe,
+                kernel,
+                failure: failure.clone(),
+            })
+    }
+
     pub(crate) fn poison_device(&self, pe: usize, kernel: &'static str, failure: String) {
         self.lock()
             .kernel_failure

@@ -65,7 +65,9 @@
 //! spin on memory written by a failed thread cannot be interrupted. A panic in a kernel is
 //! caught only when panics unwind (the default for host builds).
 
+pub(crate) mod amo;
 mod barrier;
+pub(crate) mod coll;
 mod context;
 pub(crate) mod device;
 mod heap;
@@ -73,6 +75,8 @@ mod job;
 mod launch;
 mod mem;
 pub(crate) mod rma;
+pub(crate) mod team;
+pub(crate) mod wait;
 
 pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use job::{CollectiveError, Job};

@@ -9,7 +9,7 @@ use super::context::{self, ThreadCtx};
 use super::mem::{self, scalar};
 
 /// Checks that `pe` is a PE of the job and returns it as an index.
-fn target(c: &ThreadCtx<'_>, op: &str, pe: i32) -> usize {
+pub(super) fn target(c: &ThreadCtx<'_>, op: &str, pe: i32) -> usize {
     let n = c.job().n_pes();
     match usize::try_from(pe) {
         Ok(p) if p < n => p,
@@ -22,7 +22,14 @@ fn target(c: &ThreadCtx<'_>, op: &str, pe: i32) -> usize {
 /// The address on PE `pe` of the symmetric range `[addr, addr + len)` of this PE, after
 /// checking the PE number, the alignment and that the range lies in one live symmetric
 /// allocation. Any violation fails the calling thread with a message naming `op`.
-fn remote(c: &ThreadCtx<'_>, op: &str, addr: usize, len: usize, pe: i32, align: usize) -> *mut u8 {
+pub(super) fn remote(
+    c: &ThreadCtx<'_>,
+    op: &str,
+    addr: usize,
+    len: usize,
+    pe: i32,
+    align: usize,
+) -> *mut u8 {
     let target = target(c, op, pe);
     if addr % align != 0 {
         c.fail(format!(
@@ -139,5 +146,73 @@ pub(crate) unsafe fn g<T: Copy>(source: *const T, pe: i32) -> T {
         );
         // SAFETY: as in `p`.
         unsafe { scalar::load(from.cast::<T>().cast_const()) }
+    })
+}
+
+const STRIDED_ARGS: &[(&str, bool)] = &[
+    ("dest", true),
+    ("source", true),
+    ("count", false),
+    ("pe", false),
+];
+
+/// `iput`/`iget` at `scope`: element `i` moves between `dest[i * dst]` and `source[i * sst]`
+/// (strides in elements), once per calling group, each remote element checked.
+///
+/// # Safety
+///
+/// The local side (`source` for a put, `dest` for a get) must be valid for every strided
+/// element; the symmetric side is checked.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn istrided<T: Copy>(
+    scope: crate::shmem::ScopeKind,
+    put: bool,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    n: usize,
+    pe: i32,
+) {
+    let op = if put { "shmem::iput" } else { "shmem::iget" };
+    context::with(op, |c| {
+        let call = super::barrier::Call {
+            op,
+            names: STRIDED_ARGS,
+            args: [dest as usize, source as usize, n, pe as isize as usize],
+        };
+        if dst < 1 || sst < 1 {
+            c.fail(format!(
+                "{op}: strides must be positive, got dst = {dst}, sst = {sst}"
+            ));
+        }
+        super::device::in_scope(c, scope, call, || {
+            for i in 0..n as isize {
+                let (d, s) = (
+                    dest.wrapping_offset(i * dst),
+                    source.wrapping_offset(i * sst),
+                );
+                let symmetric = if put { d as usize } else { s as usize };
+                let far = remote(c, op, symmetric, size_of::<T>(), pe, align_of::<T>());
+                fence(SeqCst);
+                // SAFETY: the remote element is checked; the local one is the caller's.
+                unsafe {
+                    if put {
+                        scalar::store(far.cast::<T>(), core::ptr::read_volatile(s));
+                    } else {
+                        core::ptr::write_volatile(d, scalar::load(far.cast::<T>().cast_const()));
+                    }
+                }
+            }
+            fence(SeqCst);
+        })
+    })
+}
+
+/// `nvshmem_ptr`: every PE's heap is host memory of this process, so the peer's copy is
+/// always directly addressable.
+pub(crate) fn ptr(dest: *const u8, pe: i32) -> *mut u8 {
+    context::with("shmem::ptr", |c| {
+        remote(c, "shmem::ptr", dest as usize, 1, pe, 1)
     })
 }
