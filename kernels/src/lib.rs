@@ -4,5 +4,6 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
 pub mod bandwidth;
+pub mod basics;
 pub mod hello;
 pub mod ring;

@@ -44,12 +44,14 @@ extern crate std;
 
 pub use rshmem_macros::kernel;
 
+pub mod atomic;
 mod backend;
 pub mod kernel;
 pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod sim;
 pub mod thread;
+pub mod warp;
 
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 mod panic;
@@ -61,4 +63,5 @@ pub mod prelude {
     pub use crate::kernel;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};
     pub use crate::thread::{self, Dim3};
+    pub use crate::{atomic, warp};
 }

@@ -97,3 +97,37 @@ pub fn grid_size_1d() -> u32 {
 pub fn sync_threads() {
     backend::sync_threads()
 }
+
+/// This block's dynamic shared memory as `T`s: the pointer and how many whole `T`s fit in
+/// the `shared_mem_bytes` the launch asked for. The memory is uninitialised on GPUs (zeroed
+/// on the simulator) and shared by every thread of the block.
+#[inline(always)]
+pub fn dynamic_shared<T>() -> (*mut T, usize) {
+    let (base, bytes) = backend::dynamic_shared_mem();
+    (base.cast(), bytes / core::mem::size_of::<T>().max(1))
+}
+
+/// Sleeps this thread for about `ns` nanoseconds (`nanosleep`; a hint, bounded by 1 ms).
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    backend::nanosleep(ns)
+}
+
+/// A per-SM cycle counter (`%clock64`); on the simulator, nanoseconds since an arbitrary start.
+#[inline(always)]
+pub fn clock64() -> u64 {
+    backend::clock64()
+}
+
+/// A global nanosecond timer (`%globaltimer`), comparable across SMs.
+#[inline(always)]
+pub fn globaltimer_ns() -> u64 {
+    backend::globaltimer_ns()
+}
+
+/// Aborts the kernel: the host sees a launch failure naming it (on the simulator, a failure
+/// naming kernel, PE, block and thread).
+#[inline(always)]
+pub fn trap() -> ! {
+    backend::trap()
+}

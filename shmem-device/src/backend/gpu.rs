@@ -124,3 +124,125 @@ pub(crate) fn sync_all(scope: ScopeKind) {
         }
     }
 }
+
+// Dynamic shared memory: one module-level declaration every kernel can address. NVSHMEM's own
+// static shared buffers come first in the window; this array starts after them, as CUDA's
+// `extern __shared__` does.
+core::arch::global_asm!(".extern .shared .align 16 .b8 rshmem_dynamic_shared[];");
+
+#[inline(always)]
+pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
+    let (base, bytes): (u64, u32);
+    // SAFETY: takes the address of the declared array and reads a special register.
+    unsafe {
+        core::arch::asm!(
+            "mov.u64 {b}, rshmem_dynamic_shared;",
+            "cvta.shared.u64 {b}, {b};",
+            "mov.u32 {n}, %dynamic_smem_size;",
+            b = out(reg64) base,
+            n = out(reg32) bytes,
+            options(nomem, nostack, pure)
+        )
+    };
+    (base as *mut u8, bytes as usize)
+}
+
+#[inline(always)]
+pub(crate) fn lane_id() -> u32 {
+    let lane: u32;
+    // SAFETY: reads a special register.
+    unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(nomem, nostack, pure)) };
+    lane
+}
+
+#[inline(always)]
+pub(crate) fn active_mask() -> u32 {
+    let mask: u32;
+    // SAFETY: no preconditions.
+    unsafe { core::arch::asm!("activemask.b32 {m};", m = out(reg32) mask, options(nomem, nostack)) };
+    mask
+}
+
+#[inline(always)]
+pub(crate) fn sync_warp(mask: u32) {
+    // SAFETY: the caller's lanes of `mask` all call it (documented on `warp::sync_warp`).
+    unsafe { core::arch::asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) };
+}
+
+#[inline(always)]
+pub(crate) fn shuffle32(mask: u32, mode: crate::warp::Shuffle, value: u32, arg: u32) -> u32 {
+    use crate::warp::Shuffle;
+    let out: u32;
+    // SAFETY: every lane of `mask` calls it together (documented on `warp::shuffle`). The
+    // clamp operand is 0x1f (whole warp) for idx/down/bfly and 0 for up, as CUDA's intrinsics.
+    unsafe {
+        match mode {
+            Shuffle::Idx => core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
+            Shuffle::Up => core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {a}, 0x0, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
+            Shuffle::Down => core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
+            Shuffle::Xor => core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
+        }
+    }
+    out
+}
+
+#[inline(always)]
+pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
+    let out: u32;
+    // SAFETY: every lane of `mask` calls it together.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {o}, p, {m}; }}",
+            o = out(reg32) out,
+            x = in(reg32) pred as u32,
+            m = in(reg32) mask,
+            options(nostack)
+        )
+    };
+    out
+}
+
+#[inline(always)]
+pub(crate) fn atomic_fence(scope: crate::atomic::ScopeKind, order: crate::atomic::Ordering) {
+    use crate::atomic::{Ordering, ScopeKind};
+    // SAFETY: fences have no preconditions.
+    unsafe {
+        match (order, scope) {
+            (Ordering::Relaxed, _) => {}
+            (Ordering::SeqCst, ScopeKind::Cta) => core::arch::asm!("fence.sc.cta;", options(nostack)),
+            (Ordering::SeqCst, ScopeKind::Gpu) => core::arch::asm!("fence.sc.gpu;", options(nostack)),
+            (Ordering::SeqCst, ScopeKind::Sys) => core::arch::asm!("fence.sc.sys;", options(nostack)),
+            (_, ScopeKind::Cta) => core::arch::asm!("fence.acq_rel.cta;", options(nostack)),
+            (_, ScopeKind::Gpu) => core::arch::asm!("fence.acq_rel.gpu;", options(nostack)),
+            (_, ScopeKind::Sys) => core::arch::asm!("fence.acq_rel.sys;", options(nostack)),
+        }
+    }
+}
+
+#[inline(always)]
+pub(crate) fn nanosleep(ns: u32) {
+    // SAFETY: no preconditions (sm_70+).
+    unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) };
+}
+
+#[inline(always)]
+pub(crate) fn clock64() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register.
+    unsafe { core::arch::asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nomem, nostack)) };
+    t
+}
+
+#[inline(always)]
+pub(crate) fn globaltimer_ns() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register.
+    unsafe { core::arch::asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
+    t
+}
+
+#[inline(always)]
+pub(crate) fn trap() -> ! {
+    // SAFETY: aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}

@@ -150,6 +150,8 @@ pub(crate) struct Group {
     kind: &'static str,
     /// Rank in the block of member 0.
     first_rank: u32,
+    /// One word per member, for warp shuffles and votes (written, then the group meets).
+    pub slots: std::vec::Vec<core::sync::atomic::AtomicU64>,
 }
 
 impl Group {
@@ -159,6 +161,7 @@ impl Group {
             call: Mutex::new(None),
             kind,
             first_rank,
+            slots: (0..size).map(|_| core::sync::atomic::AtomicU64::new(0)).collect(),
         }
     }
 

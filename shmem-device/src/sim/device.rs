@@ -1,7 +1,7 @@
 //! The backend interface (see `backend/mod.rs`) on the simulator: each function reads the
 //! calling simulated thread's context.
 
-use core::sync::atomic::{fence as atomic_fence, Ordering::SeqCst};
+use core::sync::atomic::{fence as host_fence, Ordering::SeqCst};
 use std::format;
 
 use super::barrier::Call;
@@ -35,9 +35,35 @@ pub(crate) fn sync_threads() {
 
 /// This block's dynamic shared memory (`config.shared_mem_bytes` bytes, zeroed at launch,
 /// 16-byte aligned) and its size.
-#[allow(dead_code)] // For the shared-memory API of `thread`, which is not written yet.
 pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
     with("thread::dynamic_shared_mem", |c| c.block.shared.get())
+}
+
+pub(crate) use super::warp::{active_mask, ballot, lane_id, shuffle32, sync_warp};
+
+pub(crate) fn atomic_fence(_scope: crate::atomic::ScopeKind, order: crate::atomic::Ordering) {
+    // Host atomics are sequentially consistent at every scope the simulator has.
+    if order != crate::atomic::Ordering::Relaxed {
+        host_fence(SeqCst)
+    }
+}
+
+pub(crate) fn nanosleep(ns: u32) {
+    std::thread::sleep(std::time::Duration::from_nanos(ns.min(1_000_000) as u64))
+}
+
+/// Nanoseconds since the first call in this process (the simulator has no cycle counter).
+pub(crate) fn clock64() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
+
+pub(crate) fn globaltimer_ns() -> u64 {
+    clock64()
+}
+
+pub(crate) fn trap() -> ! {
+    with("thread::trap", |c| c.fail(format!("kernel trapped (`thread::trap()`)")))
 }
 
 pub(crate) fn my_pe() -> i32 {
@@ -52,11 +78,11 @@ pub(crate) fn n_pes() -> i32 {
 // so ordering and completion need nothing more than a fence of their own.
 
 pub(crate) fn fence() {
-    atomic_fence(SeqCst)
+    host_fence(SeqCst)
 }
 
 pub(crate) fn quiet() {
-    atomic_fence(SeqCst)
+    host_fence(SeqCst)
 }
 
 /// `"$base::<Thread>"` etc., as a `&'static str`, for messages.
@@ -94,11 +120,11 @@ pub(super) fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) 
             args: [0; 4],
         };
         in_scope(c, scope, call, || {
-            atomic_fence(SeqCst);
+            host_fence(SeqCst);
             if let Err(e) = c.job().rendezvous(Side::Device, c.pe(), op, [0; 4]) {
                 c.fail(format!("{scoped}: {e}"));
             }
-            atomic_fence(SeqCst);
+            host_fence(SeqCst);
         })
     })
 }

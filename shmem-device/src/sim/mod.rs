@@ -66,6 +66,7 @@
 //! caught only when panics unwind (the default for host builds).
 
 pub(crate) mod amo;
+pub(crate) mod atomic;
 mod barrier;
 pub(crate) mod coll;
 mod context;
@@ -77,6 +78,7 @@ mod mem;
 pub(crate) mod rma;
 pub(crate) mod team;
 pub(crate) mod wait;
+mod warp;
 
 pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use job::{CollectiveError, Job};

@@ -1,0 +1,97 @@
+//! Scoped atomics on the simulator: host atomics, sequentially consistent, at any scope
+//! (every simulated thread of every PE shares one address space).
+
+use core::mem::{size_of, transmute_copy};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+
+use crate::atomic::RmwOp;
+
+/// Integer operands of the scoped atomics, with their RMW arithmetic.
+pub(crate) trait SimAtomic: Copy + Ord {
+    fn wrapping_add(self, other: Self) -> Self;
+    fn bits(self, op: RmwOp, other: Self) -> Self;
+}
+
+macro_rules! sim_atomics {
+    ($($t:ty),*) => {$(
+        impl SimAtomic for $t {
+            fn wrapping_add(self, other: Self) -> Self {
+                <$t>::wrapping_add(self, other)
+            }
+            fn bits(self, op: RmwOp, other: Self) -> Self {
+                match op {
+                    RmwOp::And => self & other,
+                    RmwOp::Or => self | other,
+                    _ => self ^ other,
+                }
+            }
+        }
+    )*};
+}
+sim_atomics!(u32, i32, u64, i64);
+
+/// Runs `f` on the atomic of `T`'s size at `ptr`.
+///
+/// # Safety
+///
+/// `ptr` valid, aligned, accessed concurrently only atomically; `T` a 4- or 8-byte integer.
+unsafe fn update<T: SimAtomic>(ptr: *mut T, f: impl Fn(T) -> T) -> T {
+    macro_rules! go {
+        ($a:ty, $u:ty) => {{
+            // SAFETY: the caller's contract; `T` and `$u` have the same size.
+            let atomic = unsafe { <$a>::from_ptr(ptr.cast::<$u>()) };
+            let old = atomic
+                .fetch_update(SeqCst, SeqCst, |bits| {
+                    // SAFETY: same size, plain integers.
+                    Some(unsafe { transmute_copy::<T, $u>(&f(transmute_copy::<$u, T>(&bits))) })
+                })
+                .unwrap_or_else(|b| b);
+            // SAFETY: as above.
+            unsafe { transmute_copy::<$u, T>(&old) }
+        }};
+    }
+    match size_of::<T>() {
+        4 => go!(AtomicU32, u32),
+        _ => go!(AtomicU64, u64),
+    }
+}
+
+/// # Safety
+///
+/// As `update`.
+pub(crate) unsafe fn rmw<T: SimAtomic>(op: RmwOp, ptr: *mut T, value: T) -> T {
+    // SAFETY: forwarded.
+    unsafe {
+        update(ptr, |old| match op {
+            RmwOp::Add => old.wrapping_add(value),
+            RmwOp::Exch => value,
+            RmwOp::Min => old.min(value),
+            RmwOp::Max => old.max(value),
+            RmwOp::And | RmwOp::Or | RmwOp::Xor => old.bits(op, value),
+        })
+    }
+}
+
+/// # Safety
+///
+/// As `update`.
+pub(crate) unsafe fn cas<T: SimAtomic>(ptr: *mut T, current: T, new: T) -> T {
+    // SAFETY: forwarded.
+    unsafe { update(ptr, |old| if old == current { new } else { old }) }
+}
+
+/// # Safety
+///
+/// As `update`.
+pub(crate) unsafe fn load<T: SimAtomic>(ptr: *const T) -> T {
+    // SAFETY: forwarded; `scalar::load` is one SeqCst access of `T`'s size.
+    unsafe { super::mem::scalar::load(ptr) }
+}
+
+/// # Safety
+///
+/// As `update`.
+pub(crate) unsafe fn store<T: SimAtomic>(ptr: *mut T, value: T) {
+    // SAFETY: forwarded.
+    unsafe { super::mem::scalar::store(ptr, value) }
+}
