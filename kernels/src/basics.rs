@@ -17,7 +17,11 @@ pub unsafe fn warp_ops(input: *const u32, out: *mut u32) {
     let v = *input.add(t);
     let o = out.add(t * WARP_OPS_OUT);
     let wide = warp::shfl_idx(FULL_MASK, (v as u64) << 32 | v as u64, 3);
-    *o = if wide >> 32 == wide & 0xffff_ffff { wide as u32 } else { u32::MAX };
+    *o = if wide >> 32 == wide & 0xffff_ffff {
+        wide as u32
+    } else {
+        u32::MAX
+    };
     *o.add(1) = warp::shfl_up(FULL_MASK, v, 1);
     *o.add(2) = warp::shfl_down(FULL_MASK, v, 2);
     *o.add(3) = warp::shfl_xor(FULL_MASK, v, 5);
@@ -74,5 +78,22 @@ pub unsafe fn peer_atomic(counter: *mut u64) {
             atomic::fetch_add::<Sys, u64>(direct, me as u64 + 1, Ordering::Relaxed);
         }
         shmem::barrier_all::<Thread>();
+    }
+}
+
+/// Thread 0 prints its inputs with `printf!` and stores `a / b`; `b == 0` fails a
+/// `device_assert!`, which traps the kernel.
+#[kernel]
+pub unsafe fn checked_div(a: i32, b: i32, out: *mut i32) {
+    if thread::index_1d() == 0 {
+        rshmem_device::device_assert!(b != 0, "dividing %d by zero", a);
+        rshmem_device::printf!(
+            "checked_div on PE %d: %d / %d = %d\n",
+            shmem::my_pe(),
+            a,
+            b,
+            a / b
+        );
+        *out = a / b;
     }
 }

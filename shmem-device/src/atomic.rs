@@ -92,9 +92,21 @@ pub enum RmwOp {
 /// 32- and 64-bit integers, the types with every scoped atomic.
 pub trait AtomicInt: Copy + int_sealed::Sealed + 'static {
     #[doc(hidden)]
-    unsafe fn __rmw(op: RmwOp, scope: ScopeKind, order: Ordering, ptr: *mut Self, value: Self) -> Self;
+    unsafe fn __rmw(
+        op: RmwOp,
+        scope: ScopeKind,
+        order: Ordering,
+        ptr: *mut Self,
+        value: Self,
+    ) -> Self;
     #[doc(hidden)]
-    unsafe fn __cas(scope: ScopeKind, order: Ordering, ptr: *mut Self, current: Self, new: Self) -> Self;
+    unsafe fn __cas(
+        scope: ScopeKind,
+        order: Ordering,
+        ptr: *mut Self,
+        current: Self,
+        new: Self,
+    ) -> Self;
     #[doc(hidden)]
     unsafe fn __load(scope: ScopeKind, order: Ordering, ptr: *const Self) -> Self;
     #[doc(hidden)]
@@ -301,7 +313,12 @@ rmw_fns! {
 ///
 /// As [`fetch_add`].
 #[inline(always)]
-pub unsafe fn compare_swap<S: MemScope, T: AtomicInt>(ptr: *mut T, current: T, new: T, order: Ordering) -> T {
+pub unsafe fn compare_swap<S: MemScope, T: AtomicInt>(
+    ptr: *mut T,
+    current: T,
+    new: T,
+    order: Ordering,
+) -> T {
     T::__cas(S::KIND, order, ptr, current, new)
 }
 

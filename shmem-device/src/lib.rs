@@ -46,6 +46,7 @@ pub use rshmem_macros::kernel;
 
 pub mod atomic;
 mod backend;
+pub mod debug;
 pub mod kernel;
 pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]

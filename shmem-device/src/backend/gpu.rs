@@ -151,7 +151,9 @@ pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
 pub(crate) fn lane_id() -> u32 {
     let lane: u32;
     // SAFETY: reads a special register.
-    unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(nomem, nostack, pure)) };
+    unsafe {
+        core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(nomem, nostack, pure))
+    };
     lane
 }
 
@@ -159,7 +161,9 @@ pub(crate) fn lane_id() -> u32 {
 pub(crate) fn active_mask() -> u32 {
     let mask: u32;
     // SAFETY: no preconditions.
-    unsafe { core::arch::asm!("activemask.b32 {m};", m = out(reg32) mask, options(nomem, nostack)) };
+    unsafe {
+        core::arch::asm!("activemask.b32 {m};", m = out(reg32) mask, options(nomem, nostack))
+    };
     mask
 }
 
@@ -177,10 +181,18 @@ pub(crate) fn shuffle32(mask: u32, mode: crate::warp::Shuffle, value: u32, arg: 
     // clamp operand is 0x1f (whole warp) for idx/down/bfly and 0 for up, as CUDA's intrinsics.
     unsafe {
         match mode {
-            Shuffle::Idx => core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
-            Shuffle::Up => core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {a}, 0x0, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
-            Shuffle::Down => core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
-            Shuffle::Xor => core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack)),
+            Shuffle::Idx => {
+                core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack))
+            }
+            Shuffle::Up => {
+                core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {a}, 0x0, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack))
+            }
+            Shuffle::Down => {
+                core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack))
+            }
+            Shuffle::Xor => {
+                core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {a}, 0x1f, {m};", o = out(reg32) out, v = in(reg32) value, a = in(reg32) arg, m = in(reg32) mask, options(nostack))
+            }
         }
     }
     out
@@ -209,9 +221,15 @@ pub(crate) fn atomic_fence(scope: crate::atomic::ScopeKind, order: crate::atomic
     unsafe {
         match (order, scope) {
             (Ordering::Relaxed, _) => {}
-            (Ordering::SeqCst, ScopeKind::Cta) => core::arch::asm!("fence.sc.cta;", options(nostack)),
-            (Ordering::SeqCst, ScopeKind::Gpu) => core::arch::asm!("fence.sc.gpu;", options(nostack)),
-            (Ordering::SeqCst, ScopeKind::Sys) => core::arch::asm!("fence.sc.sys;", options(nostack)),
+            (Ordering::SeqCst, ScopeKind::Cta) => {
+                core::arch::asm!("fence.sc.cta;", options(nostack))
+            }
+            (Ordering::SeqCst, ScopeKind::Gpu) => {
+                core::arch::asm!("fence.sc.gpu;", options(nostack))
+            }
+            (Ordering::SeqCst, ScopeKind::Sys) => {
+                core::arch::asm!("fence.sc.sys;", options(nostack))
+            }
             (_, ScopeKind::Cta) => core::arch::asm!("fence.acq_rel.cta;", options(nostack)),
             (_, ScopeKind::Gpu) => core::arch::asm!("fence.acq_rel.gpu;", options(nostack)),
             (_, ScopeKind::Sys) => core::arch::asm!("fence.acq_rel.sys;", options(nostack)),
@@ -229,7 +247,9 @@ pub(crate) fn nanosleep(ns: u32) {
 pub(crate) fn clock64() -> u64 {
     let t: u64;
     // SAFETY: reads a special register.
-    unsafe { core::arch::asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nomem, nostack)) };
+    unsafe {
+        core::arch::asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nomem, nostack))
+    };
     t
 }
 
@@ -237,7 +257,9 @@ pub(crate) fn clock64() -> u64 {
 pub(crate) fn globaltimer_ns() -> u64 {
     let t: u64;
     // SAFETY: reads a special register.
-    unsafe { core::arch::asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
+    unsafe {
+        core::arch::asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack))
+    };
     t
 }
 

@@ -161,7 +161,9 @@ impl Group {
             call: Mutex::new(None),
             kind,
             first_rank,
-            slots: (0..size).map(|_| core::sync::atomic::AtomicU64::new(0)).collect(),
+            slots: (0..size)
+                .map(|_| core::sync::atomic::AtomicU64::new(0))
+                .collect(),
         }
     }
 

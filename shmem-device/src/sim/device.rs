@@ -55,7 +55,10 @@ pub(crate) fn nanosleep(ns: u32) {
 /// Nanoseconds since the first call in this process (the simulator has no cycle counter).
 pub(crate) fn clock64() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
 }
 
 pub(crate) fn globaltimer_ns() -> u64 {
@@ -63,7 +66,9 @@ pub(crate) fn globaltimer_ns() -> u64 {
 }
 
 pub(crate) fn trap() -> ! {
-    with("thread::trap", |c| c.fail(format!("kernel trapped (`thread::trap()`)")))
+    with("thread::trap", |c| {
+        c.fail(format!("kernel trapped (`thread::trap()`)"))
+    })
 }
 
 pub(crate) fn my_pe() -> i32 {

@@ -75,6 +75,7 @@ mod heap;
 mod job;
 mod launch;
 mod mem;
+mod printf;
 pub(crate) mod rma;
 pub(crate) mod team;
 pub(crate) mod wait;
@@ -83,6 +84,7 @@ mod warp;
 pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use job::{CollectiveError, Job};
 pub use launch::{LaunchFailure, LaunchSpec};
+pub(crate) use printf::printf;
 
 /// Threads per warp, as on NVIDIA GPUs.
 pub const WARP_SIZE: u32 = 32;

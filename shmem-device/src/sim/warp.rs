@@ -46,7 +46,12 @@ pub(crate) fn sync_warp(mask: u32) {
 }
 
 /// Every lane publishes `word`; `read(slots)` runs after all have, before any rewrites.
-fn exchange<R>(op: &'static str, mask: u32, word: u64, read: impl FnOnce(&ThreadCtx<'_>, u32, &dyn Fn(u32) -> u64) -> R) -> R {
+fn exchange<R>(
+    op: &'static str,
+    mask: u32,
+    word: u64,
+    read: impl FnOnce(&ThreadCtx<'_>, u32, &dyn Fn(u32) -> u64) -> R,
+) -> R {
     with(op, |c| {
         check_mask(c, op, mask);
         let (warp, lane) = c.warp();
@@ -74,6 +79,8 @@ pub(crate) fn shuffle32(mask: u32, mode: Shuffle, value: u32, arg: u32) -> u32 {
 
 pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
     exchange("warp::ballot", mask, pred as u64, |c, _, slot| {
-        (0..lanes(c)).filter(|&l| slot(l) != 0).fold(0u32, |acc, l| acc | 1 << l)
+        (0..lanes(c))
+            .filter(|&l| slot(l) != 0)
+            .fold(0u32, |acc, l| acc | 1 << l)
     })
 }

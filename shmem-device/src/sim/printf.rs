@@ -1,0 +1,121 @@
+//! The simulator's `printf`: interprets C formats (`%d %i %u %x %X %o %c %f %e %g %p %%`, with
+//! flags, width, precision and `l`/`ll`/`h`/`z` length modifiers) on the host.
+
+use std::fmt::Write as _;
+use std::string::String;
+use std::string::ToString;
+use std::{format, print};
+
+use super::context::with;
+use crate::debug::PrintfValue;
+
+/// Formats and prints one `printf!` from the current simulated thread, prefixed `[PE k] `.
+pub(crate) fn printf(format: &str, args: &[Option<PrintfValue>]) {
+    let text = render(format, args);
+    let pe = with("printf", |c| c.pe());
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let _ = write!(out, "[PE {pe}] {line}");
+    }
+    print!("{out}");
+}
+
+/// Renders `format` with `args` (missing arguments print as `(missing)`).
+pub(crate) fn render(format: &str, args: &[Option<PrintfValue>]) -> String {
+    let mut out = String::new();
+    let mut args = args.iter().flatten();
+    let mut chars = format.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch != '%' {
+            out.push(ch);
+            continue;
+        }
+        let mut spec = String::new();
+        let conv = loop {
+            match chars.next() {
+                Some(c) if "-+ #0123456789.lhzjt".contains(c) => spec.push(c),
+                Some(c) => break c,
+                None => break '\0',
+            }
+        };
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        let flags: String = spec.chars().take_while(|c| "-+ #0".contains(*c)).collect();
+        let rest: String = spec
+            .chars()
+            .skip(flags.len())
+            .filter(|c| !"lhzjt".contains(*c))
+            .collect();
+        let (width, precision): (usize, Option<usize>) = match rest.split_once('.') {
+            Some((w, p)) => (w.parse().unwrap_or(0), Some(p.parse().unwrap_or(0))),
+            None => (rest.parse().unwrap_or(0), None),
+        };
+        let Some(&value) = args.next() else {
+            out.push_str("(missing)");
+            continue;
+        };
+        let body = match (conv, value) {
+            ('d' | 'i', PrintfValue::Int(v)) => v.to_string(),
+            ('d' | 'i', PrintfValue::Uint(v)) => (v as i64).to_string(),
+            ('u', PrintfValue::Int(v)) => (v as u64).to_string(),
+            ('u', PrintfValue::Uint(v)) => v.to_string(),
+            ('x', v) => format!("{:x}", as_u64(v)),
+            ('X', v) => format!("{:X}", as_u64(v)),
+            ('o', v) => format!("{:o}", as_u64(v)),
+            ('p', v) => format!("{:#x}", as_u64(v)),
+            ('c', v) => char::from_u32(as_u64(v) as u32).unwrap_or('?').to_string(),
+            ('f' | 'F', PrintfValue::Float(f)) => format!("{:.*}", precision.unwrap_or(6), f),
+            ('e' | 'E', PrintfValue::Float(f)) => format!("{:.*e}", precision.unwrap_or(6), f),
+            ('g' | 'G', PrintfValue::Float(f)) => format!("{f}"),
+            (c, v) => format!("%{spec}{c}?{v:?}"),
+        };
+        let pad = width.saturating_sub(body.chars().count());
+        if flags.contains('-') {
+            out.push_str(&body);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else {
+            let fill = if flags.contains('0') { '0' } else { ' ' };
+            out.extend(std::iter::repeat_n(fill, pad));
+            out.push_str(&body);
+        }
+    }
+    out
+}
+
+fn as_u64(v: PrintfValue) -> u64 {
+    match v {
+        PrintfValue::Int(i) => i as u64,
+        PrintfValue::Uint(u) => u,
+        PrintfValue::Float(f) => f.to_bits(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PrintfValue::*;
+
+    #[test]
+    fn renders_c_formats() {
+        let args = [
+            Some(Int(-42)),
+            Some(Uint(255)),
+            Some(Float(1.5)),
+            Some(Uint(7)),
+        ];
+        assert_eq!(
+            render("a=%d b=%x c=%.2f d=%5u%%\n", &args),
+            "a=-42 b=ff c=1.50 d=    7%\n"
+        );
+        assert_eq!(
+            render(
+                "%lld|%-4d|%04d",
+                &[Some(Int(1 << 40)), Some(Int(3)), Some(Int(9))]
+            ),
+            "1099511627776|3   |0009"
+        );
+        assert_eq!(render("%d %d", &[Some(Int(1))]), "1 (missing)");
+    }
+}
