@@ -61,6 +61,14 @@ impl<'s, T: Pod> SymBuffer<'s, T> {
         self.addr as *mut T
     }
 
+    /// The buffer as a kernel argument: a typed view with its length, so kernels index it
+    /// with bounds checks instead of raw pointers (see `rshmem_device::view`).
+    pub fn slice(&self) -> rshmem_device::view::SymSlice<T> {
+        // SAFETY: `addr` starts this symmetric allocation of `len` elements on every PE, alive
+        // as long as `self`; the launch that passes the view promises to use it only then.
+        unsafe { rshmem_device::view::SymSlice::from_raw(self.addr as *mut T, self.len) }
+    }
+
     /// Copies this PE's copy of the buffer to the host. Waits for launched work first.
     pub fn to_vec(&self) -> Result<Vec<T>> {
         self.shmem.inner.synchronize()?;

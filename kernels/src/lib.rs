@@ -7,3 +7,4 @@ pub mod bandwidth;
 pub mod basics;
 pub mod hello;
 pub mod ring;
+pub mod views;

@@ -52,6 +52,7 @@ pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod sim;
 pub mod thread;
+pub mod view;
 pub mod warp;
 
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
@@ -64,5 +65,6 @@ pub mod prelude {
     pub use crate::kernel;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};
     pub use crate::thread::{self, Dim3};
+    pub use crate::view::SymSlice;
     pub use crate::{atomic, warp};
 }

@@ -16,6 +16,7 @@ pub trait RmaScalar: Copy + sealed::Sealed + 'static {
     #[doc(hidden)]
     unsafe fn __g(source: *const Self, pe: i32) -> Self;
     #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn __istrided(
         scope: ScopeKind,
         put: bool,
@@ -47,6 +48,7 @@ macro_rules! rma_scalars {
                     sim: crate::sim::rma::g(source, pe))
             }
             #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
             unsafe fn __istrided(
                 scope: ScopeKind,
                 put: bool,

@@ -67,7 +67,7 @@ pub(crate) fn globaltimer_ns() -> u64 {
 
 pub(crate) fn trap() -> ! {
     with("thread::trap", |c| {
-        c.fail(format!("kernel trapped (`thread::trap()`)"))
+        c.fail("kernel trapped (`thread::trap()`)".into())
     })
 }
 
