@@ -163,11 +163,20 @@ fn run_pe(
 
     let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes)?;
     let abandoned = gpu_pe.abandon_flag();
+    let faulted = gpu_pe.fault_flag();
     let shmem = Shmem::new(Box::new(gpu_pe), Backend::Gpu);
     // A kernel fault the closure did not wait for is this PE's failure too, and must be
-    // known before deciding whether the collective teardown may run.
-    let outcome = pe_main(&shmem).and_then(|()| shmem.synchronize().map_err(BoxError::from));
-    if outcome.is_err() {
+    // known before deciding whether the collective teardown may run. A fault the closure was
+    // told about and handled (a test of the failure itself) is not reported again, but the
+    // dead context still rules out the teardown.
+    let outcome = pe_main(&shmem).and_then(|()| {
+        let handled = faulted.load(Ordering::SeqCst);
+        match shmem.synchronize() {
+            Err(_) if handled => Ok(()),
+            other => other.map_err(BoxError::from),
+        }
+    });
+    if outcome.is_err() || faulted.load(Ordering::SeqCst) {
         abandoned.store(true, Ordering::SeqCst);
     }
     drop(shmem);

@@ -34,6 +34,9 @@ struct PeShared {
     serial: Mutex<HeapState>,
     /// The last kernel launched since the stream was last synchronised without error.
     pending_kernel: Mutex<Option<&'static str>>,
+    /// Set once a kernel fault has been reported to the PE's code (the context is dead from
+    /// then on, and every later call reports the same sticky error).
+    fault_reported: Arc<AtomicBool>,
 }
 
 /// The heap bookkeeping guarded by the NVSHMEM lock.
@@ -63,16 +66,20 @@ impl PeShared {
     /// Turns a driver failure into the runtime's error, naming the kernel for device faults.
     fn fault(&self, e: CudaError) -> Error {
         match *lock(&self.pending_kernel) {
-            Some(kernel) if e.is_kernel_fault() => Error::KernelFailed {
-                kernel: kernel.to_string(),
-                pe: self.pe,
-                message: format!(
-                    "{}, reported by {}; the GPU context is unusable from here on \
+            Some(kernel) if e.is_kernel_fault() => {
+                self.fault_reported
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                Error::KernelFailed {
+                    kernel: kernel.to_string(),
+                    pe: self.pe,
+                    message: format!(
+                        "{}, reported by {}; the GPU context is unusable from here on \
                      (compute-sanitizer shows the faulting access)",
-                    e.message(),
-                    e.call
-                ),
-            },
+                        e.message(),
+                        e.call
+                    ),
+                }
+            }
             _ => e.into(),
         }
     }
@@ -143,6 +150,7 @@ impl GpuPe {
                 npes,
                 serial: Mutex::new(state),
                 pending_kernel: Mutex::new(None),
+                fault_reported: Arc::new(AtomicBool::new(false)),
             }),
             limit,
             control,
@@ -151,6 +159,11 @@ impl GpuPe {
     }
 
     /// The flag that, once set, makes dropping this PE skip NVSHMEM's collective teardown.
+    /// Set once a kernel fault was reported to the PE's code.
+    pub(crate) fn fault_flag(&self) -> Arc<AtomicBool> {
+        self.shared.fault_reported.clone()
+    }
+
     pub(crate) fn abandon_flag(&self) -> Arc<AtomicBool> {
         self.abandoned.clone()
     }
