@@ -25,6 +25,31 @@
 //! }
 //! ```
 
+//! Launch arguments are checked against the kernel's signature at compile time. A wrong type
+//! (here `u32` where `ring` takes `*mut i32`) does not compile:
+//!
+//! ```compile_fail,E0308
+//! # fn f(module: &rshmem::Module<'_>) -> rshmem::Result<()> {
+//! unsafe { module.launch::<rshmem::kernels::ring::ring>(rshmem::LaunchConfig::new(1, 1), (7u32,)) }
+//! # }
+//! ```
+//!
+//! nor does a wrong count:
+//!
+//! ```compile_fail,E0308
+//! # fn f(module: &rshmem::Module<'_>, p: *mut i32) -> rshmem::Result<()> {
+//! unsafe { module.launch::<rshmem::kernels::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p, 1u32)) }
+//! # }
+//! ```
+//!
+//! while the right arguments do:
+//!
+//! ```no_run
+//! # fn f(module: &rshmem::Module<'_>, p: *mut i32) -> rshmem::Result<()> {
+//! unsafe { module.launch::<rshmem::kernels::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p,)) }
+//! # }
+//! ```
+
 pub use rshmem_device as device;
 pub use rshmem_host::*;
 
