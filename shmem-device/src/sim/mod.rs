@@ -61,8 +61,12 @@
 //! Each simulated thread is a host thread with a 512 KiB stack (address space, mostly
 //! untouched): starting one costs tens of microseconds, so a 4096-thread launch takes a few
 //! hundred milliseconds, a block-wide barrier some microseconds per thread, and grids of
-//! millions of threads are out of reach. Warps do not run in lockstep (no warp shuffles or votes yet). Kernels that
-//! spin on memory written by a failed thread cannot be interrupted. A panic in a kernel is
+//! millions of threads are out of reach. Warps do not run in lockstep: each shuffle or vote is
+//! a meeting of the whole warp (every existing lane must call it; partial masks fail). Waits
+//! (`wait_until`, `signal_wait_until`, ...) poll with back-off and fail when a PE or kernel of
+//! the job has failed, or after `RSHMEM_SIM_WAIT_TIMEOUT` seconds (default 120); a kernel
+//! spinning on plain loads of memory a failed thread should have written cannot be
+//! interrupted. A panic in a kernel is
 //! caught only when panics unwind (the default for host builds).
 
 pub(crate) mod amo;
