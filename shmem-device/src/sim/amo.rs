@@ -1,35 +1,16 @@
 //! Remote atomics and signals on the simulator: one `SeqCst` atomic read-modify-write on the
 //! target PE's heap, through the atomic type of the operand's size.
 
-use core::mem::{align_of, size_of, transmute_copy};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use core::mem::{align_of, size_of};
 
+use super::atomic::{update, SimAtomic};
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
 use super::device::in_scope;
 use super::rma::{put_bytes, remote};
+use crate::atomic::RmwOp;
 use crate::shmem::amo::BitOp;
 use crate::shmem::ScopeKind;
-
-/// Runs `$body` with `A` the atomic type and `U` the unsigned integer of `T`'s size (4 or 8
-/// bytes: every AMO type).
-macro_rules! by_size {
-    ($t:ty, |$a:ident, $u:ident| $body:expr) => {
-        match size_of::<$t>() {
-            4 => {
-                type $a = AtomicU32;
-                type $u = u32;
-                $body
-            }
-            8 => {
-                type $a = AtomicU64;
-                type $u = u64;
-                $body
-            }
-            n => unreachable!("AMO types are 4 or 8 bytes, not {n}"),
-        }
-    };
-}
 
 /// The target of an AMO on `dest` at `pe`, checked (in bounds of one live symmetric buffer,
 /// aligned, PE in range).
@@ -37,7 +18,8 @@ fn target<T>(c: &ThreadCtx<'_>, op: &str, dest: *const T, pe: i32) -> *mut u8 {
     remote(c, op, dest as usize, size_of::<T>(), pe, align_of::<T>())
 }
 
-/// `f(bits)` → new bits, applied atomically; returns the old value.
+/// `f(old)` → new, applied atomically at `dest` on `pe` after checking the target; returns
+/// the old value.
 ///
 /// # Safety
 ///
@@ -45,20 +27,9 @@ fn target<T>(c: &ThreadCtx<'_>, op: &str, dest: *const T, pe: i32) -> *mut u8 {
 unsafe fn rmw<T: Copy>(op: &'static str, dest: *const T, pe: i32, f: impl Fn(T) -> T) -> T {
     with(op, |c| {
         let at = target(c, op, dest, pe);
-        by_size!(T, |A, U| {
-            // SAFETY: `at` is checked aligned and in bounds; heap words are accessed only
-            // atomically by the simulator; `T` and `U` have the same size and `T` is plain.
-            let atomic = unsafe { A::from_ptr(at.cast::<U>()) };
-            let old = atomic
-                .fetch_update(SeqCst, SeqCst, |bits| {
-                    // SAFETY: as above.
-                    let value = unsafe { transmute_copy::<U, T>(&bits) };
-                    Some(unsafe { transmute_copy::<T, U>(&f(value)) })
-                })
-                .unwrap_or_else(|bits| bits);
-            // SAFETY: as above.
-            unsafe { transmute_copy::<U, T>(&old) }
-        })
+        // SAFETY: `at` is checked aligned and in bounds; heap words are accessed only
+        // atomically by the simulator.
+        unsafe { update(at.cast::<T>(), f) }
     })
 }
 
@@ -108,36 +79,12 @@ pub(crate) unsafe fn compare_swap<T: Copy + PartialEq>(
     }
 }
 
-/// Integer AMO types: wrapping add and bitwise ops on their bits.
-pub(crate) trait AmoBits: Copy {
-    fn wrapping_add(self, other: Self) -> Self;
-    fn bitwise(self, op: BitOp, other: Self) -> Self;
-}
-
-macro_rules! amo_bits {
-    ($($t:ty),*) => {$(
-        impl AmoBits for $t {
-            fn wrapping_add(self, other: Self) -> Self {
-                <$t>::wrapping_add(self, other)
-            }
-            fn bitwise(self, op: BitOp, other: Self) -> Self {
-                match op {
-                    BitOp::And => self & other,
-                    BitOp::Or => self | other,
-                    BitOp::Xor => self ^ other,
-                }
-            }
-        }
-    )*};
-}
-amo_bits!(i32, u32, i64, u64);
-
 /// `atomic_fetch_add` (and `add`, `inc`, `fetch_inc`).
 ///
 /// # Safety
 ///
 /// As [`fetch`].
-pub(crate) unsafe fn fetch_add<T: AmoBits>(dest: *mut T, value: T, pe: i32) -> T {
+pub(crate) unsafe fn fetch_add<T: SimAtomic>(dest: *mut T, value: T, pe: i32) -> T {
     // SAFETY: forwarded.
     unsafe {
         rmw("shmem::atomic_fetch_add", dest, pe, |old| {
@@ -151,11 +98,16 @@ pub(crate) unsafe fn fetch_add<T: AmoBits>(dest: *mut T, value: T, pe: i32) -> T
 /// # Safety
 ///
 /// As [`fetch`].
-pub(crate) unsafe fn fetch_bitwise<T: AmoBits>(op: BitOp, dest: *mut T, value: T, pe: i32) -> T {
+pub(crate) unsafe fn fetch_bitwise<T: SimAtomic>(op: BitOp, dest: *mut T, value: T, pe: i32) -> T {
+    let op = match op {
+        BitOp::And => RmwOp::And,
+        BitOp::Or => RmwOp::Or,
+        BitOp::Xor => RmwOp::Xor,
+    };
     // SAFETY: forwarded.
     unsafe {
         rmw("shmem::atomic_fetch_bitwise", dest, pe, |old| {
-            old.bitwise(op, value)
+            old.bits(op, value)
         })
     }
 }

@@ -6,9 +6,10 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use crate::atomic::RmwOp;
 
-/// Integer operands of the scoped atomics, with their RMW arithmetic.
+/// Integer operands of the scoped atomics and of the integer AMOs, with their arithmetic.
 pub(crate) trait SimAtomic: Copy + Ord {
     fn wrapping_add(self, other: Self) -> Self;
+    /// `And`, `Or` or `Xor` (any other op is `Xor`).
     fn bits(self, op: RmwOp, other: Self) -> Self;
 }
 
@@ -30,12 +31,15 @@ macro_rules! sim_atomics {
 }
 sim_atomics!(u32, i32, u64, i64);
 
-/// Runs `f` on the atomic of `T`'s size at `ptr`.
+/// Replaces `*ptr` by `f(*ptr)` atomically (a `SeqCst` compare-exchange loop on the atomic of
+/// `T`'s size); returns the old value. The one read-modify-write of the simulator: scoped
+/// atomics and remote AMOs both come here.
 ///
 /// # Safety
 ///
-/// `ptr` valid, aligned, accessed concurrently only atomically; `T` a 4- or 8-byte integer.
-unsafe fn update<T: SimAtomic>(ptr: *mut T, f: impl Fn(T) -> T) -> T {
+/// `ptr` valid, aligned, accessed concurrently only atomically; `T` a 4- or 8-byte plain
+/// integer or float.
+pub(super) unsafe fn update<T: Copy>(ptr: *mut T, f: impl Fn(T) -> T) -> T {
     macro_rules! go {
         ($a:ty, $u:ty) => {{
             // SAFETY: the caller's contract; `T` and `$u` have the same size.
