@@ -255,6 +255,7 @@ impl Builder {
         let mut kernels = Vec::new();
         let mut nvshmem_version = None;
         let mut ptxas: Option<Option<PathBuf>> = None;
+        let mut assembling = Vec::new();
         for arch in archs {
             let nested = nested_build(&tc, &manifest, &target_root.join(arch.name()), arch, debug)?;
             for dir in &nested.local_packages {
@@ -334,16 +335,27 @@ impl Builder {
                     }
                 }
             });
+            // ptxas of one architecture runs while the next one is built and linked: it is
+            // the longest step for kernels that use NVSHMEM's collectives.
             let cubin = match ptxas {
                 Some(ptxas) => {
                     let cubin = out_dir.join(format!("{name}.{arch}.cubin"));
-                    link::ptxas(ptxas, &linked.ptx, arch.sm(), &cubin)?;
+                    let (ptxas, ptx, target) = (ptxas.clone(), linked.ptx.clone(), cubin.clone());
+                    assembling.push(std::thread::spawn(move || {
+                        link::ptxas(&ptxas, &ptx, arch.sm(), &target)
+                    }));
                     Some(cubin)
                 }
                 None => None,
             };
             let _ = std::fs::remove_dir_all(&work);
             targets.push(TargetOutput { arch, ptx, cubin });
+        }
+        for job in assembling {
+            job.join().map_err(|_| Error::Tool {
+                tool: "ptxas".into(),
+                message: "the thread running it panicked".into(),
+            })??;
         }
         let image_rs = out_dir.join(format!("rshmem-image-{name}.rs"));
         let output = Output {
