@@ -5,4 +5,5 @@
 
 pub mod bandwidth;
 pub mod hello;
+pub mod queue;
 pub mod ring;
