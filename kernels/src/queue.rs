@@ -301,19 +301,30 @@ unsafe fn stress<E: Tagged>(
                 log.note(&got, id, i);
             }
         }
-        Mode::Warp => stress_batched::<Warp, E>(to, from, id, g, log, stage, scratch),
-        Mode::Block => stress_batched::<Block, E>(to, from, id, g, log, stage, scratch),
+        Mode::Warp | Mode::Block => {
+            // Groups that push into one queue: all of them, or one PE's (mailboxes).
+            let feeders = if mailbox != 0 { 1 } else { n as u32 } * g.per_pe;
+            let batch = (g.size + 3).min((to.capacity() as u32 / feeders).max(1));
+            if mode == Mode::Warp {
+                stress_batched::<Warp, E>(to, from, id, g, batch, log, stage, scratch)
+            } else {
+                stress_batched::<Block, E>(to, from, id, g, batch, log, stage, scratch)
+            }
+        }
     }
 }
 
-/// [`stress`] for a group: rounds of one `push_batch` and one `pop_batch` of up to
-/// `group size + 3` elements (at most the capacity, so that alternating groups cannot all
-/// wait in pushes), each member tagging and checking its share.
+/// [`stress`] for a group: rounds of one `push_batch` and one `pop_batch` of `batch`
+/// elements, each member tagging and checking its share. Alternating groups need
+/// `batch * groups <= capacity` (or `batch == 1`): a group holds its whole batch before it
+/// pops, so with more, every group could wait in a push for room only pops would make.
+#[allow(clippy::too_many_arguments)]
 unsafe fn stress_batched<S: Scope, E: Tagged>(
     to: SymQueue<E>,
     from: SymQueue<E>,
     id: u32,
     g: Group,
+    batch: u32,
     log: Log,
     stage: *mut E,
     scratch: *mut u64,
@@ -329,7 +340,6 @@ unsafe fn stress_batched<S: Scope, E: Tagged>(
         stage.add(g.index as usize * stride + stride / 2),
     );
     let scratch = scratch.add(g.index as usize);
-    let batch = (g.size + 3).min(to.capacity() as u32);
     let mut start = 0;
     while start < log.items {
         let count = batch.min(log.items - start);

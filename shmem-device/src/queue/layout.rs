@@ -5,7 +5,8 @@
 //!
 //! * `words: [u64; SEQ + capacity]`: the tail (producers' ticket counter) at [`TAIL`], the head
 //!   (consumers' ticket counter) at [`HEAD`], a label at [`LABEL`] (the queue's name for
-//!   messages, NUL-terminated UTF-8), and one sequence number per slot from [`SEQ`].
+//!   messages, NUL-terminated UTF-8), and one sequence number per slot from [`SEQ`]
+//!   ([`free_for`] and [`holds`] say what they mean).
 //! * `slots: [T; capacity]`: the elements.
 //!
 //! Tail and head sit 128 bytes apart so that producers' and consumers' atomics do not contend
@@ -32,11 +33,28 @@ pub fn slot_of(ticket: u64, capacity: u64) -> u64 {
     }
 }
 
-/// The sequence number slot `slot` starts with when the first ticket is `first`: the first
-/// ticket `>= first` that maps to this slot, meaning "free for that ticket's producer".
+/// The sequence number that means "free for ticket `t`'s producer": `2t`. (`2t + 1` means
+/// "holds ticket `t`'s element". Doubling keeps the two states apart even for capacity 1,
+/// where the next ticket's "free" would otherwise equal this one's "holds".)
+#[inline(always)]
+pub fn free_for(ticket: u64) -> u64 {
+    ticket.wrapping_mul(2)
+}
+
+/// The sequence number that means "holds ticket `t`'s element": `2t + 1`.
+#[inline(always)]
+pub fn holds(ticket: u64) -> u64 {
+    free_for(ticket) | 1
+}
+
+/// Tickets must stay below this (sequence numbers are twice the ticket).
+pub const MAX_TICKET: u64 = 1 << 62;
+
+/// The sequence number slot `slot` starts with when the first ticket is `first`: free for the
+/// first ticket `>= first` that maps to this slot.
 pub fn initial_seq(slot: u64, first: u64, capacity: u64) -> u64 {
     let into_round = (slot + capacity - slot_of(first, capacity)) % capacity;
-    first + into_round
+    free_for(first + into_round)
 }
 
 /// Words needed for a queue of `capacity` slots, or `None` if that overflows.
@@ -89,13 +107,17 @@ mod tests {
     #[test]
     fn first_tickets_find_their_slots_free() {
         for capacity in [1u64, 2, 3, 7, 8, 100] {
-            for first in [0u64, 5, (1 << 32) - 3, u64::MAX / 2] {
+            for first in [0u64, 5, (1 << 32) - 3, MAX_TICKET - 200] {
                 let words: Vec<u64> = initial_words(capacity, first, "q").collect();
                 assert_eq!((words[TAIL], words[HEAD]), (first, first));
                 // Each of the first `capacity` tickets finds its slot's sequence equal to it.
                 for t in first..first + capacity {
                     let s = slot_of(t, capacity) as usize;
-                    assert_eq!(words[SEQ + s], t, "capacity {capacity}, first {first}");
+                    assert_eq!(
+                        words[SEQ + s],
+                        free_for(t),
+                        "capacity {capacity}, first {first}"
+                    );
                 }
             }
         }

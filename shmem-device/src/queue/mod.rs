@@ -116,7 +116,7 @@ use core::mem::{size_of, MaybeUninit};
 
 use crate::kernel::KernelArg;
 use crate::shmem::{self, Scope, SignalOp, Thread};
-use layout::{slot_of, HEAD, SEQ, TAIL};
+use layout::{HEAD, SEQ, TAIL};
 use ring::{Counter, Op, RingMemory, Stall};
 
 /// A kernel's handle to a symmetric queue of `T`: raw pointers to this PE's copy of the
@@ -282,10 +282,12 @@ impl<T: Copy> SymQueue<T> {
     }
 
     /// Pushes `items[..n]` in order, cooperatively: every thread of the scope `S` (the thread,
-    /// its warp or its block) calls with the same arguments. One reservation (`fetch_add` of
-    /// the batch size) per `capacity` elements; waits while the queue lacks room. `scratch` is
-    /// one `u64` in memory the whole group reads and writes (shared or global memory, this
-    /// group's alone during the call) through which the leader hands out the reservation.
+    /// its warp or its block) calls with the same arguments. One reservation (one `fetch_add`
+    /// of `n` on the tail) for the whole batch, then each member pushes its share (elements
+    /// `rank, rank + size, ...`), waiting while their slots are full; `n` may exceed the
+    /// capacity. `scratch` is one `u64` in memory the whole group reads and writes (shared or
+    /// global memory, this group's alone during the call) through which the leader hands out
+    /// the reservation. Returns when the whole batch is in.
     ///
     /// # Safety
     ///
@@ -307,83 +309,46 @@ impl<T: Copy> SymQueue<T> {
         unsafe { self.batch::<S>(Op::Pop, out, n, scratch) }
     }
 
-    /// One batched push or pop: reservations of at most `capacity` tickets each.
+    /// One batched push or pop: the leader reserves `n` tickets, then each member moves the
+    /// elements `rank, rank + size, ...` of the batch on its own, in ticket order.
+    ///
+    /// Members do not wait for each other's slots: a group that waited for all of its slots
+    /// before moving any could wait for a consumer that waits for one of its elements.
     ///
     /// # Safety
     ///
     /// As [`push_batch`](Self::push_batch).
     unsafe fn batch<S: Scope>(&self, op: Op, data: *mut T, n: usize, scratch: *mut u64) {
+        if n == 0 {
+            return;
+        }
         let (rank, size) = wait::group::<S>();
-        let cap = self.capacity;
-        let mut done = 0usize;
-        while done < n {
-            let k = ((n - done) as u64).min(cap);
-            if rank == 0 {
-                let counter = match op {
-                    Op::Push => Counter::Tail,
-                    Op::Pop => Counter::Head,
-                };
-                let first = self.fetch_add(counter, k);
-                // SAFETY: the caller's contract on `scratch`.
-                unsafe { scratch.write_volatile(first) };
-            }
-            wait::group_sync::<S>(size);
-            // SAFETY: written by the leader before the barrier.
-            let first = unsafe { scratch.read_volatile() };
-            // My share of the tickets: rank, rank + size, ...
-            let mine = (rank as u64..k).step_by(size as usize);
-            let turn = |i: u64| match op {
-                Op::Push => first + i,
-                Op::Pop => first + i + 1,
+        if rank == 0 {
+            let counter = match op {
+                Op::Push => Counter::Tail,
+                Op::Pop => Counter::Head,
             };
-            for i in mine.clone() {
-                let t = first + i;
-                ring::await_seq(self, op, t, slot_of(t, cap), turn(i));
-            }
-            // Every slot of the batch is ours, and every member has read `scratch`.
-            wait::group_sync::<S>(size);
-            let s0 = slot_of(first, cap);
-            let run = k.min(cap - s0);
-            // SAFETY: the runs are the batch's slots, owned by the group; `data` holds `n`
-            // elements (the caller's contract).
+            let first = self.fetch_add(counter, n as u64);
+            // SAFETY: the caller's contract on `scratch`.
+            unsafe { scratch.write_volatile(first) };
+        }
+        wait::group_sync::<S>(size);
+        // SAFETY: written by the leader before the barrier.
+        let first = unsafe { scratch.read_volatile() };
+        for i in (rank as usize..n).step_by(size as usize) {
+            let t = first + i as u64;
+            // SAFETY: ticket `t` is this member's share of the group's reservation; `data`
+            // holds `n` elements (the caller's contract).
             unsafe {
-                let at = data.add(done);
-                self.copy::<S>(op, s0, at, run);
-                if run < k {
-                    self.copy::<S>(op, 0, at.add(run as usize), k - run);
+                match op {
+                    Op::Push => ring::push_ticket(self, t, *data.add(i)),
+                    Op::Pop => *data.add(i) = ring::pop_ticket(self, t),
                 }
             }
-            // The whole batch is copied (pushed, or read into `data`) before any sequence.
-            wait::group_sync::<S>(size);
-            shmem::fence();
-            for i in mine {
-                let t = first + i;
-                let next = match op {
-                    Op::Push => t + 1,
-                    Op::Pop => t + cap,
-                };
-                self.store_seq(slot_of(t, cap), next);
-            }
-            done += k as usize;
         }
-    }
-
-    /// Copies `count` elements between `data` and the slots from `slot` on, cooperatively at
-    /// scope `S`: into the slots for a push, out of them for a pop.
-    ///
-    /// # Safety
-    ///
-    /// The slots `slot..slot + count` exist and are the group's; `data` valid for `count`.
-    unsafe fn copy<S: Scope>(&self, op: Op, slot: u64, data: *mut T, count: u64) {
-        let bytes = count as usize * size_of::<T>();
-        let slots = self.slots.wrapping_add(slot as usize).cast::<u8>();
-        // SAFETY: the caller's contract; the slots are symmetric.
-        unsafe {
-            match op {
-                Op::Push => shmem::putmem::<S>(slots, data.cast::<u8>(), bytes, self.pe),
-                Op::Pop => shmem::getmem::<S>(data.cast::<u8>(), slots, bytes, self.pe),
-            }
-        }
+        // Every member has read `scratch` (the leader's next call may overwrite it), and every
+        // popped element is in `data` for the whole group.
+        wait::group_sync::<S>(size);
     }
 
     #[inline(always)]

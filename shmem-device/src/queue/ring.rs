@@ -7,11 +7,12 @@
 //! The algorithm is Vyukov's bounded MPMC queue with tickets (the blocking form of Rigtorp's
 //! `MPMCQueue`): every slot `s` has a 64-bit sequence number that says whose turn it is.
 //! Ticket `t` uses slot `t mod capacity`; the slot is free for ticket `t`'s producer when its
-//! sequence is `t`, and holds ticket `t`'s element when it is `t + 1`; the consumer of ticket
-//! `t` sets it to `t + capacity`, freeing it for the producer of the next round. Why this is
-//! correct, and where each ordering comes from, is in the [module documentation](super).
+//! sequence is [`free_for`]`(t)` (`2t`), and holds ticket `t`'s element when it is
+//! [`holds`]`(t)` (`2t + 1`); the consumer of ticket `t` sets it to `free_for(t + capacity)`,
+//! freeing it for the producer of the next round. Why this is correct, and where each ordering
+//! comes from, is in the [module documentation](super).
 
-use super::layout::slot_of;
+use super::layout::{free_for, holds, slot_of};
 
 /// One of the two ticket counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +71,16 @@ pub struct Stall {
     pub kind: StallKind,
 }
 
+/// What a sequence number says, for messages: `("is free for ticket", t)` or
+/// `("holds ticket", t)`.
+pub fn meaning(seq: u64) -> (&'static str, u64) {
+    if seq & 1 == 0 {
+        ("is free for ticket", seq / 2)
+    } else {
+        ("holds ticket", seq / 2)
+    }
+}
+
 /// The memory a ring lives in, as the protocol needs it.
 ///
 /// Orderings are named as in C++/Rust atomics; "atomic" means atomic with respect to every
@@ -126,7 +137,7 @@ pub unsafe trait RingMemory {
 }
 
 /// Polls slot `slot` until its sequence number is `wanted`, then fences (acquire).
-pub fn await_seq<M: RingMemory>(m: &M, op: Op, ticket: u64, slot: u64, wanted: u64) {
+fn await_seq<M: RingMemory>(m: &M, op: Op, ticket: u64, slot: u64, wanted: u64) {
     let mut backoff = M::Backoff::default();
     let mut spins = 0u64;
     loop {
@@ -164,10 +175,8 @@ pub fn await_seq<M: RingMemory>(m: &M, op: Op, ticket: u64, slot: u64, wanted: u
 /// `m` must be a ring set up as [`super::layout::initial_words`] describes.
 pub unsafe fn push<M: RingMemory>(m: &M, item: M::Item) {
     let t = m.fetch_add(Counter::Tail, 1);
-    let s = slot_of(t, m.capacity());
-    await_seq(m, Op::Push, t, s, t);
-    // SAFETY: ticket `t` is ours and its slot is free.
-    unsafe { m.write(s, &item, t + 1) };
+    // SAFETY: the ticket is ours.
+    unsafe { push_ticket(m, t, item) }
 }
 
 /// Pops an element, waiting while the queue is empty.
@@ -177,14 +186,37 @@ pub unsafe fn push<M: RingMemory>(m: &M, item: M::Item) {
 /// As [`push`].
 pub unsafe fn pop<M: RingMemory>(m: &M) -> M::Item {
     let h = m.fetch_add(Counter::Head, 1);
+    // SAFETY: the ticket is ours.
+    unsafe { pop_ticket(m, h) }
+}
+
+/// Pushes `item` as ticket `t`: waits for its slot to be free, writes and publishes it.
+///
+/// # Safety
+///
+/// As [`push`], and `t` must be a producer ticket the caller took from the tail (alone, or
+/// as part of a batch's reservation), used once.
+pub unsafe fn push_ticket<M: RingMemory>(m: &M, t: u64, item: M::Item) {
+    let s = slot_of(t, m.capacity());
+    await_seq(m, Op::Push, t, s, free_for(t));
+    // SAFETY: ticket `t` is ours and its slot is free.
+    unsafe { m.write(s, &item, holds(t)) };
+}
+
+/// Pops ticket `h`'s element: waits for it, reads it and frees the slot.
+///
+/// # Safety
+///
+/// As [`push_ticket`], for a consumer ticket taken from the head.
+pub unsafe fn pop_ticket<M: RingMemory>(m: &M, h: u64) -> M::Item {
     let s = slot_of(h, m.capacity());
-    await_seq(m, Op::Pop, h, s, h + 1);
+    await_seq(m, Op::Pop, h, s, holds(h));
     // SAFETY: ticket `h` is ours, its element is in the slot, and `await_seq` fenced.
     let item = unsafe { m.read(s) };
     // Release: the read above is complete before the next round's producer can see the slot
     // free and overwrite it.
     m.fence();
-    m.store_seq(s, h + m.capacity());
+    m.store_seq(s, free_for(h + m.capacity()));
     item
 }
 
@@ -198,12 +230,12 @@ pub unsafe fn try_push<M: RingMemory>(m: &M, item: M::Item) -> Result<(), M::Ite
         let t = m.load(Counter::Tail);
         let s = slot_of(t, m.capacity());
         let seq = m.load_seq(s);
-        match seq.wrapping_sub(t) as i64 {
+        match seq.wrapping_sub(free_for(t)) as i64 {
             0 => {
                 if m.compare_swap(Counter::Tail, t, t + 1) == t {
                     m.fence();
                     // SAFETY: the swap made ticket `t` ours, and its slot was free.
-                    unsafe { m.write(s, &item, t + 1) };
+                    unsafe { m.write(s, &item, holds(t)) };
                     return Ok(());
                 }
             }
@@ -226,7 +258,7 @@ pub unsafe fn try_pop<M: RingMemory>(m: &M) -> Option<M::Item> {
         let h = m.load(Counter::Head);
         let s = slot_of(h, m.capacity());
         let seq = m.load_seq(s);
-        match seq.wrapping_sub(h + 1) as i64 {
+        match seq.wrapping_sub(holds(h)) as i64 {
             0 => {
                 if m.compare_swap(Counter::Head, h, h + 1) == h {
                     m.fence();
@@ -234,7 +266,7 @@ pub unsafe fn try_pop<M: RingMemory>(m: &M) -> Option<M::Item> {
                     // we fenced after seeing it.
                     let item = unsafe { m.read(s) };
                     m.fence();
-                    m.store_seq(s, h + m.capacity());
+                    m.store_seq(s, free_for(h + m.capacity()));
                     return Some(item);
                 }
             }

@@ -104,12 +104,25 @@ mod imp {
         spins: u64,
         ticket: u64,
         slot: u64,
-        seen: u64,
-        wanted: u64,
+        seen: *const u8,
+        seen_ticket: u64,
+        wanted: *const u8,
+        wanted_ticket: u64,
         why: *const u8,
     }
 
-    const FORMAT: &[u8] = b"rshmem: SymQueue \"%s\" (capacity %llu, on PE %d): %s by PE %d (block %u, thread %u) gave up after %llu polls for ticket %llu: slot %llu holds sequence %llu, wanted %llu; %s\n\0";
+    const FORMAT: &[u8] = b"rshmem: SymQueue \"%s\" (capacity %llu, on PE %d): %s by PE %d (block %u, thread %u) gave up after %llu polls for ticket %llu: slot %llu %s %llu (waiting until it %s %llu); %s\n\0";
+
+    /// [`meaning`](crate::queue::ring::meaning) as a C string.
+    fn meaning(seq: u64) -> (*const u8, u64) {
+        let (text, ticket) = crate::queue::ring::meaning(seq);
+        let text: &[u8] = if text.starts_with("is") {
+            b"is free for ticket\0"
+        } else {
+            b"holds ticket\0"
+        };
+        (text.as_ptr(), ticket)
+    }
 
     /// Prints the stall with the device `printf` (a trap cannot carry text; the driver
     /// flushes the buffer when the failed kernel is reported), then traps.
@@ -130,8 +143,10 @@ mod imp {
             spins: stall.spins,
             ticket: stall.ticket,
             slot: stall.slot,
-            seen: stall.seen,
-            wanted: stall.wanted,
+            seen: meaning(stall.seen).0,
+            seen_ticket: meaning(stall.seen).1,
+            wanted: meaning(stall.wanted).0,
+            wanted_ticket: meaning(stall.wanted).1,
             why: why(&stall).as_ptr(),
         };
         // SAFETY: the format's conversions match `Args` field by field; every string is
@@ -147,6 +162,7 @@ mod imp {
 mod imp {
     use super::{why, Stall, SymQueue};
     use crate::queue::layout::label_bytes;
+    use crate::queue::ring::meaning;
     use crate::shmem::{self, Warp};
     use crate::thread;
     use std::string::String;
@@ -168,7 +184,7 @@ mod imp {
         }
         match spins {
             0..=63 => core::hint::spin_loop(),
-            64..=1023 => std::thread::yield_now(),
+            64..=16383 => std::thread::yield_now(),
             _ => std::thread::sleep(Duration::from_micros(50)),
         }
     }
@@ -187,8 +203,10 @@ mod imp {
         // SAFETY: `q.words` is this PE's copy of a live queue's words (the handle's contract).
         let label = String::from_utf8_lossy(unsafe { label_bytes(q.words) });
         let (b, t) = (thread::block_idx(), thread::thread_idx());
+        let (seen, seen_ticket) = meaning(stall.seen);
+        let (wanted, wanted_ticket) = meaning(stall.wanted);
         std::format!(
-            "SymQueue \"{label}\" (capacity {}, on PE {}): {} by PE {} (block ({}, {}, {}), thread ({}, {}, {})) gave up after {} polls for ticket {}: slot {} holds sequence {}, wanted {}; {}",
+            "SymQueue \"{label}\" (capacity {}, on PE {}): {} by PE {} (block ({}, {}, {}), thread ({}, {}, {})) gave up after {} polls for ticket {}: slot {} {seen} {seen_ticket} (waiting until it {wanted} {wanted_ticket}); {}",
             q.capacity,
             q.pe,
             stall.op.name(),
@@ -202,8 +220,6 @@ mod imp {
             stall.spins,
             stall.ticket,
             stall.slot,
-            stall.seen,
-            stall.wanted,
             why(stall).trim_end_matches('\0')
         )
     }
