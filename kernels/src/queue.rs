@@ -550,3 +550,30 @@ pub unsafe fn fetch_add_bench(ctr: *mut u64, iters: u32, pe: i32) {
         shmem::atomic_fetch_add(ctr, 1u64, pe);
     }
 }
+
+/// One stage of a pipeline across PEs over per-PE queues (`q` in its mailbox form): PE 0
+/// feeds `src[..n]` as `[index, value]` pairs into PE 1's queue; every other PE pops `n`
+/// pairs from its own queue, adds its PE number to the value, and passes the pair to the next
+/// PE's queue, except the last PE, which stores the value at `out[index]`. The block's
+/// threads share each stage's `n` elements.
+#[kernel]
+pub unsafe fn queue_pipeline(q: SymQueue<[u64; 2]>, src: *const u64, n: u32, out: *mut u64) {
+    let (me, pes) = (shmem::my_pe(), shmem::n_pes());
+    let (rank, threads) = (thread::thread_rank_in_block(), thread::block_dim().size());
+    if thread::block_idx_x() != 0 {
+        return;
+    }
+    for i in (rank..n).step_by(threads as usize) {
+        let pair = if me == 0 {
+            [i as u64, *src.add(i as usize)]
+        } else {
+            let [index, value] = q.on(me).pop();
+            [index, value + me as u64]
+        };
+        if me + 1 < pes {
+            q.on(me + 1).push(pair);
+        } else {
+            *out.add(pair[0] as usize) = pair[1];
+        }
+    }
+}
