@@ -38,53 +38,54 @@
 //! * `tail` and `head` count tickets pushed and popped. A blocking push takes ticket
 //!   `t = fetch_add(tail, 1)`; a blocking pop takes `h = fetch_add(head, 1)`. Ticket `t` uses
 //!   slot `t mod capacity` (a mask for powers of two).
-//! * Slot `s` carries a sequence number: `t` means "free for ticket `t`'s producer", `t + 1`
-//!   "holds ticket `t`'s element". The producer of `t` waits for `t`, writes the element and
-//!   sets `t + 1`; the consumer of `t` waits for `t + 1`, reads the element and sets
-//!   `t + capacity`, freeing the slot for the next round's producer.
-//! * `try_push` reads `tail = t` and slot `t`'s sequence; if it is `t` it claims the ticket
+//! * Slot `s` carries a sequence number: `2t` means "free for ticket `t`'s producer", `2t + 1`
+//!   "holds ticket `t`'s element" ([`layout::free_for`], [`layout::holds`]). The producer of
+//!   `t` waits for `2t`, writes the element and `2t + 1`; the consumer of `t` waits for
+//!   `2t + 1`, reads the element and sets `2(t + capacity)`, freeing the slot for the next
+//!   round's producer. (Doubling keeps "holds `t`" apart from "free for `t + 1`" at
+//!   capacity 1.)
+//! * `try_push` reads `tail = t` and slot `t`'s sequence; if it is `2t` it claims the ticket
 //!   with `compare_swap(tail, t, t + 1)`, if it is smaller the queue is full. `try_pop` is
 //!   the mirror image on `head`. Blocking and non-blocking calls mix freely.
-//! * A batch of `k` claims `k` consecutive tickets with one `fetch_add(tail, k)` (one
-//!   reservation per batch); the group's threads wait for their share of the slots, copy the
-//!   batch with one cooperative `putmem` (two when it wraps around the ring), then set the
-//!   sequence numbers of their share. Pops mirror this with `getmem`.
+//! * A batch of `n` claims `n` consecutive tickets with one `fetch_add(tail, n)` (one
+//!   reservation per batch), hands the first to the group through `scratch` and a group
+//!   barrier, and each member then pushes its share (elements `rank, rank + size, ...`) with
+//!   the per-ticket code of `push`. Members never wait for each other's slots: a group that
+//!   waited for all of its slots before writing any could wait for a consumer that waits for
+//!   one of its elements. Pops mirror this.
 //!
 //! # Why it is correct (the ordering argument)
 //!
 //! 1. **Ownership.** Tickets are unique: each comes from one `fetch_add` or one successful
 //!    `compare_swap` on a 64-bit counter (it would take centuries to wrap). A slot's sequence
-//!    number is changed only by the holder of the ticket it names (`t` by producer `t`, `t + 1`
-//!    by consumer `t`), so at any time at most one thread owns a slot: producer `t` from seeing
-//!    `t` to setting `t + 1`, consumer `t` from seeing `t + 1` to setting `t + capacity`.
-//!    The consumer of ticket `t` therefore receives exactly the element of ticket `t`: nothing
-//!    is lost or duplicated. `try_push` claims ticket `t` only if `tail` still equals `t` at
-//!    its `compare_swap`, so nobody else holds `t` and the slot it saw free is still free
-//!    (only `t`'s holder changes it). A sequence number past the awaited one can only come
-//!    from foreign writes, and is reported.
+//!    number is changed only by the holder of the ticket it names (`2t` by producer `t`,
+//!    `2t + 1` by consumer `t`), so at any time at most one thread owns a slot: producer `t`
+//!    from seeing `2t` to setting `2t + 1`, consumer `t` from seeing `2t + 1` to setting
+//!    `2(t + capacity)`. The consumer of ticket `t` therefore receives exactly the element of
+//!    ticket `t`: nothing is lost or duplicated. `try_push` claims ticket `t` only if `tail`
+//!    still equals `t` at its `compare_swap`, so nobody else holds `t` and the slot it saw
+//!    free is still free (only `t`'s holder changes it). A sequence number past the awaited
+//!    one can only come from foreign writes, and is reported.
 //! 2. **FIFO per producer.** A producer's pushes take increasing tickets (its `fetch_add`s
-//!    are program-ordered on one counter), and a consumer's pops take increasing tickets; the
-//!    consumer of ticket `t` gets element `t`. So any consumer sees each producer's elements
-//!    in the order they were pushed.
+//!    are program-ordered on one counter; a batch member's share is in ticket order), and a
+//!    consumer's pops take increasing tickets; the consumer of ticket `t` gets element `t`.
+//!    So any consumer sees each producer's elements in the order they were pushed.
 //! 3. **Publication (no torn reads).** The producer writes the element and sets the sequence
 //!    in one `putmem_signal`, which NVSHMEM delivers data-before-signal (on NVLink: the stores,
 //!    `membar.sys`, then an `atom.sys` on the signal word): a release. The consumer polls the
 //!    sequence with `atomic_fetch` (an `atom.sys`: a strong read that cannot be hoisted out of
-//!    the loop), and after seeing `t + 1` executes `fence` — in NVSHMEM `membar.sys`, i.e.
+//!    the loop), and after seeing `2t + 1` executes `fence` — in NVSHMEM `membar.sys`, i.e.
 //!    PTX `fence.sc.sys`, a full fence — before `getmem`: an acquire. `signal_wait_until` and
 //!    plain polls have no trailing acquire, which is why the fence is there.
 //! 4. **Reuse (no write-after-read race).** `getmem` returns when the data is local; the
-//!    consumer then fences (release) and sets `t + capacity` with `atomic_set`. The next
-//!    producer sees `t + capacity`, fences (acquire), and only then overwrites the slot.
+//!    consumer then fences (release) and frees the slot with `atomic_set`. The next producer
+//!    sees that, fences (acquire), and only then overwrites the slot.
 //! 5. **Counters need no ordering.** No data is published through `tail` or `head`, so their
 //!    atomics may be relaxed (NVSHMEM's AMOs are); the loom model checks the protocol with
-//!    `Relaxed` counters and sequence accesses, `Release` publication and fences only.
-//! 6. **Batches.** Each member waits for (and fences after) its share of the slots; a group
-//!    barrier follows, then the cooperative copy, another barrier, then each member fences and
-//!    sets its share's sequences. The barrier (`bar.sync` / `bar.warp.sync`) orders the other
-//!    members' stores before the fence, and `fence.sc.sys` is cumulative, so every element of
-//!    the batch is visible before any of its sequences. Pops mirror this: members free slots
-//!    only after the barrier that follows the cooperative get.
+//!    `Relaxed` counters and sequence accesses, `Release` publication and the fences only,
+//!    and a control run without the fences fails.
+//! 6. **Batches** run the per-ticket protocol above in each member; the group barriers only
+//!    hand out the reservation and keep `scratch` until every member has read it.
 //!
 //! On the CPU simulator every operation is sequentially consistent, which satisfies all of
 //! the above; the loom model is what checks the weaker orderings.

@@ -226,25 +226,27 @@ pub unsafe fn pop_ticket<M: RingMemory>(m: &M, h: u64) -> M::Item {
 ///
 /// As [`push`].
 pub unsafe fn try_push<M: RingMemory>(m: &M, item: M::Item) -> Result<(), M::Item> {
+    let mut retry = Retry::<M>::new(Op::Push);
     loop {
         let t = m.load(Counter::Tail);
         let s = slot_of(t, m.capacity());
         let seq = m.load_seq(s);
         match seq.wrapping_sub(free_for(t)) as i64 {
-            0 => {
-                if m.compare_swap(Counter::Tail, t, t + 1) == t {
-                    m.fence();
-                    // SAFETY: the swap made ticket `t` ours, and its slot was free.
-                    unsafe { m.write(s, &item, holds(t)) };
-                    return Ok(());
-                }
+            // The slot is free for ticket `t`: claim the ticket, unless another producer
+            // took it first (then retry below).
+            0 if m.compare_swap(Counter::Tail, t, t + 1) == t => {
+                m.fence();
+                // SAFETY: the swap made ticket `t` ours, and its slot was free.
+                unsafe { m.write(s, &item, holds(t)) };
+                return Ok(());
             }
             // The slot still holds (or is being emptied of) the element `capacity` tickets
             // back: the queue is full.
             d if d < 0 => return Err(item),
-            // Another producer took ticket `t` since we read the tail: try the next one.
+            // Another producer took ticket `t`: try the next one.
             _ => {}
         }
+        retry.pause(m, t, s, seq);
     }
 }
 
@@ -254,28 +256,63 @@ pub unsafe fn try_push<M: RingMemory>(m: &M, item: M::Item) -> Result<(), M::Ite
 ///
 /// As [`push`].
 pub unsafe fn try_pop<M: RingMemory>(m: &M) -> Option<M::Item> {
+    let mut retry = Retry::<M>::new(Op::Pop);
     loop {
         let h = m.load(Counter::Head);
         let s = slot_of(h, m.capacity());
         let seq = m.load_seq(s);
         match seq.wrapping_sub(holds(h)) as i64 {
-            0 => {
-                if m.compare_swap(Counter::Head, h, h + 1) == h {
-                    m.fence();
-                    // SAFETY: the swap made ticket `h` ours, its element is in the slot, and
-                    // we fenced after seeing it.
-                    let item = unsafe { m.read(s) };
-                    m.fence();
-                    m.store_seq(s, free_for(h + m.capacity()));
-                    return Some(item);
-                }
+            // Ticket `h`'s element is there: claim the ticket, unless another consumer took
+            // it first (then retry below).
+            0 if m.compare_swap(Counter::Head, h, h + 1) == h => {
+                m.fence();
+                // SAFETY: the swap made ticket `h` ours, its element is in the slot, and we
+                // fenced after seeing it.
+                let item = unsafe { m.read(s) };
+                m.fence();
+                m.store_seq(s, free_for(h + m.capacity()));
+                return Some(item);
             }
             // Ticket `h`'s element is not there yet (or `h` belongs to a blocked consumer
             // already): nothing to pop now.
             d if d < 0 => return None,
-            // Another consumer took ticket `h` since we read the head: try the next one.
+            // Another consumer took ticket `h`: try the next one.
             _ => {}
         }
+        retry.pause(m, h, s, seq);
+    }
+}
+
+/// Backoff between the attempts of a non-blocking operation. They retry only after another
+/// thread took the ticket they tried (so the queue made progress), and are never bounded; the
+/// pause still matters, to let the others' writes arrive instead of rereading stale values.
+struct Retry<M: RingMemory> {
+    op: Op,
+    backoff: M::Backoff,
+    spins: u64,
+}
+
+impl<M: RingMemory> Retry<M> {
+    fn new(op: Op) -> Self {
+        Retry {
+            op,
+            backoff: M::Backoff::default(),
+            spins: 0,
+        }
+    }
+
+    fn pause(&mut self, m: &M, ticket: u64, slot: u64, seen: u64) {
+        self.spins += 1;
+        let (op, spins) = (self.op, self.spins);
+        m.pause(&mut self.backoff, spins, &|| Stall {
+            op,
+            ticket,
+            slot,
+            wanted: seen,
+            seen,
+            spins,
+            kind: StallKind::Bound,
+        });
     }
 }
 
