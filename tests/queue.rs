@@ -78,6 +78,8 @@ fn seed_push_42_pop_42(shmem: &Shmem) -> Outcome {
     if me == 0 {
         assert_eq!(queue.len()?, 2, "two elements wait on PE 0");
     }
+    // PE 1 pops only after PE 0 has looked.
+    shmem.barrier_all()?;
     if me == 1 {
         // SAFETY: `out` holds 2 i32s.
         unsafe {
