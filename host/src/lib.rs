@@ -22,7 +22,8 @@
 //! as threads on the simulator) and calls the closure once per PE with that PE's [`Shmem`].
 //!
 //! Layers, as in cudarc: `gpu::nvshmem::sys` (raw symbols) → `gpu::nvshmem::result` (checked
-//! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`]).
+//! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`],
+//! [`SymQueue`]).
 
 #![warn(missing_docs)]
 
@@ -32,6 +33,7 @@ mod gpu;
 mod heap;
 pub mod launch;
 mod module;
+mod queue;
 mod runtime;
 mod sim;
 
@@ -39,6 +41,9 @@ pub use backend::Backend;
 pub use error::{Error, Result};
 pub use heap::SymBuffer;
 pub use module::{KernelImage, LaunchConfig, Module, TargetImage};
+pub use queue::{
+    DeviceQueue, Placement, QueueBuilder, QueueError, QueueSnapshot, SymQueue, MAX_SPINS_ENV,
+};
 pub use runtime::{run, BoxError, Job, Shmem};
 
 pub use bytemuck::Pod;

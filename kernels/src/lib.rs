@@ -6,5 +6,6 @@
 pub mod bandwidth;
 pub mod basics;
 pub mod hello;
+pub mod queue;
 pub mod ring;
 pub mod views;

@@ -30,8 +30,9 @@
 //! ```
 //!
 //! Module layout: [`thread`] (indices, `sync_threads`), [`shmem`] (SHMEM API, one module per
-//! family), [`kernel`] (the traits `#[kernel]` implements), and a private `backend` that holds
-//! the two implementations behind one internal interface.
+//! family), [`queue`] (the symmetric MPMC queue), [`kernel`] (the traits `#[kernel]`
+//! implements), and a private `backend` that holds the two implementations behind one internal
+//! interface.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -48,6 +49,7 @@ pub mod atomic;
 mod backend;
 pub mod debug;
 pub mod kernel;
+pub mod queue;
 pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod sim;
@@ -63,6 +65,7 @@ pub use kernel::{Kernel, KernelArg, KernelArgs};
 /// What most kernels import: `use rshmem_device::prelude::*;`.
 pub mod prelude {
     pub use crate::kernel;
+    pub use crate::queue::SymQueue;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};
     pub use crate::thread::{self, Dim3};
     pub use crate::view::SymSlice;

@@ -68,6 +68,30 @@ fn poll<R>(c: &ThreadCtx<'_>, op: &str, mut ready: impl FnMut() -> Option<R>) ->
     unreachable!()
 }
 
+/// For spinning waits written outside this module (the symmetric queue's, which poll remote
+/// words): ends the wait the way [`poll`] ends its own, instead of hanging. Unwinds quietly if
+/// the launch was aborted by another thread's failure; fails the thread if a PE or kernel of
+/// the job failed, or once `waited` exceeds `RSHMEM_SIM_WAIT_TIMEOUT` (default 120 s), with
+/// `what()` saying what was awaited. Cheap enough to call every few dozen polls.
+pub(crate) fn check_spin(op: &str, waited: Duration, what: &dyn Fn() -> std::string::String) {
+    with(op, |c| {
+        if c.launch.aborted.load(core::sync::atomic::Ordering::SeqCst) {
+            c.abort();
+        }
+        if let Some(e) = c.job().device_blocked() {
+            c.fail(std::format!("{op}: {}: {e}", what()));
+        }
+        let limit = wait_limit();
+        if waited > limit {
+            c.fail(std::format!(
+                "{op}: {}: still waiting after {:.0} s (RSHMEM_SIM_WAIT_TIMEOUT sets the bound)",
+                what(),
+                limit.as_secs_f64()
+            ));
+        }
+    })
+}
+
 /// Whether `ivars[i]` satisfies the comparison now; excluded elements (`status[i] != 0`) are
 /// `None`.
 ///

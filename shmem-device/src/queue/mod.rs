@@ -1,0 +1,463 @@
+//! [`SymQueue`]: a bounded, lock-free multi-producer multi-consumer queue in symmetric memory,
+//! which threads on any PE push to and pop from.
+//!
+//! The host creates a queue collectively (`rshmem::SymQueue::new(&shmem, capacity, home)`) and
+//! passes [`SymQueue`], this handle, to kernels. The ring lives on its *home* PE; threads of
+//! every PE reach it with remote atomics and puts/gets. Every PE's copy of the allocation is a
+//! complete queue, so [`SymQueue::on`] addresses the queue on any PE: that is the per-PE
+//! (mailbox) form, where each PE owns a queue and producers push to a chosen PE's.
+//!
+//! ```ignore
+//! #[kernel]
+//! pub unsafe fn relay(q: SymQueue<[u32; 3]>, n: u32) {
+//!     for i in 0..n {
+//!         q.push([shmem::my_pe() as u32, i, 7]); // blocks while full
+//!         let got = q.pop();                     // blocks while empty
+//!     }
+//! }
+//! ```
+//!
+//! # Operations
+//!
+//! | | thread | warp / block (one reservation per batch) |
+//! |---|---|---|
+//! | waits | [`push`](SymQueue::push), [`pop`](SymQueue::pop) | [`push_batch`](SymQueue::push_batch), [`pop_batch`](SymQueue::pop_batch) |
+//! | returns at once | [`try_push`](SymQueue::try_push), [`try_pop`](SymQueue::try_pop) | |
+//!
+//! Elements are any `Copy` type (the host requires `bytemuck::Pod`: no padding, every bit
+//! pattern valid), of any size: they move with `putmem`/`getmem`. Each producer's elements
+//! come out in the order it pushed them; no element is lost, duplicated or torn.
+//!
+//! # Algorithm
+//!
+//! Vyukov's bounded MPMC queue in its ticketed form (Rigtorp's `MPMCQueue`), on 64-bit
+//! counters and sequence numbers, written once in [`ring`] against the operations of
+//! [`ring::RingMemory`] (which this handle implements with SHMEM calls, and the loom model in
+//! `tests/queue_loom.rs` with loom's atomics).
+//!
+//! * `tail` and `head` count tickets pushed and popped. A blocking push takes ticket
+//!   `t = fetch_add(tail, 1)`; a blocking pop takes `h = fetch_add(head, 1)`. Ticket `t` uses
+//!   slot `t mod capacity` (a mask for powers of two).
+//! * Slot `s` carries a sequence number: `2t` means "free for ticket `t`'s producer", `2t + 1`
+//!   "holds ticket `t`'s element" ([`layout::free_for`], [`layout::holds`]). The producer of
+//!   `t` waits for `2t`, writes the element and `2t + 1`; the consumer of `t` waits for
+//!   `2t + 1`, reads the element and sets `2(t + capacity)`, freeing the slot for the next
+//!   round's producer. (Doubling keeps "holds `t`" apart from "free for `t + 1`" at
+//!   capacity 1.)
+//! * `try_push` reads `tail = t` and slot `t`'s sequence; if it is `2t` it claims the ticket
+//!   with `compare_swap(tail, t, t + 1)`, if it is smaller the queue is full. `try_pop` is
+//!   the mirror image on `head`. Blocking and non-blocking calls mix freely.
+//! * A batch of `n` claims `n` consecutive tickets with one `fetch_add(tail, n)` (one
+//!   reservation per batch), hands the first to the group through `scratch` and a group
+//!   barrier, and each member then pushes its share (elements `rank, rank + size, ...`) with
+//!   the per-ticket code of `push`. Members never wait for each other's slots: a group that
+//!   waited for all of its slots before writing any could wait for a consumer that waits for
+//!   one of its elements. Pops mirror this.
+//!
+//! # Why it is correct (the ordering argument)
+//!
+//! 1. **Ownership.** Tickets are unique: each comes from one `fetch_add` or one successful
+//!    `compare_swap` on a 64-bit counter (it would take centuries to wrap). A slot's sequence
+//!    number is changed only by the holder of the ticket it names (`2t` by producer `t`,
+//!    `2t + 1` by consumer `t`), so at any time at most one thread owns a slot: producer `t`
+//!    from seeing `2t` to setting `2t + 1`, consumer `t` from seeing `2t + 1` to setting
+//!    `2(t + capacity)`. The consumer of ticket `t` therefore receives exactly the element of
+//!    ticket `t`: nothing is lost or duplicated. `try_push` claims ticket `t` only if `tail`
+//!    still equals `t` at its `compare_swap`, so nobody else holds `t` and the slot it saw
+//!    free is still free (only `t`'s holder changes it). A sequence number past the awaited
+//!    one can only come from foreign writes, and is reported.
+//! 2. **FIFO per producer.** A producer's pushes take increasing tickets (its `fetch_add`s
+//!    are program-ordered on one counter; a batch member's share is in ticket order), and a
+//!    consumer's pops take increasing tickets; the consumer of ticket `t` gets element `t`.
+//!    So any consumer sees each producer's elements in the order they were pushed.
+//! 3. **Publication (no torn reads).** The producer writes the element and sets the sequence
+//!    in one `putmem_signal`, which NVSHMEM delivers data-before-signal (on NVLink: the stores,
+//!    `membar.sys`, then an `atom.sys` on the signal word): a release. The consumer polls the
+//!    sequence with `atomic_fetch` (an `atom.sys`: a strong read that cannot be hoisted out of
+//!    the loop), and after seeing `2t + 1` executes `fence` — in NVSHMEM `membar.sys`, i.e.
+//!    PTX `fence.sc.sys`, a full fence — before `getmem`: an acquire. `signal_wait_until` and
+//!    plain polls have no trailing acquire, which is why the fence is there.
+//! 4. **Reuse (no write-after-read race).** `getmem` returns when the data is local; the
+//!    consumer then fences (release) and frees the slot with `atomic_set`. The next producer
+//!    sees that, fences (acquire), and only then overwrites the slot.
+//! 5. **Counters need no ordering.** No data is published through `tail` or `head`, so their
+//!    atomics may be relaxed (NVSHMEM's AMOs are); the loom model checks the protocol with
+//!    `Relaxed` counters and sequence accesses, `Release` publication and the fences only,
+//!    and a control run without the fences fails.
+//! 6. **Batches** run the per-ticket protocol above in each member; the group barriers only
+//!    hand out the reservation and keep `scratch` until every member has read it.
+//!
+//! On the CPU simulator every operation is sequentially consistent, which satisfies all of
+//! the above; the loom model is what checks the weaker orderings.
+//!
+//! # Progress and waiting
+//!
+//! A blocked push waits for the consumer of the ticket `capacity` before its own; a blocked
+//! pop waits for the producer of its ticket. Those threads must be able to run: on a GPU,
+//! launch kernels whose blocks wait for each other cooperatively (all blocks resident), and
+//! target sm_70 or newer (independent thread scheduling lets lanes of one warp wait for each
+//! other). Waits poll with `atomic_fetch` and back off (`nanosleep` from 32 ns to 1 µs on the
+//! GPU; spin, yield, then sleep on the simulator).
+//!
+//! **Debug bound.** A queue created with `max_spins(n)` (or with `RSHMEM_QUEUE_MAX_SPINS=n`
+//! in the host's environment) gives up after `n` polls of one wait. On the GPU the thread
+//! prints one line with the device `printf`, naming the queue's label and home PE, the
+//! operation, the PE, block and thread, the ticket, the slot and its sequence, then traps
+//! (a trap cannot carry text; the line appears on the PE's stdout, `[PE k]`-prefixed). On the
+//! simulator the kernel fails with the same sentence as its error. The simulator also ends
+//! every unbounded wait when the job can no longer satisfy it (a failed thread, kernel or
+//! PE) or after `RSHMEM_SIM_WAIT_TIMEOUT` seconds, with that sentence.
+
+pub mod layout;
+pub mod ring;
+mod wait;
+
+use core::marker::PhantomData;
+use core::mem::{size_of, MaybeUninit};
+
+use crate::kernel::KernelArg;
+use crate::shmem::{self, Scope, SignalOp, Thread};
+use layout::{HEAD, SEQ, TAIL};
+use ring::{Counter, Op, RingMemory, Stall};
+
+/// A kernel's handle to a symmetric queue of `T`: raw pointers to this PE's copy of the
+/// queue's symmetric allocations, the capacity, the PE whose queue it addresses, and the debug
+/// bound. Plain data (`#[repr(C)]`, `Copy`), passed to kernels by value.
+///
+/// Made by the host's `rshmem::SymQueue::handle`; see the [module documentation](self).
+#[repr(C)]
+pub struct SymQueue<T> {
+    words: *mut u64,
+    slots: *mut T,
+    capacity: u64,
+    max_spins: u64,
+    pe: i32,
+    /// Keeps the layout free of padding (a `KernelArg` requirement).
+    _reserved: u32,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for SymQueue<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SymQueue<T> {}
+
+// SAFETY: `#[repr(C)]` of two pointers, two `u64`, an `i32` and a `u32`: the same size,
+// alignment and meaning on the host and the device, with no padding.
+unsafe impl<T: Copy + 'static> KernelArg for SymQueue<T> {}
+
+impl<T> core::fmt::Debug for SymQueue<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SymQueue")
+            .field("words", &self.words)
+            .field("slots", &self.slots)
+            .field("capacity", &self.capacity)
+            .field("pe", &self.pe)
+            .field("max_spins", &self.max_spins)
+            .finish()
+    }
+}
+
+impl<T: Copy> SymQueue<T> {
+    /// A handle from its parts; the host's `SymQueue` makes it.
+    ///
+    /// # Safety
+    ///
+    /// `words` and `slots` must be symmetric allocations of [`layout::words_len`]`(capacity)`
+    /// words and `capacity` elements, initialised on every PE as [`layout::initial_words`]
+    /// describes before any kernel uses the handle; `capacity >= 1`; `pe` a PE of the job.
+    pub unsafe fn from_raw_parts(
+        words: *mut u64,
+        slots: *mut T,
+        capacity: u64,
+        pe: i32,
+        max_spins: u64,
+    ) -> Self {
+        Self {
+            words,
+            slots,
+            capacity,
+            max_spins,
+            pe,
+            _reserved: 0,
+            _t: PhantomData,
+        }
+    }
+
+    /// Slots in the ring.
+    #[inline(always)]
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// The PE whose queue this handle addresses.
+    #[inline(always)]
+    pub fn pe(&self) -> i32 {
+        self.pe
+    }
+
+    /// The debug bound on polls per wait (0: none).
+    #[inline(always)]
+    pub fn max_spins(&self) -> u64 {
+        self.max_spins
+    }
+
+    /// The same queue's copy on PE `pe`: in the per-PE form, PE `pe`'s mailbox.
+    ///
+    /// # Panics
+    ///
+    /// If `pe` is not in `0..n_pes()` (a trap on the GPU).
+    #[inline(always)]
+    pub fn on(self, pe: i32) -> Self {
+        assert!(pe >= 0 && pe < shmem::n_pes(), "SymQueue::on: no PE {pe}");
+        Self { pe, ..self }
+    }
+
+    /// Pushes `item`, waiting while the queue is full.
+    ///
+    /// # Safety
+    ///
+    /// The handle must come from a host `SymQueue` that outlives the kernel (the launch's
+    /// contract), and threads that will pop must be able to run while this one waits (see
+    /// [Progress](self#progress-and-waiting)).
+    #[inline(always)]
+    pub unsafe fn push(&self, item: T) {
+        // SAFETY: forwarded; the handle describes an initialised ring.
+        unsafe { ring::push(self, item) }
+    }
+
+    /// Pops an element, waiting while the queue is empty.
+    ///
+    /// # Safety
+    ///
+    /// As [`push`](Self::push), with threads that will push able to run.
+    #[inline(always)]
+    pub unsafe fn pop(&self) -> T {
+        // SAFETY: forwarded.
+        unsafe { ring::pop(self) }
+    }
+
+    /// Pushes `item` if a slot is free now; returns it otherwise.
+    ///
+    /// # Safety
+    ///
+    /// The handle must come from a host `SymQueue` that outlives the kernel.
+    #[inline(always)]
+    pub unsafe fn try_push(&self, item: T) -> Result<(), T> {
+        // SAFETY: forwarded.
+        unsafe { ring::try_push(self, item) }
+    }
+
+    /// Pops an element if one is ready now.
+    ///
+    /// # Safety
+    ///
+    /// As [`try_push`](Self::try_push).
+    #[inline(always)]
+    pub unsafe fn try_pop(&self) -> Option<T> {
+        // SAFETY: forwarded.
+        unsafe { ring::try_pop(self) }
+    }
+
+    /// Elements in the queue at one moment (a hint: producers and consumers move on).
+    ///
+    /// # Safety
+    ///
+    /// As [`try_push`](Self::try_push).
+    #[inline(always)]
+    pub unsafe fn len(&self) -> u64 {
+        ring::len(self)
+    }
+
+    /// Whether [`len`](Self::len) is 0.
+    ///
+    /// # Safety
+    ///
+    /// As [`try_push`](Self::try_push).
+    #[inline(always)]
+    pub unsafe fn is_empty(&self) -> bool {
+        // SAFETY: forwarded.
+        unsafe { self.len() == 0 }
+    }
+
+    /// Pushes `items[..n]` in order, cooperatively: every thread of the scope `S` (the thread,
+    /// its warp or its block) calls with the same arguments. One reservation (one `fetch_add`
+    /// of `n` on the tail) for the whole batch, then each member pushes its share (elements
+    /// `rank, rank + size, ...`), waiting while their slots are full; `n` may exceed the
+    /// capacity. `scratch` is one `u64` in memory the whole group reads and writes (shared or
+    /// global memory, this group's alone during the call) through which the leader hands out
+    /// the reservation. Returns when the whole batch is in.
+    ///
+    /// # Safety
+    ///
+    /// As [`push`](Self::push); `items` valid for reading `n` elements and `scratch` for
+    /// reading and writing one `u64` by every member; for `Warp`, all lanes of the warp call.
+    pub unsafe fn push_batch<S: Scope>(&self, items: *const T, n: usize, scratch: *mut u64) {
+        // SAFETY: forwarded.
+        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch) }
+    }
+
+    /// Pops `n` elements into `out[..n]`, in ticket order, cooperatively (as
+    /// [`push_batch`](Self::push_batch)); waits while the queue lacks elements.
+    ///
+    /// # Safety
+    ///
+    /// As [`push_batch`](Self::push_batch), with `out` valid for writing `n` elements.
+    pub unsafe fn pop_batch<S: Scope>(&self, out: *mut T, n: usize, scratch: *mut u64) {
+        // SAFETY: forwarded.
+        unsafe { self.batch::<S>(Op::Pop, out, n, scratch) }
+    }
+
+    /// One batched push or pop: the leader reserves `n` tickets, then each member moves the
+    /// elements `rank, rank + size, ...` of the batch on its own, in ticket order.
+    ///
+    /// Members do not wait for each other's slots: a group that waited for all of its slots
+    /// before moving any could wait for a consumer that waits for one of its elements.
+    ///
+    /// # Safety
+    ///
+    /// As [`push_batch`](Self::push_batch).
+    unsafe fn batch<S: Scope>(&self, op: Op, data: *mut T, n: usize, scratch: *mut u64) {
+        if n == 0 {
+            return;
+        }
+        let (rank, size) = wait::group::<S>();
+        if rank == 0 {
+            let counter = match op {
+                Op::Push => Counter::Tail,
+                Op::Pop => Counter::Head,
+            };
+            let first = self.fetch_add(counter, n as u64);
+            // SAFETY: the caller's contract on `scratch`.
+            unsafe { scratch.write_volatile(first) };
+        }
+        wait::group_sync::<S>(size);
+        // SAFETY: written by the leader before the barrier.
+        let first = unsafe { scratch.read_volatile() };
+        for i in (rank as usize..n).step_by(size as usize) {
+            let t = first + i as u64;
+            // SAFETY: ticket `t` is this member's share of the group's reservation; `data`
+            // holds `n` elements (the caller's contract).
+            unsafe {
+                match op {
+                    Op::Push => ring::push_ticket(self, t, *data.add(i)),
+                    Op::Pop => *data.add(i) = ring::pop_ticket(self, t),
+                }
+            }
+        }
+        // Every member has read `scratch` (the leader's next call may overwrite it), and every
+        // popped element is in `data` for the whole group.
+        wait::group_sync::<S>(size);
+    }
+
+    #[inline(always)]
+    fn counter(&self, c: Counter) -> *mut u64 {
+        self.words.wrapping_add(match c {
+            Counter::Tail => TAIL,
+            Counter::Head => HEAD,
+        })
+    }
+
+    #[inline(always)]
+    fn seq(&self, slot: u64) -> *mut u64 {
+        self.words.wrapping_add(SEQ + slot as usize)
+    }
+}
+
+// SAFETY: every method maps to one SHMEM operation on the queue's home PE with the stated
+// guarantee: AMOs are atomic across PEs; `putmem_signal` delivers the data before the signal
+// (a release when paired with the reader's fence); `fence` is a full fence (`membar.sys` on
+// the GPU, `SeqCst` on the simulator).
+unsafe impl<T: Copy> RingMemory for SymQueue<T> {
+    type Item = T;
+    type Backoff = wait::Backoff;
+
+    #[inline(always)]
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    #[inline(always)]
+    fn fetch_add(&self, counter: Counter, n: u64) -> u64 {
+        // SAFETY: the counter is a symmetric u64 of the queue; `pe` is a PE of the job.
+        unsafe { shmem::atomic_fetch_add(self.counter(counter), n, self.pe) }
+    }
+
+    #[inline(always)]
+    fn load(&self, counter: Counter) -> u64 {
+        // SAFETY: as above.
+        unsafe { shmem::atomic_fetch(self.counter(counter), self.pe) }
+    }
+
+    #[inline(always)]
+    fn compare_swap(&self, counter: Counter, cond: u64, new: u64) -> u64 {
+        // SAFETY: as above.
+        unsafe { shmem::atomic_compare_swap(self.counter(counter), cond, new, self.pe) }
+    }
+
+    #[inline(always)]
+    fn load_seq(&self, slot: u64) -> u64 {
+        // SAFETY: `slot < capacity`, so the sequence word is inside the queue's words.
+        unsafe { shmem::atomic_fetch(self.seq(slot), self.pe) }
+    }
+
+    #[inline(always)]
+    fn store_seq(&self, slot: u64, seq: u64) {
+        // SAFETY: as above.
+        unsafe { shmem::atomic_set(self.seq(slot), seq, self.pe) }
+    }
+
+    #[inline(always)]
+    unsafe fn write(&self, slot: u64, item: &T, seq: u64) {
+        // SAFETY: the slot and its sequence word are the queue's; `item` is a local `T`.
+        unsafe {
+            shmem::putmem_signal::<Thread>(
+                self.slots.wrapping_add(slot as usize).cast(),
+                (item as *const T).cast(),
+                size_of::<T>(),
+                self.seq(slot),
+                seq,
+                SignalOp::Set,
+                self.pe,
+            )
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn read(&self, slot: u64) -> T {
+        let mut item = MaybeUninit::<T>::uninit();
+        // SAFETY: the slot is the queue's and holds a whole `T` written by a push (the
+        // caller's contract), which `getmem` copies into `item` completely.
+        unsafe {
+            shmem::getmem::<Thread>(
+                item.as_mut_ptr().cast(),
+                self.slots.wrapping_add(slot as usize).cast(),
+                size_of::<T>(),
+                self.pe,
+            );
+            item.assume_init()
+        }
+    }
+
+    #[inline(always)]
+    fn fence(&self) {
+        shmem::fence()
+    }
+
+    #[inline(always)]
+    fn max_spins(&self) -> u64 {
+        self.max_spins
+    }
+
+    #[inline(always)]
+    fn pause(&self, backoff: &mut wait::Backoff, spins: u64, what: &dyn Fn() -> Stall) {
+        wait::pause(self, backoff, spins, what)
+    }
+
+    #[cold]
+    fn stalled(&self, stall: Stall) -> ! {
+        wait::report(self, stall)
+    }
+}
