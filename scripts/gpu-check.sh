@@ -44,6 +44,10 @@ fi
 step hello_symmetric env RSHMEM_NPES=2 $BIN/hello_symmetric
 step ring env RSHMEM_NPES=2 $BIN/ring
 
+# 1b. The symmetric queue: the seed's program and a pipeline, then its benchmark (2 PEs).
+step symmetric_queue env RSHMEM_NPES=2 $BIN/symmetric_queue
+[ "$NGPU" -ge 2 ] && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
+
 # 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs).
 for t in $BIN/test-*; do
     [ -x "$t" ] || continue
