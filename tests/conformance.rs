@@ -85,28 +85,20 @@ struct Ctx<'s> {
 }
 
 impl<'s> Ctx<'s> {
-    /// Loads the kernels and agrees on a seed: every PE takes PE 0's (its clock, or
-    /// `RSHMEM_TEST_SEED`) with a remote get.
+    /// Loads the kernels and agrees on a seed: PE 0's clock (`common::agreed_seed`), or
+    /// `RSHMEM_TEST_SEED` (every PE process inherits it) to replay a run.
     fn new(shmem: &'s Shmem) -> Result<Self, BoxError> {
         let module = shmem.load(&IMAGE)?;
-        let mine = match std::env::var("RSHMEM_TEST_SEED") {
+        let seed = match std::env::var("RSHMEM_TEST_SEED") {
             Ok(s) => {
                 parse_seed(&s).ok_or_else(|| format!("RSHMEM_TEST_SEED={s:?}: not a number"))?
             }
-            Err(_) => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_nanos() as u64,
+            Err(_) => common::agreed_seed(shmem, &module)?,
         };
-        let mut seed = shmem.alloc_from(&[mine, 0])?;
-        shmem.barrier_all()?;
-        // SAFETY: `seed` holds two symmetric u64s, as `agree_seed` expects.
-        unsafe { module.launch::<rma::agree_seed>(LaunchConfig::new(1, 1), (seed.as_mut_ptr(),))? };
-        let seed = seed.to_vec()?[1];
         let (me, n) = (shmem.my_pe(), shmem.n_pes());
         if me == 0 {
             eprintln!("conformance seed {seed:#x} (RSHMEM_TEST_SEED={seed:#x} replays it)");
         }
-        shmem.barrier_all()?;
         Ok(Self {
             shmem,
             module,
@@ -1078,7 +1070,7 @@ fn wait_all_any_some_as<T: Val>(ctx: &Ctx<'_>) -> Outcome {
         let skip = if skip >= hot { skip + 1 } else { skip };
         let vals_of = |pe| distinct::<T>(&mut ctx.rng(&tag, pe), LEN, &[poison]);
         let expect = vals_of(ctx.left());
-        let mut ivars = ctx.buf(&vec![poison; 3 * LEN])?;
+        let mut ivars = ctx.buf(&[poison; 3 * LEN])?;
         let vals = ctx.buf(&vals_of(ctx.me))?;
         let expect_b = ctx.buf(&expect)?;
         let mut status_v = vec![0i32; 2 * LEN];
@@ -1087,7 +1079,7 @@ fn wait_all_any_some_as<T: Val>(ctx: &Ctx<'_>) -> Outcome {
         let mut status = ctx.buf(&status_v)?;
         let mut indices = ctx.buf(&[usize::MAX - 1; LEN])?;
         let mut out = ctx.buf(&[u64::MAX - 1; 3 + LEN])?;
-        let mut seen = ctx.buf(&vec![poison; LEN])?;
+        let mut seen = ctx.buf(&[poison; LEN])?;
         // SAFETY: sizes as `all_any_some` requires; one block of at least LEN threads.
         unsafe {
             ctx.launch::<wait::all_any_some>(
@@ -1558,7 +1550,7 @@ fn reductions_as<T: Val>(ctx: &Ctx<'_>) -> Outcome {
                 same(
                     format!("{} {what}: model of all-ones", T::NAME),
                     &want[RANDOM..],
-                    &vec![of_ones::<T>(op, n); ONES],
+                    &[of_ones::<T>(op, n); ONES],
                 )?;
             }
             run_collective(ctx, code, &src, LEN, &want, &what)?;

@@ -6,7 +6,7 @@
 //! Many threads of every PE race on the same words, so the results check atomicity, not just
 //! arithmetic: a lost update changes the final value, a torn one the fetched values.
 
-use super::{barrier_all_at, right, with_type, Elem, BLOCK, THREAD};
+use super::{barrier_all_at, right, with_int_type, with_type, Elem, BLOCK, THREAD};
 use rshmem_device::prelude::*;
 use rshmem_device::shmem::{AmoBitwise, AmoScalar};
 
@@ -36,7 +36,7 @@ unsafe fn add_as<T: AmoBitwise + Elem>(ctr: *mut T, olds: *mut T, incs: *mut T) 
     }
 }
 
-/// Row 7, step `step` of 4; the PEs meet between steps (see [`cswap`]). `target` starts at
+/// Row 7, step `step` of 4; the PEs meet between steps (see [`cswap`](fn@cswap)). `target` starts at
 /// `cond` everywhere. 0: thread `t` `compare_swap`s `(cond → tokens[t])` on the right
 /// neighbour, into `olds[t]`: exactly one wins. 1: thread 0 fetches the right neighbour's
 /// value into `fin[0]`. 2: every thread tries the stale compare again (`cond → junk`, into
@@ -67,7 +67,7 @@ unsafe fn cswap_step<T: AmoBitwise + Elem>(
     }
 }
 
-/// Row 8, step `step` of 2 (see [`swap`]). 0: thread `t` `atomic_swap`s `tokens[t]` into the
+/// Row 8, step `step` of 2 (see [`swap`](fn@swap)). 0: thread `t` `atomic_swap`s `tokens[t]` into the
 /// right neighbour's `target`, keeping the old value in `olds[t]`. 1: thread 0 fetches the
 /// final value into `fin`. The old values and the final one are the initial value and the
 /// tokens, each once.
@@ -116,7 +116,7 @@ unsafe fn bitwise_as<T: AmoBitwise + Elem>(op: u32, ctr: *mut T, masks: *const T
 }
 
 /// `atomic_set`, `atomic_fetch`, `atomic_swap` of any AMO type, one thread per PE, step
-/// `step` of 4; the PEs meet between steps (see [`set_fetch_swap`]). 0: set the right
+/// `step` of 4; the PEs meet between steps (see [`set_fetch_swap`](fn@set_fetch_swap)). 0: set the right
 /// neighbour's `target` to `vals[0]`. 1: `out[0]` = own `target` (the left neighbour's
 /// `vals[0]`). 2: `out[1]` = swap `vals[1]` into the right neighbour's (this PE's `vals[0]`).
 /// 3: `out[2]` = own `target` again (the left neighbour's `vals[1]`).
@@ -139,14 +139,22 @@ unsafe fn set_fetch_swap_step<T: AmoScalar + Elem>(
     }
 }
 
-/// [`add_as`] for element type `ty` (an integer AMO type). One block.
+/// `add_as` for element type `ty` (an integer AMO type). One block.
+///
+/// # Safety
+///
+/// As `add_as`, with `ty` naming `T`; every PE launches it.
 #[kernel]
 pub unsafe fn add(ty: u32, ctr: *mut u8, olds: *mut u8, incs: *mut u8) {
-    with_type!(ty, T in [i32, u32, i64, u64] => add_as::<T>(ctr.cast(), olds.cast(), incs.cast()))
+    with_int_type!(ty, T => add_as::<T>(ctr.cast(), olds.cast(), incs.cast()))
 }
 
-/// Row 7 ([`cswap_step`]) for element type `ty` (an integer AMO type); `cond` and `junk` are
+/// Row 7 (`cswap_step`) for element type `ty` (an integer AMO type); `cond` and `junk` are
 /// the bits of `T` values. One block, cooperative.
+///
+/// # Safety
+///
+/// As `cswap_step`, with `ty` naming `T`; every PE launches it.
 #[kernel]
 pub unsafe fn cswap(
     ty: u32,
@@ -157,39 +165,51 @@ pub unsafe fn cswap(
     olds: *mut u8,
     fin: *mut u8,
 ) {
-    // The barrier is outside the typed steps: one call site instead of one per type (each is
-    // tens of KB of PTX).
+    // Typed steps with the meetings between them outside the type dispatch, so the kernel
+    // holds one barrier call site rather than one per type.
     for step in 0..4 {
         if step > 0 {
             barrier_all_at(BLOCK);
         }
-        with_type!(ty, T in [i32, u32, i64, u64] => cswap_step::<T>(
+        with_int_type!(ty, T => cswap_step::<T>(
             step, target.cast(), T::from_bits(cond), tokens.cast(), T::from_bits(junk),
             olds.cast(), fin.cast()));
     }
 }
 
-/// Row 8 ([`swap_step`]) for element type `ty` (an integer AMO type). One block, cooperative.
+/// Row 8 (`swap_step`) for element type `ty` (an integer AMO type). One block, cooperative.
+///
+/// # Safety
+///
+/// As `swap_step`, with `ty` naming `T`; every PE launches it.
 #[kernel]
 pub unsafe fn swap(ty: u32, target: *mut u8, tokens: *const u8, olds: *mut u8, fin: *mut u8) {
     for step in 0..2 {
         if step > 0 {
             barrier_all_at(BLOCK);
         }
-        with_type!(ty, T in [i32, u32, i64, u64] => swap_step::<T>(
+        with_int_type!(ty, T => swap_step::<T>(
             step, target.cast(), tokens.cast(), olds.cast(), fin.cast()));
     }
 }
 
-/// [`bitwise_as`] for element type `ty` (an integer AMO type). One block.
+/// `bitwise_as` for element type `ty` (an integer AMO type). One block.
+///
+/// # Safety
+///
+/// As `bitwise_as`, with `ty` naming `T`; every PE launches it.
 #[kernel]
 pub unsafe fn bitwise(ty: u32, op: u32, ctr: *mut u8, masks: *const u8, olds: *mut u8) {
-    with_type!(ty, T in [i32, u32, i64, u64] => bitwise_as::<T>(
+    with_int_type!(ty, T => bitwise_as::<T>(
         op, ctr.cast(), masks.cast(), olds.cast()))
 }
 
-/// [`set_fetch_swap_step`] for element type `ty` (any AMO type, floats included). One
+/// `set_fetch_swap_step` for element type `ty` (any AMO type, floats included). One
 /// thread, cooperative.
+///
+/// # Safety
+///
+/// As `set_fetch_swap_step`, with `ty` naming `T`; every PE launches it.
 #[kernel]
 pub unsafe fn set_fetch_swap(ty: u32, target: *mut u8, vals: *const u8, out: *mut u8) {
     for step in 0..4 {

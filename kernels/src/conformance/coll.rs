@@ -1,7 +1,7 @@
 //! Collectives over a team: fcollect (row 13), broadcast (row 14), alltoall (row 15), and
 //! reduce / reducescatter with every operation (row 16), for every element type.
 //!
-//! One kernel, [`collective`], runs collective `coll` ([`BROADCAST`] ... [`REDUCESCATTER`]` +
+//! One kernel, [`collective`](fn@collective), runs collective `coll` ([`BROADCAST`] ... [`REDUCESCATTER`]` +
 //! op`) at thread scope (thread 0), then warp scope (warp 0), then block scope (the block),
 //! each into its own third of the destination, and records the three return codes.
 //!
@@ -24,7 +24,7 @@
 //! others there. The simulator runs them all. Each instantiation is a function of its own (`#[inline(never)]`), which
 //! ptxas compiles much faster than one huge kernel.
 
-use super::{for_each_scope, pe_caller, ty, with_type, Elem, BLOCK, THREAD, WARP};
+use super::{for_each_scope, pe_caller, ty, with_any_type, Elem, BLOCK, THREAD, WARP};
 use rshmem_device::prelude::*;
 use rshmem_device::shmem::{CollScalar, ReduceOp, ScopeKind};
 
@@ -80,8 +80,11 @@ const fn scope_code<S: Scope>() -> u32 {
 /// with return code `rc[k]` (0, -1 for a bitwise reduction of floats, [`NOT_BUILT`]).
 /// `root` matters to broadcast only. One block of two warps or more, cooperative; every
 /// member launches it.
+///
+/// # Safety
+///
+/// As `collective_as`, with `ty` naming `T`; every member of `team` launches it.
 #[kernel]
-#[allow(clippy::too_many_arguments)]
 pub unsafe fn collective(
     coll: u32,
     ty: u32,
@@ -92,11 +95,11 @@ pub unsafe fn collective(
     rc: *mut i32,
     len: usize,
 ) {
-    with_type!(ty, T in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => collective_as::<T>(
+    with_any_type!(ty, T => collective_as::<T>(
         coll, team, root, src.cast(), dst.cast(), rc, len))
 }
 
-/// [`collective`] for one element type.
+/// [`collective`](fn@collective) for one element type.
 ///
 /// # Safety
 ///
@@ -128,7 +131,7 @@ unsafe fn collective_as<T: CollScalar + Elem>(
 ///
 /// # Safety
 ///
-/// As [`collective_as`], for one scope's destination.
+/// As `collective_as`, for one scope's destination.
 #[inline(always)]
 unsafe fn one<S: Scope, T: CollScalar + Elem>(
     coll: u32,

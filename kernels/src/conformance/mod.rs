@@ -6,9 +6,9 @@
 //! Conventions shared by every family:
 //!
 //! * **Scope.** APIs with thread, warp and block variants take a `scope: u32` kernel argument
-//!   ([`THREAD`], [`WARP`], [`BLOCK`]) that [`with_scope!`] turns into the type parameter.
+//!   ([`THREAD`], [`WARP`], [`BLOCK`]) that `with_scope!` turns into the type parameter.
 //! * **Element type.** Typed families take a `ty: u32` argument (an [`Elem::CODE`], see
-//!   [`ty`]) and untyped buffer pointers, and [`with_type!`] picks the instantiation: one
+//!   [`ty`]) and untyped buffer pointers, and `with_type!` picks the instantiation: one
 //!   kernel per family rather than one per type keeps the PTX small, which matters because
 //!   NVSHMEM's device functions are inlined at every instantiation (see [`coll`]).
 //! * **Groups.** At a given scope, the grid is made of [`Group`]s (one thread, one warp, one
@@ -21,6 +21,9 @@
 //!   cooperatively (every block resident), as NVSHMEM requires.
 //! * Data comes from the host (fresh random values each run); results go to buffers the host
 //!   poisoned before the launch, so a value that was never written cannot pass.
+
+// Kernels take every buffer and parameter as an argument of their own, as PTX entries do.
+#![allow(clippy::too_many_arguments)]
 
 use rshmem_device::prelude::*;
 
@@ -117,6 +120,22 @@ macro_rules! with_type {
     }};
 }
 pub(crate) use with_type;
+
+/// `with_type!` over all ten element types (RMA and collectives).
+macro_rules! with_any_type {
+    ($ty:expr, $t:ident => $body:expr) => {
+        $crate::conformance::with_type!($ty, $t in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => $body)
+    };
+}
+pub(crate) use with_any_type;
+
+/// `with_type!` over the four integer types of atomics and waits.
+macro_rules! with_int_type {
+    ($ty:expr, $t:ident => $body:expr) => {
+        $crate::conformance::with_type!($ty, $t in [i32, u32, i64, u64] => $body)
+    };
+}
+pub(crate) use with_int_type;
 
 /// `with_scope!(scope, S => body)`: evaluates `body` with the type `S` bound to [`Thread`],
 /// [`Warp`] or [`Block`] according to the run-time `scope` ([`THREAD`], [`WARP`], anything

@@ -10,6 +10,11 @@ use rshmem_device::prelude::*;
 /// increments `flag` there. Every PE then waits, in every thread, for `flag` to reach the
 /// number of groups and copies its share of `data` into `seen`: all of it must be there.
 /// One block.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively; `data`, `src` and `seen` hold `len` symmetric
+/// `i64`s, `flag` is one symmetric `u64` that starts at 0.
 #[kernel]
 pub unsafe fn put_nbi_fence_inc(
     scope: u32,
@@ -47,6 +52,11 @@ pub unsafe fn put_nbi_fence_inc(
 /// waits (`wait_until_all_vector`, `Eq`) until its share of `data` equals its local `src`
 /// (the host gives every PE PE 0's data); the zeros, ordered before, must never land after.
 /// One block.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively with PE 0's data in `src`; `data`, `zeros` and `src`
+/// hold `len` symmetric `i32`s; `data` must differ from `src` everywhere at the start.
 #[kernel]
 pub unsafe fn put_twice_wait(
     scope: u32,
@@ -84,6 +94,11 @@ pub unsafe fn put_twice_wait(
 /// neighbour, `fence`s, then `atomic_set`s `flags[t] = mark` there. Thread `t` of the receiver
 /// waits for `flags[t] == mark` and copies its values into `seen`: each must be
 /// `salt + (left << 16) + i`. One block.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively; `data` and `seen` hold `block_dim * per_thread`
+/// symmetric `i32`s and `flags` `block_dim`, none equal to `mark` at the start.
 #[kernel]
 pub unsafe fn p_fence_set(
     data: *mut i32,

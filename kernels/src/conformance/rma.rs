@@ -1,24 +1,20 @@
 //! Remote memory access: `p`/`g` (rows 1, 2), `put`/`get` and their `_nbi` forms at every
 //! scope (row 2), strided `iput`/`iget` (row 3), and direct access through `shmem::ptr`.
 
-use super::{barrier_all_at, group, left, right, share, with_scope, with_type};
+use super::{barrier_all_at, group, left, right, share, with_any_type, with_scope};
 use rshmem_device::prelude::*;
 use rshmem_device::shmem::RmaScalar;
-
-/// `seed[1] = seed[0]` read from PE 0: how the host sides of a test agree on one random seed.
-/// One thread.
-#[kernel]
-pub unsafe fn agree_seed(seed: *mut u64) {
-    if thread::index_1d() == 0 {
-        *seed.add(1) = shmem::g(seed, 0);
-    }
-}
 
 /// Rows 1 and 2 for element type `ty` (any of the ten): thread `t < len` `p`s `src[t]` into
 /// `dst[t]` on the right neighbour and completes it (`quiet`); the PEs meet in `barrier_all`
 /// at `scope`; then thread `t` copies `dst[t]` into `seen[t]` (what the barrier made visible,
 /// expected: the left neighbour's `src[t]`) and `g`s the right neighbour's `src[t]` into
 /// `got[t]`. One block.
+///
+/// # Safety
+///
+/// Every PE launches it with the same `ty`, `scope` and `len`; `dst`, `src`, `seen`, `got`
+/// are symmetric with `len` elements of type `ty`; `len` at most the block size.
 #[kernel]
 pub unsafe fn p_g_ring(
     ty: u32,
@@ -32,7 +28,7 @@ pub unsafe fn p_g_ring(
     let t = thread::thread_idx_x();
     if t < len {
         let t = t as usize;
-        with_type!(ty, T in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => {
+        with_any_type!(ty, T => {
             shmem::p(dst.cast::<T>().add(t), *src.cast::<T>().add(t), right());
         });
         // The barrier below completes the caller's operations only (NVSHMEM's are per
@@ -42,26 +38,30 @@ pub unsafe fn p_g_ring(
     barrier_all_at(scope);
     if t < len {
         let t = t as usize;
-        with_type!(ty, T in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => {
+        with_any_type!(ty, T => {
             *seen.cast::<T>().add(t) = core::ptr::read_volatile(dst.cast::<T>().add(t));
             *got.cast::<T>().add(t) = shmem::g(src.cast::<T>().add(t), right());
         });
     }
 }
 
-/// `mode` of [`put_get`]: blocking `putmem`.
+/// `mode` of [`put_get`](fn@put_get): blocking `putmem`.
 pub const PUT: u32 = 0;
-/// `mode` of [`put_get`]: `putmem_nbi`, then `quiet`.
+/// `mode` of [`put_get`](fn@put_get): `putmem_nbi`, then `quiet`.
 pub const PUT_NBI: u32 = 1;
-/// `mode` of [`put_get`]: blocking `getmem`.
+/// `mode` of [`put_get`](fn@put_get): blocking `getmem`.
 pub const GET: u32 = 2;
-/// `mode` of [`put_get`]: `getmem_nbi`, then `quiet`.
+/// `mode` of [`put_get`](fn@put_get): `getmem_nbi`, then `quiet`.
 pub const GET_NBI: u32 = 3;
 
 /// Row 2 and the byte-wise RMA family: `bytes` bytes move between this PE and its right
 /// neighbour, split between the groups of `scope`, each group making one call of `mode`:
 /// a put writes local `src` into the right neighbour's `dst`; a get reads the right
 /// neighbour's `src` into local `dst` (the circular shift). Any grid of whole warps.
+///
+/// # Safety
+///
+/// Every PE launches it; `dst` and `src` are symmetric with `bytes` bytes.
 #[kernel]
 pub unsafe fn put_get(scope: u32, mode: u32, dst: *mut u8, src: *const u8, bytes: usize) {
     let g = group(scope);
@@ -82,8 +82,13 @@ pub unsafe fn put_get(scope: u32, mode: u32, dst: *mut u8, src: *const u8, bytes
 /// `dst[i * dst_stride]` there; after every thread's `quiet` and the block's meeting, they
 /// `iget` it back into `back[pe * count * src_stride + i * src_stride]` (the round trip).
 /// One block.
+///
+/// # Safety
+///
+/// Every PE launches it with the same arguments; `dst` is symmetric with `count *
+/// dst_stride` elements of type `ty`, `src` holds `count * src_stride`, `back` `n_pes *
+/// count * src_stride`; strides positive.
 #[kernel]
-#[allow(clippy::too_many_arguments)]
 pub unsafe fn strided(
     ty: u32,
     scope: u32,
@@ -98,11 +103,11 @@ pub unsafe fn strided(
     if shmem::my_pe() != root {
         return;
     }
-    with_type!(ty, T in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => strided_as::<T>(
+    with_any_type!(ty, T => strided_as::<T>(
         scope, dst.cast(), src.cast(), back.cast(), count, dst_stride, src_stride))
 }
 
-/// [`strided`] for one element type.
+/// [`strided`](fn@strided) for one element type.
 ///
 /// # Safety
 ///
@@ -143,6 +148,11 @@ unsafe fn strided_as<T: RmaScalar>(
 /// neighbour's `src[t]` through its pointer into `got[t]`. Thread 0 writes `flags[0] = 1` if
 /// `ptr(dst, my_pe)` is `dst` itself and `flags[1] = 1` if both peer pointers were non-null.
 /// One block.
+///
+/// # Safety
+///
+/// Every PE launches it; `dst` and `src` are symmetric with `len` `i32`s, `seen` and `got`
+/// hold `len`, `flags` 2; `len` at most the block size.
 #[kernel]
 pub unsafe fn ptr_store(
     dst: *mut i32,

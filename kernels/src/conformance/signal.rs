@@ -25,6 +25,13 @@ fn signal_op(op: u32) -> SignalOp {
 /// then `quiet` if `nbi != 0`); every other PE waits for its signal to equal `expect`, then
 /// forwards what it received (its `data`) to its right neighbour the same way; PE 0 finally
 /// waits for the data to come back. Every PE's `data` must then equal PE 0's `src`. One block.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively with the same arguments; `data` and `src` hold `len`
+/// symmetric `u32`s, `sigs` one symmetric `u64` per group, each starting at a value that
+/// becomes `expect` after one `op` with `value` (and not before); `len` at least the number
+/// of groups.
 #[kernel]
 pub unsafe fn relay(
     scope: u32,
@@ -66,6 +73,12 @@ pub unsafe fn relay(
 /// `got[nt + t]` = `signal_fetch(sigs[1])` once `sigs[1] >= n(n-1)/2`; `got[2nt + t]` =
 /// `signal_wait_until(sigs[2] == tokens[left])`; and it copies its share of `data` (all PEs'
 /// blocks) into `seen`. One block.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively; `data` and `seen` hold `n_pes * len` symmetric
+/// `u32`s, `src` `len` (at least the block size), `sigs` 3 symmetric `u64`s starting at 0, 0
+/// and a value none of `tokens` (`n_pes`, distinct), `got` `3 * block_dim`.
 #[kernel]
 pub unsafe fn all_signal(
     scope: u32,

@@ -12,6 +12,11 @@ use rshmem_device::prelude::*;
 /// that way (one caller per PE at scope `k`), and thread 0 copies `dst[s]` into `seen[s]`
 /// (the left neighbour's token); `out[6 + s]` is the meeting's return code (0 for
 /// `sync_all`). One block, cooperative.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively; `tokens`, `dst` and `seen` hold 9 symmetric `i32`s,
+/// `out` 15.
 #[kernel]
 pub unsafe fn team_world(tokens: *const i32, dst: *mut i32, seen: *mut i32, out: *mut i32) {
     let t = thread::thread_idx_x();

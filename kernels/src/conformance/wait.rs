@@ -2,7 +2,7 @@
 //! `wait_until_{all,any,some}` and their `_vector` forms (row 10), and the `test` family,
 //! each for element type `ty` (`i32`, `u32`, `i64`, `u64`).
 
-use super::{group, right, share, with_scope, with_type, Elem};
+use super::{group, right, share, with_int_type, with_scope, Elem};
 use rshmem_device::prelude::*;
 use rshmem_device::shmem::{RmaScalar, WaitScalar};
 
@@ -15,6 +15,12 @@ pub const CMPS: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Le, Cmp::Lt, Cmp::Ge
 /// `n_pes` times, `i = wait_until_any(flags, status, Eq, groups)`, excludes `i` (`status[i] =
 /// 1`), logs it in `order[k]` and adds block `i` of `data` to `sum[0]`; a last
 /// `wait_until_any` with every flag excluded goes to `order[n_pes]` (`NONE`). One block.
+///
+/// # Safety
+///
+/// Every PE launches it cooperatively; `data` holds `n_pes * len` symmetric `i32`s, `src`
+/// `len`, `flags` `n_pes` symmetric `u64`s starting at 0, `status` `n_pes` zeros, `order`
+/// `n_pes + 1`, `sum` 1.
 #[kernel]
 pub unsafe fn wait_any_sum(
     scope: u32,
@@ -81,7 +87,6 @@ pub unsafe fn wait_any_sum(
 ///
 /// `ivars` is `3 * len` symmetric `T`s; `status` holds `2 * len`; `vals`, `expect`, `seen`,
 /// `indices` `len`; `out` `3 + len`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn all_any_some_as<T: WaitScalar + RmaScalar>(
     vector: u32,
     ivars: *mut T,
@@ -200,10 +205,13 @@ unsafe fn tests_as<T: WaitScalar>(
     }
 }
 
-/// [`all_any_some_as`] for element type `ty`; `poison` holds the bits of a `T`. One block,
+/// `all_any_some_as` for element type `ty`; `poison` holds the bits of a `T`. One block,
 /// cooperative.
+///
+/// # Safety
+///
+/// As `all_any_some_as`, with `ty` naming `T`; every PE launches it.
 #[kernel]
-#[allow(clippy::too_many_arguments)]
 pub unsafe fn all_any_some(
     ty: u32,
     vector: u32,
@@ -218,12 +226,16 @@ pub unsafe fn all_any_some(
     seen: *mut u8,
     len: u32,
 ) {
-    with_type!(ty, T in [i32, u32, i64, u64] => all_any_some_as::<T>(
+    with_int_type!(ty, T => all_any_some_as::<T>(
         vector, ivars.cast(), vals.cast(), expect.cast(), T::from_bits(poison), hot, status,
         indices, out, seen.cast(), len))
 }
 
-/// [`tests_as`] for element type `ty`. One thread.
+/// `tests_as` for element type `ty`. One thread.
+///
+/// # Safety
+///
+/// As `tests_as`, with `ty` naming `T`.
 #[kernel]
 pub unsafe fn tests(
     ty: u32,
@@ -235,6 +247,6 @@ pub unsafe fn tests(
     out: *mut u64,
     len: u32,
 ) {
-    with_type!(ty, T in [i32, u32, i64, u64] => tests_as::<T>(
+    with_int_type!(ty, T => tests_as::<T>(
         ivars.cast(), probes.cast(), nprobes, status, indices, out, len))
 }
