@@ -5,6 +5,7 @@
 
 pub mod bandwidth;
 pub mod basics;
+pub mod conformance;
 pub mod hello;
 pub mod queue;
 pub mod ring;
