@@ -10,6 +10,7 @@ export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
 BIN=.gpu/bin
+[ -f .gpu/bin.tar.gz ] && tar -C .gpu -xzf .gpu/bin.tar.gz
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
@@ -19,7 +20,7 @@ step() { # name, command...: runs it with a 300 s bound, records pass/fail, keep
     local name=$1; shift
     echo "=== $name: $*"
     local t0=$SECONDS
-    timeout -k 10 300 "$@" >"$OUT/$name.log" 2>&1
+    timeout -k 10 "${STEP_TIMEOUT:-300}" "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
     tail -n 25 "$OUT/$name.log"
     RESULT[$name]="rc=$rc $((SECONDS - t0))s"

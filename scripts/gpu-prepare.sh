@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds here (no GPU needed) everything scripts/gpu-check.sh runs on the GPU machine, and
 # copies it into .gpu/ (ignored by git, carried by the device tool):
-#   .gpu/bin/      release example binaries and test binaries
+#   .gpu/bin.tar.gz  release example binaries and test binaries (unpacked to .gpu/bin there)
 #   .gpu/scripts/  gpu-check.sh and the CUDA C++ peers, compiled there with nvcc
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,9 @@ for line in open('/tmp/rshmem-gpu-build.json'):
     subprocess.run(['strip', dst])
     print('carry', dst)
 PY
+# Every binary embeds the kernel image (PTX + cubin for two architectures): compress the
+# binaries to stay inside the device tool's 64 MiB carry; gpu-check.sh unpacks them there.
+tar -C .gpu -czf .gpu/bin.tar.gz bin && rm -rf .gpu/bin
 cp scripts/gpu-check.sh .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 du -sh .gpu
