@@ -6,3 +6,4 @@
 pub mod bandwidth;
 pub mod hello;
 pub mod ring;
+pub mod teams;
