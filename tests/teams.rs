@@ -213,12 +213,15 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
     if !host_collectives(shmem)? {
         return Ok(());
     }
-    let me = shmem.my_pe();
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
     let module = shmem.load(&IMAGE)?;
     let seed = shared_seed(shmem, &module)?;
-    let team = parity_team(shmem)?;
-    let m = Members::of(shmem, *team);
-    let (size, blk) = (m.world.len(), 7usize);
+    // The evens or the odds (strided, disjoint: they run side by side), then a split team of
+    // every PE (the one with several members on 2 PEs).
+    let parity = parity_team(shmem)?;
+    let everyone = shmem.team_split_strided(Team::WORLD, 0, 1, n)?;
+    let everyone = everyone.expect("every PE is a member");
+    let blk = 7usize;
     let mut src = shmem.alloc_zeroed::<i32>(blk * 4)?;
     let mut dst = shmem.alloc_zeroed::<i32>(blk * 4)?;
     let mut src64 = shmem.alloc_zeroed::<i64>(5)?;
@@ -237,14 +240,21 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
         );
         Ok(())
     };
-    for scope in SCOPES {
-        let salt = u64::from(scope) * 16;
+    for (scope, (t, team)) in SCOPES.into_iter().flat_map(|s| {
+        [*parity, *everyone]
+            .into_iter()
+            .enumerate()
+            .map(move |t| (s, t))
+    }) {
+        let m = Members::of(shmem, team);
+        let size = m.world.len();
+        let salt = u64::from(scope) * 16 + 64 * t as u64;
         // Conformance row 15: every block of a member's source holds its world number.
         src.copy_from_host(&vec![me as i32; blk * 4])?;
         dst.copy_from_host(&vec![-1; blk * 4])?;
         shmem.barrier_all()?;
         let args = (
-            *team,
+            team,
             dst.as_mut_ptr(),
             src.as_ptr(),
             blk as u32,
@@ -259,7 +269,7 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
             assert_eq!(
                 got[i * blk..(i + 1) * blk],
                 vec![world as i32; blk],
-                "scope {scope}, PE {me}, block {i}"
+                "team {t}, scope {scope}, PE {me}, block {i}"
             );
         }
         assert_eq!(
@@ -282,7 +292,7 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
             assert_eq!(
                 &got[i * blk..(i + 1) * blk],
                 want,
-                "scope {scope}, PE {me}, block {i}"
+                "team {t}, scope {scope}, PE {me}, block {i}"
             );
         }
         shmem.barrier_all()?;
@@ -292,7 +302,7 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
         src64.copy_from_host(&v_of(me))?;
         shmem.barrier_all()?;
         let args = (
-            *team,
+            team,
             sum.as_mut_ptr(),
             max.as_mut_ptr(),
             src64.as_ptr(),
@@ -310,8 +320,16 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
         let want_max: Vec<i64> = (0..5)
             .map(|k| vals.iter().map(|v| v[k]).max().unwrap())
             .collect();
-        assert_eq!(sum.to_vec()?, want_sum, "sum, scope {scope}, PE {me}");
-        assert_eq!(max.to_vec()?, want_max, "max, scope {scope}, PE {me}");
+        assert_eq!(
+            sum.to_vec()?,
+            want_sum,
+            "sum, team {t}, scope {scope}, PE {me}"
+        );
+        assert_eq!(
+            max.to_vec()?,
+            want_max,
+            "max, team {t}, scope {scope}, PE {me}"
+        );
         shmem.barrier_all()?;
 
         // fcollect of 3 u64s, and broadcast from the last member.
@@ -320,7 +338,7 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
         all.copy_from_host(&[u64::MAX; 12])?;
         shmem.barrier_all()?;
         let args = (
-            *team,
+            team,
             all.as_mut_ptr(),
             bcast.as_mut_ptr(),
             src_u.as_ptr(),
@@ -335,12 +353,12 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
         assert_eq!(
             all.to_vec()?[..3 * size],
             want_all,
-            "fcollect, scope {scope}, PE {me}"
+            "fcollect, team {t}, scope {scope}, PE {me}"
         );
         assert_eq!(
             bcast.to_vec()?,
             u_of(m.world[size - 1]),
-            "broadcast, scope {scope}, PE {me}"
+            "broadcast, team {t}, scope {scope}, PE {me}"
         );
         shmem.barrier_all()?;
     }
@@ -513,10 +531,12 @@ fn collectives_on_stream(shmem: &Shmem) -> Outcome {
     let module = shmem.load(&IMAGE)?;
     let seed = shared_seed(shmem, &module)?;
     let parity = parity_team(shmem)?;
+    let everyone = shmem.team_split_strided(Team::WORLD, 0, 1, n)?;
+    let everyone = everyone.expect("every PE is a member");
     // Teams of different sizes run side by side, but allocations are symmetric: buffers are
     // sized for the largest team (n PEs) and the collectives take slices of them.
     let padded = |v: Vec<i64>, len: usize| [v, vec![0; len]].concat()[..len].to_vec();
-    for (t, team) in [Team::WORLD, *parity].into_iter().enumerate() {
+    for (t, team) in [Team::WORLD, *everyone, *parity].into_iter().enumerate() {
         let m = Members::of(shmem, team);
         let size = m.world.len();
         let salt = 100 * t as u64;

@@ -30,8 +30,8 @@
 //! `NVSHMEM_DISABLE_NCCL=1`, so NCCL is never used for them). In NVSHMEM's limited
 //! multi-process-per-GPU mode (several PEs on one GPU without MPS) it refuses every host-side
 //! collective but `barrier_all` by ending the process, so rshmem returns
-//! [`Error::Unsupported`] for them there instead; puts, gets and `barrier_all_on_stream`
-//! work in every mode.
+//! [`Error::Unsupported`] for them there instead (puts, gets and `barrier_all_on_stream` are
+//! not among the calls it refuses).
 
 use crate::error::{Error, Result};
 use crate::heap::SymBuffer;

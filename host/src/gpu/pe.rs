@@ -101,7 +101,7 @@ impl PeShared {
                      without MPS, e.g. with RSHMEM_GPU_OVERSUBSCRIBE=1), where NVSHMEM ends the \
                      process on host-side team splits and collectives; run one PE per GPU, or \
                      start MPS (nvidia-cuda-mps-control -d) so that NVSHMEM runs in full MPG \
-                     mode. Puts, gets and barrier_all_on_stream work in every mode"
+                     mode. NVSHMEM does not refuse puts, gets and barrier_all_on_stream there"
                 .into(),
         })
     }
@@ -140,7 +140,7 @@ fn c_int_of(call: &'static str, what: &str, v: usize) -> Result<c_int> {
     })
 }
 
-/// NVSHMEM's name of a reduction operator, as in `nvshmemx_int32_sum_reduce_on_stream`.
+/// Where `op` is in `sys::REDUCE_OPS` (and so in a `TypedColls` reduction table).
 fn reduce_op_index(op: ReduceOp) -> usize {
     // `ReduceOp`'s variants are declared in the order of `sys::REDUCE_OPS` (tested below).
     op as usize
@@ -428,6 +428,7 @@ impl PeBackend for GpuPe {
         let ms = end.elapsed_ms_since(&start)?;
         Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
     }
+
     fn team_split_strided(
         &self,
         parent: Team,

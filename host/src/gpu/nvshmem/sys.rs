@@ -286,10 +286,9 @@ impl TypedColls {
     unsafe fn open(lib: &libloading::Library, ty: &'static str) -> Result<Self, libloading::Error> {
         let sym = |what: &str| {
             let name = format!("nvshmemx_{ty}_{what}_on_stream\0");
-            // SAFETY: the caller vouches for the library; `CollFn` and `BroadcastFn` have
-            // the same representation (function pointers), and each use below names the
-            // type of its symbol; the pointer stays valid while `lib` is loaded, which `Lib`
-            // guarantees by owning it.
+            // SAFETY: the caller vouches for the library; every symbol `sym` resolves
+            // (fcollect, alltoall, OP_reduce, OP_reducescatter) has `CollFn`'s prototype; the
+            // pointer stays valid while `lib` is loaded, which `Lib` guarantees by owning it.
             unsafe { lib.get::<CollFn>(name.as_bytes()).map(|f| *f) }
         };
         let reductions = |kind: &str| -> Result<[Option<CollFn>; 7], libloading::Error> {
