@@ -38,7 +38,9 @@ fn only_driver_functions_stay_external() {
             // `.extern .shared` is the dynamic shared memory array (sized at launch), not a
             // function.
             assert!(
-                line.contains("vprintf") || line.contains("__assertfail") || line.starts_with(".extern .shared"),
+                line.contains("vprintf")
+                    || line.contains("__assertfail")
+                    || line.starts_with(".extern .shared"),
                 "sm_{}: unexpected external: {line}",
                 t.sm
             );

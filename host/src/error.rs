@@ -226,6 +226,25 @@ pub enum Error {
         expected: String,
     },
 
+    /// An argument of a host call is out of range or inconsistent; the call did nothing
+    /// (collective calls fail alike on every PE that passed the same arguments).
+    #[error("{call}: {message}")]
+    InvalidArgument {
+        /// The call, e.g. `team_split_strided`.
+        call: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+
+    /// The call cannot run in the mode NVSHMEM was started in.
+    #[error("{call} is not available {reason}")]
+    Unsupported {
+        /// The call.
+        call: &'static str,
+        /// Why, and how to run so that it is.
+        reason: String,
+    },
+
     /// An I/O error of the launcher or discovery.
     #[error("{context}: {source}")]
     Io {

@@ -21,6 +21,11 @@
 //! [`run`] is the entry point: started plainly it spawns one process per GPU (or runs the PEs
 //! as threads on the simulator) and calls the closure once per PE with that PE's [`Shmem`].
 //!
+//! Teams ([`TeamHandle`], from [`Shmem::team_split_strided`] and [`Shmem::team_split_2d`])
+//! scope kernels' barriers and collectives to subsets of the PEs; host-side puts, gets,
+//! barriers and collectives run on the PE's stream ([`Shmem::put_on_stream`],
+//! [`Shmem::reduce_on_stream`], ... over [`SymRange`]s of symmetric buffers).
+//!
 //! Layers, as in cudarc: `gpu::nvshmem::sys` (raw symbols) → `gpu::nvshmem::result` (checked
 //! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`],
 //! [`SymQueue`]).
@@ -36,6 +41,8 @@ mod module;
 mod queue;
 mod runtime;
 mod sim;
+mod stream_ops;
+mod team;
 
 pub use backend::Backend;
 pub use error::{Error, Result};
@@ -45,8 +52,11 @@ pub use queue::{
     DeviceQueue, Placement, QueueBuilder, QueueError, QueueSnapshot, SymQueue, MAX_SPINS_ENV,
 };
 pub use runtime::{run, BoxError, Job, Shmem};
+pub use stream_ops::{CollElem, ElemKind, SymRange};
+pub use team::TeamHandle;
 
 pub use bytemuck::Pod;
+pub use rshmem_device::shmem::{ReduceOp, Team};
 pub use rshmem_device::{Kernel, KernelArg, KernelArgs};
 
 /// Embeds the kernels built by rshmem-builder for the crate `$name` (the name given to

@@ -4,7 +4,10 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::heap::SymBuffer;
 use crate::module::{KernelImage, Module};
+use crate::stream_ops::{CollOp, ElemKind};
 use bytemuck::Pod;
+use rshmem_device::shmem::Team;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The error type a PE's closure may return.
@@ -29,6 +32,70 @@ pub(crate) trait PeBackend: Send + Sync {
     fn synchronize(&self) -> Result<()>;
     /// Runs `f` between two timing points of the PE's stream (events on GPUs).
     fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+
+    // Teams. `Shmem` passes only teams this PE holds (predefined, or split and not yet
+    // destroyed) and arguments it has checked; see `team.rs`.
+
+    /// Collective over the members of `parent`: makes the team of its members `start +
+    /// stride * i` (`i < size`) and returns its handle here, or `Team::INVALID` where this PE
+    /// is not a member. `verdict` is `Shmem`'s check of the arguments against the parent: a
+    /// backend returns it if it is an error, after whatever it needs to report the same
+    /// error on every PE.
+    fn team_split_strided(
+        &self,
+        parent: Team,
+        triplet: [usize; 3],
+        verdict: Result<()>,
+    ) -> Result<Team>;
+    /// Collective over `parent`: this PE's row team (`xrange` consecutive parent members)
+    /// and column team. The default makes them as NVSHMEM does, by strided splits over the
+    /// parent, rows first.
+    fn team_split_2d(&self, parent: Team, xrange: usize) -> Result<(Team, Team)> {
+        let mut mine = [Team::INVALID; 2];
+        for (axis, triplet) in crate::team::split_2d_triplets(self.team_n_pes(parent), xrange) {
+            match self.team_split_strided(parent, triplet, Ok(())) {
+                Ok(team) if team != Team::INVALID => mine[axis as usize] = team,
+                Ok(_) => {}
+                Err(e) => {
+                    for team in mine.into_iter().filter(|&t| t != Team::INVALID) {
+                        self.team_destroy(team);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok((mine[0], mine[1]))
+    }
+    /// Releases this PE's part of split team `team` (local).
+    fn team_destroy(&self, team: Team);
+    /// This PE's rank in `team`, if it is a member.
+    fn team_my_pe(&self, team: Team) -> Option<usize>;
+    /// The number of members of `team`.
+    fn team_n_pes(&self, team: Team) -> usize;
+    /// The rank in `dest` of the PE ranked `pe` in `src`, if it is a member of `dest`.
+    fn team_translate_pe(&self, src: Team, pe: usize, dest: Team) -> Option<usize>;
+
+    // On-stream operations: queued after this PE's earlier work (done at once on the
+    // simulator). Addresses are checked by `Shmem`.
+
+    /// Copies `bytes` bytes from local symmetric `src` to symmetric `dest` on `pe` (`put`),
+    /// or from symmetric `src` on `pe` to local symmetric `dest`.
+    fn rma_on_stream(&self, put: bool, dest: u64, src: u64, bytes: usize, pe: usize) -> Result<()>;
+    /// Barrier over all PEs, ordered after this PE's earlier work. Collective.
+    fn barrier_all_on_stream(&self) -> Result<()>;
+    /// Barrier over `team`'s members. Collective over the team.
+    fn barrier_on_stream(&self, team: Team) -> Result<()>;
+    /// Collective `op` on `elem` elements over `team`; `n` counts elements as NVSHMEM does
+    /// (per member for fcollect/alltoall/reducescatter, in all for broadcast/reduce).
+    fn collective_on_stream(
+        &self,
+        team: Team,
+        op: CollOp,
+        elem: ElemKind,
+        dest: u64,
+        src: u64,
+        n: usize,
+    ) -> Result<()>;
 }
 
 /// One loaded module, per backend.
@@ -55,11 +122,19 @@ pub(crate) trait ModuleBackend: Send + Sync {
 pub struct Shmem {
     pub(crate) inner: Box<dyn PeBackend>,
     backend: Backend,
+    /// The split teams this PE holds (handles not yet destroyed): only these and the
+    /// predefined teams reach the backend, which may not survive others (NVSHMEM indexes its
+    /// team table with the handle unchecked).
+    pub(crate) teams: Mutex<Vec<Team>>,
 }
 
 impl Shmem {
     pub(crate) fn new(inner: Box<dyn PeBackend>, backend: Backend) -> Self {
-        Self { inner, backend }
+        Self {
+            inner,
+            backend,
+            teams: Mutex::new(Vec::new()),
+        }
     }
 
     /// This PE's number, `0..n_pes()`.

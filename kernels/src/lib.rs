@@ -9,4 +9,5 @@ pub mod conformance;
 pub mod hello;
 pub mod queue;
 pub mod ring;
+pub mod teams;
 pub mod views;

@@ -11,12 +11,14 @@
 
 use super::cuda::{Context, CudaError, Dims, Event, Function, Image, Module, Stream};
 use super::heap::{decide, heap_limit, Accounting, HeapLimit};
-use super::nvshmem::{result as nv, Nvshmem};
+use super::nvshmem::{result as nv, sys, Nvshmem};
 use crate::error::{Error, Result};
 use crate::module::{Code, KernelImage, LaunchConfig};
 use crate::runtime::{ModuleBackend, PeBackend};
+use crate::stream_ops::{CollOp, ElemKind};
+use rshmem_device::shmem::{ReduceOp, Team};
 use std::collections::HashMap;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -32,11 +34,15 @@ struct PeShared {
     npes: usize,
     /// Held around every NVSHMEM call (see the module docs).
     serial: Mutex<HeapState>,
-    /// The last kernel launched since the stream was last synchronised without error.
+    /// The last kernel (or NVSHMEM on-stream operation) queued since the stream was last
+    /// synchronised without error.
     pending_kernel: Mutex<Option<&'static str>>,
     /// Set once a kernel fault has been reported to the PE's code (the context is dead from
     /// then on, and every later call reports the same sticky error).
     fault_reported: Arc<AtomicBool>,
+    /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
+    /// where it ends the process on host-side team splits and collectives.
+    limited_mpg: bool,
 }
 
 /// The heap bookkeeping guarded by the NVSHMEM lock.
@@ -90,6 +96,61 @@ impl PeShared {
         *lock(&self.pending_kernel) = None;
         Ok(())
     }
+
+    /// Refuses `call` where NVSHMEM would end the process for it (limited MPG mode).
+    fn require_host_collectives(&self, call: &'static str) -> Result<()> {
+        if !self.limited_mpg {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            call,
+            reason: "in NVSHMEM's limited multi-process-per-GPU mode (several PEs share a GPU \
+                     without MPS, e.g. with RSHMEM_GPU_OVERSUBSCRIBE=1), where NVSHMEM ends the \
+                     process on host-side team splits and collectives; run one PE per GPU, or \
+                     start MPS (nvidia-cuda-mps-control -d) so that NVSHMEM runs in full MPG \
+                     mode. NVSHMEM does not refuse puts, gets and barrier_all_on_stream there"
+                .into(),
+        })
+    }
+
+    /// Runs `f` under the NVSHMEM lock with the PE's context bound, after the stream's
+    /// earlier work has completed without error: NVSHMEM's host-side team calls synchronise
+    /// the device themselves and end the process on a CUDA error, so a kernel fault must
+    /// surface (as this PE's error) before them.
+    fn team_call<R>(&self, f: impl FnOnce(&'static sys::Lib) -> Result<R>) -> Result<R> {
+        let _serial = lock(&self.serial);
+        self.ctx().bind()?;
+        self.sync()?;
+        f(self.lib())
+    }
+
+    /// Queues an NVSHMEM on-stream operation `call` under the NVSHMEM lock; a fault in it is
+    /// reported as `call`'s by the next synchronisation.
+    fn on_stream(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&'static sys::Lib, cudarc::driver::sys::CUstream) -> Result<()>,
+    ) -> Result<()> {
+        let _serial = lock(&self.serial);
+        self.ctx().bind()?;
+        f(self.lib(), self.stream.raw())?;
+        *lock(&self.pending_kernel) = Some(call);
+        Ok(())
+    }
+}
+
+/// A PE number or team triplet value as NVSHMEM's `int`.
+fn c_int_of(call: &'static str, what: &str, v: usize) -> Result<c_int> {
+    c_int::try_from(v).map_err(|_| Error::InvalidArgument {
+        call,
+        message: format!("{what} {v} does not fit NVSHMEM's int"),
+    })
+}
+
+/// Where `op` is in `sys::REDUCE_OPS` (and so in a `TypedColls` reduction table).
+fn reduce_op_index(op: ReduceOp) -> usize {
+    // `ReduceOp`'s variants are declared in the order of `sys::REDUCE_OPS` (tested below).
+    op as usize
 }
 
 /// Bytes of one bank of the control block: this PE's `[requested, room]`, then every PE's.
@@ -151,6 +212,7 @@ impl GpuPe {
                 serial: Mutex::new(state),
                 pending_kernel: Mutex::new(None),
                 fault_reported: Arc::new(AtomicBool::new(false)),
+                limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
             }),
             limit,
             control,
@@ -379,6 +441,157 @@ impl PeBackend for GpuPe {
         let ms = end.elapsed_ms_since(&start)?;
         Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
     }
+
+    fn team_split_strided(
+        &self,
+        parent: Team,
+        [start, stride, size]: [usize; 3],
+        verdict: Result<()>,
+    ) -> Result<Team> {
+        const CALL: &str = "team_split_strided";
+        // Every PE that passed these arguments fails here alike, before any communication.
+        verdict?;
+        let sh = &*self.shared;
+        sh.require_host_collectives(CALL)?;
+        let (start, stride, size) = (
+            c_int_of(CALL, "start", start)?,
+            c_int_of(CALL, "stride", stride)?,
+            c_int_of(CALL, "size", size)?,
+        );
+        sh.team_call(|lib| {
+            // SAFETY: NVSHMEM is initialised and not in limited MPG mode (checked above);
+            // `Shmem` passes only live teams this PE is a member of, and a triplet checked
+            // against the parent; every member of the parent calls it at the same point (the
+            // contract of `Shmem::team_split_strided`).
+            let team = unsafe { nv::team_split_strided(lib, parent.raw(), start, stride, size) }?;
+            Ok(Team::from_raw(team))
+        })
+    }
+
+    fn team_split_2d(&self, parent: Team, xrange: usize) -> Result<(Team, Team)> {
+        const CALL: &str = "team_split_2d";
+        let sh = &*self.shared;
+        sh.require_host_collectives(CALL)?;
+        // NVSHMEM clamps xrange to the parent's size; so does the int conversion here.
+        let xrange = c_int::try_from(xrange).unwrap_or(c_int::MAX);
+        sh.team_call(|lib| {
+            // SAFETY: as in `team_split_strided`; `Shmem` checked `xrange >= 1`.
+            let (x, y) = unsafe { nv::team_split_2d(lib, parent.raw(), xrange) }?;
+            Ok((Team::from_raw(x), Team::from_raw(y)))
+        })
+    }
+
+    /// Skipped where the GPU is unusable (a kernel faulted): NVSHMEM's destroy synchronises
+    /// the device and would end the process on the error, while this PE is failing anyway.
+    fn team_destroy(&self, team: Team) {
+        let _ = self.shared.team_call(|lib| {
+            // SAFETY: `team` is a split team this PE held (its `TeamHandle` is being
+            // dropped) and the stream's work that could use it has completed.
+            unsafe { nv::team_destroy(lib, team.raw()) };
+            Ok(())
+        });
+    }
+
+    fn team_my_pe(&self, team: Team) -> Option<usize> {
+        let sh = &*self.shared;
+        let _serial = lock(&sh.serial);
+        // SAFETY: `Shmem` passes only teams this PE holds.
+        usize::try_from(unsafe { nv::team_my_pe(sh.lib(), team.raw()) }).ok()
+    }
+
+    fn team_n_pes(&self, team: Team) -> usize {
+        let sh = &*self.shared;
+        let _serial = lock(&sh.serial);
+        // SAFETY: as in `team_my_pe`.
+        usize::try_from(unsafe { nv::team_n_pes(sh.lib(), team.raw()) }).unwrap_or(0)
+    }
+
+    fn team_translate_pe(&self, src: Team, pe: usize, dest: Team) -> Option<usize> {
+        let sh = &*self.shared;
+        let pe = c_int::try_from(pe).ok()?;
+        let _serial = lock(&sh.serial);
+        // SAFETY: as in `team_my_pe`, for both teams; `Shmem` checked `pe` against `src`.
+        usize::try_from(unsafe { nv::team_translate_pe(sh.lib(), src.raw(), pe, dest.raw()) }).ok()
+    }
+
+    fn rma_on_stream(&self, put: bool, dest: u64, src: u64, bytes: usize, pe: usize) -> Result<()> {
+        let call = if put {
+            "nvshmemx_putmem_on_stream"
+        } else {
+            "nvshmemx_getmem_on_stream"
+        };
+        self.shared.on_stream(call, |lib, stream| {
+            // SAFETY: `Shmem` checked both ranges to lie in live symmetric buffers of this PE
+            // (device memory of its GPU, freed only after a synchronisation) and `pe` to be a
+            // PE of the job; the stream is on NVSHMEM's context.
+            unsafe { nv::rma_on_stream(lib, put, dest, src, bytes, pe, stream) };
+            Ok(())
+        })
+    }
+
+    fn barrier_all_on_stream(&self) -> Result<()> {
+        self.shared
+            .on_stream("nvshmemx_barrier_all_on_stream", |lib, stream| {
+                // SAFETY: NVSHMEM is initialised, the stream is on its context, and every PE
+                // queues its barriers in the same order (the contract of the caller).
+                unsafe { nv::barrier_all_on_stream(lib, stream) };
+                Ok(())
+            })
+    }
+
+    fn barrier_on_stream(&self, team: Team) -> Result<()> {
+        let sh = &*self.shared;
+        sh.require_host_collectives("barrier_on_stream")?;
+        sh.on_stream("nvshmemx_barrier_on_stream", |lib, stream| {
+            // SAFETY: as in `barrier_all_on_stream`, over a team this PE holds and is a
+            // member of; not in limited MPG mode (checked above).
+            unsafe { nv::barrier_on_stream(lib, team.raw(), stream) }
+        })
+    }
+
+    fn collective_on_stream(
+        &self,
+        team: Team,
+        op: CollOp,
+        elem: ElemKind,
+        dest: u64,
+        src: u64,
+        n: usize,
+    ) -> Result<()> {
+        let sh = &*self.shared;
+        let call = op.call();
+        sh.require_host_collectives(call)?;
+        let colls = sh
+            .lib()
+            .colls
+            .iter()
+            .find(|c| c.ty == elem.nvshmem_name())
+            .ok_or_else(|| Error::NvshmemLoad {
+                path: sh.nvshmem.path().to_path_buf(),
+                message: format!("no collectives of {} were loaded", elem.nvshmem_name()),
+            })?;
+        let coll = match op {
+            CollOp::Broadcast { root } => nv::TypedColl::Broadcast {
+                root: c_int_of(call, "root", root)?,
+            },
+            CollOp::Fcollect => nv::TypedColl::Fcollect,
+            CollOp::Alltoall => nv::TypedColl::Alltoall,
+            CollOp::Reduce(op) => nv::TypedColl::Reduce {
+                op: reduce_op_index(op),
+            },
+            CollOp::ReduceScatter(op) => nv::TypedColl::ReduceScatter {
+                op: reduce_op_index(op),
+            },
+        };
+        sh.on_stream(call, |_, stream| {
+            // SAFETY: not in limited MPG mode (checked above); `Shmem` checked the team (held,
+            // this PE a member), the slices (inside live symmetric buffers of `elem`
+            // elements, lengths fitting the collective for `n` on this team, not
+            // overlapping) and the root; every member queues it at the same point (the
+            // caller's contract).
+            unsafe { nv::collective_on_stream(colls, coll, team.raw(), dest, src, n, stream) }
+        })
+    }
 }
 
 impl Drop for GpuPe {
@@ -584,6 +797,23 @@ mod tests {
             msg.contains("not even one block") && msg.contains("300000 bytes"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn reduce_ops_index_nvshmems_names() {
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Min,
+            ReduceOp::Max,
+            ReduceOp::And,
+            ReduceOp::Or,
+            ReduceOp::Xor,
+        ];
+        for op in ops {
+            let name = sys::REDUCE_OPS[reduce_op_index(op)];
+            assert_eq!(name, format!("{op:?}").to_lowercase());
+        }
     }
 
     #[test]

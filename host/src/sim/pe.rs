@@ -4,13 +4,15 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rshmem_device::sim::{CollectiveError, HeapError, Job, LaunchSpec};
+use rshmem_device::shmem::Team;
+use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, Job, LaunchSpec};
 use rshmem_device::thread::Dim3;
 
 use super::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::module::{KernelImage, LaunchConfig};
 use crate::runtime::{ModuleBackend, PeBackend};
+use crate::stream_ops::{CollOp, ElemKind};
 
 /// The most threads a GPU runs in one block, and per dimension.
 const MAX_BLOCK_THREADS: u64 = 1024;
@@ -37,6 +39,46 @@ fn collective_error(pe: usize, op: &'static str, e: CollectiveError) -> Error {
             message: other.to_string(),
         },
     }
+}
+
+/// Turns a failed host-side operation into this PE's error.
+fn host_op_error(pe: usize, call: &'static str, e: HostOpError) -> Error {
+    match e {
+        HostOpError::Collective(e) => collective_error(pe, call, e),
+        HostOpError::Invalid(message) => Error::InvalidArgument { call, message },
+    }
+}
+
+/// Runs `$body` with `$t` the Rust type of element kind `$kind`.
+macro_rules! with_elem_type {
+    ($kind:expr, $t:ident => $body:expr) => {
+        match $kind {
+            ElemKind::I32 => {
+                type $t = i32;
+                $body
+            }
+            ElemKind::U32 => {
+                type $t = u32;
+                $body
+            }
+            ElemKind::I64 => {
+                type $t = i64;
+                $body
+            }
+            ElemKind::U64 => {
+                type $t = u64;
+                $body
+            }
+            ElemKind::F32 => {
+                type $t = f32;
+                $body
+            }
+            ElemKind::F64 => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
 }
 
 impl SimPe {
@@ -185,6 +227,118 @@ impl PeBackend for SimPe {
         let start = Instant::now();
         f()?;
         Ok(start.elapsed())
+    }
+
+    /// The job's split: a rendezvous over the parent even for invalid arguments, so that
+    /// members that passed different ones are told so, and all fail alike.
+    fn team_split_strided(
+        &self,
+        parent: Team,
+        triplet: [usize; 3],
+        verdict: Result<()>,
+    ) -> Result<Team> {
+        const CALL: &str = "team_split_strided";
+        let args = triplet.map(|v| v as u64);
+        let split = self
+            .job
+            .team_split(self.pe, parent.raw(), args, verdict.is_ok())
+            .map_err(|e| collective_error(self.pe, CALL, e))?;
+        let (shape, _) = self
+            .job
+            .team_view(self.pe, parent.raw())
+            .map_err(|e| collective_error(self.pe, CALL, e))?;
+        let show = |a: &[u64]| format!("(start {}, stride {}, size {})", a[0], a[1], a[2]);
+        let differing: Vec<String> = split
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a[..3] != args)
+            .map(|(rank, a)| format!("PE {} passed {}", shape.pe(rank), show(a)))
+            .collect();
+        if !differing.is_empty() {
+            return Err(Error::Collective {
+                op: CALL,
+                pe: self.pe,
+                message: format!(
+                    "this PE passed {}, but {}; every member of the parent team must pass the \
+                     same arguments",
+                    show(&args),
+                    differing.join(", ")
+                ),
+            });
+        }
+        verdict?;
+        Ok(Team::from_raw(split.team))
+    }
+
+    fn team_destroy(&self, team: Team) {
+        self.job.team_destroy(self.pe, team.raw())
+    }
+
+    fn team_my_pe(&self, team: Team) -> Option<usize> {
+        self.job.team_view(self.pe, team.raw()).ok()?.1
+    }
+
+    fn team_n_pes(&self, team: Team) -> usize {
+        self.job
+            .team_view(self.pe, team.raw())
+            .map_or(0, |(shape, _)| shape.size)
+    }
+
+    fn team_translate_pe(&self, src: Team, pe: usize, dest: Team) -> Option<usize> {
+        let (from, _) = self.job.team_view(self.pe, src.raw()).ok()?;
+        let (to, _) = self.job.team_view(self.pe, dest.raw()).ok()?;
+        (pe < from.size).then(|| to.rank_of(from.pe(pe))).flatten()
+    }
+
+    fn rma_on_stream(
+        &self,
+        put: bool,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        target: usize,
+    ) -> Result<()> {
+        let (pe, dest, src) = (self.pe, dest as usize, src as usize);
+        let (call, done) = if put {
+            ("put_on_stream", self.job.put(pe, dest, src, bytes, target))
+        } else {
+            ("get_on_stream", self.job.get(pe, dest, src, bytes, target))
+        };
+        done.map_err(|message| Error::InvalidArgument { call, message })
+    }
+
+    fn barrier_all_on_stream(&self) -> Result<()> {
+        self.job
+            .barrier(self.pe, "barrier_all_on_stream")
+            .map_err(|e| collective_error(self.pe, "barrier_all_on_stream", e))
+    }
+
+    fn barrier_on_stream(&self, team: Team) -> Result<()> {
+        self.job
+            .team_barrier(self.pe, team.raw(), "barrier_on_stream")
+            .map_err(|e| collective_error(self.pe, "barrier_on_stream", e))
+    }
+
+    fn collective_on_stream(
+        &self,
+        team: Team,
+        op: CollOp,
+        elem: ElemKind,
+        dest: u64,
+        src: u64,
+        n: usize,
+    ) -> Result<()> {
+        let coll = match op {
+            CollOp::Broadcast { root } => Coll::Broadcast { root },
+            CollOp::Fcollect => Coll::Fcollect,
+            CollOp::Alltoall => Coll::Alltoall,
+            CollOp::Reduce(op) => Coll::Reduce(op),
+            CollOp::ReduceScatter(op) => Coll::ReduceScatter(op),
+        };
+        let (pe, team, dest, src) = (self.pe, team.raw(), dest as usize, src as usize);
+        with_elem_type!(elem, T => self.job.collective::<T>(pe, team, coll, dest, src, n))
+            .map_err(|e| host_op_error(self.pe, coll.name(), e))
     }
 }
 

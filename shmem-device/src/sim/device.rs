@@ -8,7 +8,7 @@ use super::barrier::Call;
 use super::context::{with, ThreadCtx};
 use super::job::Side;
 use super::rma;
-use crate::shmem::ScopeKind;
+use crate::shmem::{ScopeKind, Team};
 use crate::thread::Dim3;
 
 pub(crate) fn thread_idx() -> Dim3 {
@@ -115,9 +115,10 @@ pub(super) fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: im
     }
 }
 
-/// `barrier_all`/`sync_all`: the group's one participant meets one participant of every
-/// other PE. Host-side barriers are a different rendezvous and never pair with these.
-pub(super) fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) {
+/// `barrier_all`/`sync_all` and team barriers: the group's one participant meets one
+/// participant of every other member of `team`. Host-side barriers are a different
+/// rendezvous and never pair with these.
+pub(super) fn pe_sync(scope: ScopeKind, team: i32, op: &'static str, scoped: &'static str) {
     with(scoped, |c| {
         let call = Call {
             op: scoped,
@@ -126,7 +127,7 @@ pub(super) fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) 
         };
         in_scope(c, scope, call, || {
             host_fence(SeqCst);
-            if let Err(e) = c.job().rendezvous(Side::Device, c.pe(), op, [0; 4]) {
+            if let Err(e) = c.job().rendezvous(Side::Device, team, c.pe(), op, [0; 4]) {
                 c.fail(format!("{scoped}: {e}"));
             }
             host_fence(SeqCst);
@@ -137,13 +138,19 @@ pub(super) fn pe_sync(scope: ScopeKind, op: &'static str, scoped: &'static str) 
 pub(crate) fn barrier_all(scope: ScopeKind) {
     pe_sync(
         scope,
+        Team::WORLD.raw(),
         "shmem::barrier_all",
         scoped!(scope, "shmem::barrier_all"),
     )
 }
 
 pub(crate) fn sync_all(scope: ScopeKind) {
-    pe_sync(scope, "shmem::sync_all", scoped!(scope, "shmem::sync_all"))
+    pe_sync(
+        scope,
+        Team::WORLD.raw(),
+        "shmem::sync_all",
+        scoped!(scope, "shmem::sync_all"),
+    )
 }
 
 const RMA_ARGS: &[(&str, bool)] = &[

@@ -1,17 +1,40 @@
-//! The job: every PE of one simulated run, their symmetric heaps, and the rendezvous in which
-//! PE-wide calls meet (the host side's collectives and the kernels' `barrier_all`/`sync_all`).
+//! The job: every PE of one simulated run, their symmetric heaps, its teams, and the
+//! rendezvous in which collective calls meet (the host side's collectives, the kernels'
+//! barriers and collectives).
 //!
-//! A rendezvous never hangs on a PE that cannot come: it fails on every waiting PE as soon as
-//! a PE has failed, has returned from its closure without joining, or called a different
-//! collective, and (device side) as soon as a kernel failed on any PE.
+//! A rendezvous gathers the members of one team: the predefined teams (`WORLD`, `SHARED`,
+//! `NODE`) all hold every PE and share one rendezvous; each split team has its own, so
+//! disjoint teams meet independently. A rendezvous never hangs on a member that cannot come:
+//! it fails on every waiting member as soon as a PE has failed, a member has returned from its
+//! closure or destroyed the team without joining, or a member called a different collective,
+//! and (device side) as soon as a kernel failed on any PE.
+//!
+//! # Teams
+//!
+//! A split is collective over the parent team and made in the same order by every member, so
+//! the job numbers split teams in the order the splits complete: every member of a new team
+//! sees the same handle, from [`FIRST_SPLIT_TEAM`] up (NVSHMEM's first non-predefined handle).
+//! Handles are never reused, so a destroyed team's handle stays recognisable as destroyed.
 
 use core::fmt;
+use std::collections::HashMap;
 use std::string::String;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::vec;
 use std::vec::Vec;
 
 use super::heap::{HeapError, SymHeap};
+
+/// The handle of the first team a split makes. NVSHMEM reserves 0..=5 for its predefined
+/// teams (`NVSHMEM_TEAMS_MIN` = 6), so handles look alike on both backends.
+pub const FIRST_SPLIT_TEAM: i32 = 6;
+
+/// `Team::INVALID`.
+const INVALID_TEAM: i32 = -1;
+
+/// The rendezvous key of the predefined teams: `WORLD` (0), `SHARED` (1) and `NODE` (2) all
+/// hold every PE in order, so their collectives meet together, as `barrier_all` does.
+const ALL_PES: i32 = 0;
 
 /// All PEs of a simulated job. Simulator internals, shared by rshmem-host's PE threads.
 pub struct Job {
@@ -30,10 +53,44 @@ enum PeStatus {
 
 /// Which calls meet in a rendezvous: host-side collectives (alloc, barrier_all) and kernels'
 /// barriers never pair with each other.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Side {
     Host = 0,
     Device = 1,
+}
+
+/// The members of a team: world PEs `start + stride * i` for `i < size`. Every team of the
+/// simulator is strided (a strided split of a strided team is strided).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TeamShape {
+    /// World PE of member 0.
+    pub start: usize,
+    /// Distance between consecutive members, in world PEs (at least 1).
+    pub stride: usize,
+    /// Number of members.
+    pub size: usize,
+}
+
+impl TeamShape {
+    /// The world PE of member `rank` (`rank < size`).
+    pub fn pe(&self, rank: usize) -> usize {
+        self.start + self.stride * rank
+    }
+
+    /// The rank of world PE `pe`, if it is a member.
+    pub fn rank_of(&self, pe: usize) -> Option<usize> {
+        pe.checked_sub(self.start)
+            .filter(|d| d % self.stride == 0)
+            .map(|d| d / self.stride)
+            .filter(|&r| r < self.size)
+    }
+}
+
+/// A team made by a split.
+struct SplitTeam {
+    shape: TeamShape,
+    /// Which members (by rank) have destroyed it.
+    destroyed: Vec<bool>,
 }
 
 struct JobState {
@@ -47,22 +104,29 @@ struct JobState {
     blamed: Vec<Option<usize>>,
     /// The first kernel that failed: `(pe, kernel, failure)`.
     kernel_failure: Option<(usize, &'static str, String)>,
-    rounds: [Round; 2],
+    /// The current round of each side of each team's rendezvous, keyed by team handle
+    /// ([`ALL_PES`] for the predefined teams); made on first use.
+    rounds: HashMap<(Side, i32), Round>,
+    /// Split teams, handle `FIRST_SPLIT_TEAM + i` at index `i`. Kept after every member has
+    /// destroyed one, so that a stale handle is reported as destroyed.
+    teams: Vec<SplitTeam>,
 }
 
-/// The current round of one side's rendezvous.
+/// The current round of one rendezvous.
 struct Round {
     generation: u64,
-    /// What each PE passed in this round, once it has arrived.
+    /// What each member (by rank) passed in this round, once it has arrived.
     arrived: Vec<Option<(&'static str, [u64; 4])>>,
     count: usize,
-    /// Set when PEs called different collectives; the side cannot recover.
+    /// Set when members called different collectives; the rendezvous cannot recover.
     mismatch: Option<CollectiveError>,
-    /// The values of the last completed round, in PE order.
+    /// The values of the last completed round, in rank order.
     results: Vec<[u64; 4]>,
+    /// What the completing member's `finish` made of them (see [`Job::rendezvous_with`]).
+    outcome: u64,
 }
 
-/// Why a PE-wide call could not complete. The same condition is reported on every PE.
+/// Why a collective call could not complete. The same condition is reported on every PE.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CollectiveError {
     /// A PE failed (returned an error or panicked); the job is ending.
@@ -107,6 +171,27 @@ pub enum CollectiveError {
         /// Its failure.
         failure: String,
     },
+    /// The handle names no team of this job: never made by a split, `Team::INVALID`, or one
+    /// of NVSHMEM's internal teams, which the simulator does not model.
+    UnknownTeam {
+        /// The handle.
+        team: i32,
+    },
+    /// The calling PE is not a member of the team.
+    NotMember {
+        /// The PE.
+        pe: usize,
+        /// The team's handle.
+        team: i32,
+    },
+    /// A member destroyed the team: it can no longer be used on that PE, and collectives
+    /// that wait for that PE cannot complete.
+    TeamDestroyed {
+        /// The member that destroyed it.
+        pe: usize,
+        /// The team's handle.
+        team: i32,
+    },
 }
 
 impl fmt::Display for CollectiveError {
@@ -142,19 +227,49 @@ impl fmt::Display for CollectiveError {
                 "kernel `{kernel}` failed on PE {pe} ({failure}), so no device-side collective \
                  of this job can complete"
             ),
+            Self::UnknownTeam { team: INVALID_TEAM } => write!(
+                f,
+                "Team::INVALID is not a team (a split returns it on the PEs it leaves out)"
+            ),
+            Self::UnknownTeam { team } => write!(
+                f,
+                "team handle {team} names no team of this job: teams are Team::WORLD, \
+                 Team::SHARED, Team::NODE and the handles the host's splits return"
+            ),
+            Self::NotMember { pe, team } => write!(
+                f,
+                "PE {pe} is not a member of team {team} (its split returned Team::INVALID on \
+                 this PE); only members may use a team"
+            ),
+            Self::TeamDestroyed { pe, team } => write!(
+                f,
+                "PE {pe} destroyed team {team} (its TeamHandle was dropped), so it cannot take \
+                 part in the team's collectives any more: keep the handle alive while kernels \
+                 or collectives use the team"
+            ),
         }
     }
 }
 
 impl Round {
-    fn new(npes: usize) -> Self {
+    fn new(size: usize) -> Self {
         Self {
             generation: 0,
-            arrived: vec![None; npes],
+            arrived: vec![None; size],
             count: 0,
             mismatch: None,
             results: Vec::new(),
+            outcome: 0,
         }
+    }
+}
+
+/// The shape of every PE of an `npes`-PE job.
+fn all_pes(npes: usize) -> TeamShape {
+    TeamShape {
+        start: 0,
+        stride: 1,
+        size: npes,
     }
 }
 
@@ -169,8 +284,41 @@ impl JobState {
         e
     }
 
-    /// Why a PE waiting in `op` on `side` can never be released, if it cannot.
-    fn blocker(&self, side: Side, op: &'static str) -> Option<CollectiveError> {
+    /// The split team behind `team`, if a split made it.
+    fn split(&self, team: i32) -> Option<&SplitTeam> {
+        let index = usize::try_from(team.checked_sub(FIRST_SPLIT_TEAM)?).ok()?;
+        self.teams.get(index)
+    }
+
+    /// `team`'s rendezvous key and shape, and `pe`'s rank in it if it is a member; fails for
+    /// unknown handles and for a team `pe` has destroyed.
+    fn team(
+        &self,
+        team: i32,
+        pe: usize,
+    ) -> Result<(i32, TeamShape, Option<usize>), CollectiveError> {
+        if (0..=2).contains(&team) {
+            return Ok((ALL_PES, all_pes(self.pes.len()), Some(pe)));
+        }
+        let split = self
+            .split(team)
+            .ok_or(CollectiveError::UnknownTeam { team })?;
+        let rank = split.shape.rank_of(pe);
+        if rank.is_some_and(|r| split.destroyed[r]) {
+            return Err(CollectiveError::TeamDestroyed { pe, team });
+        }
+        Ok((team, split.shape, rank))
+    }
+
+    /// Why a member waiting in `op` on `side` of team `key` can never be released, if it
+    /// cannot.
+    fn blocker(
+        &self,
+        side: Side,
+        key: i32,
+        shape: TeamShape,
+        op: &'static str,
+    ) -> Option<CollectiveError> {
         if let Some((pe, reason)) = &self.failure {
             return Some(CollectiveError::PeFailed {
                 pe: *pe,
@@ -184,14 +332,33 @@ impl JobState {
                 failure: failure.clone(),
             });
         }
-        let round = &self.rounds[side as usize];
-        if let Some(m) = &round.mismatch {
+        let round = self.rounds.get(&(side, key));
+        if let Some(m) = round.and_then(|r| r.mismatch.as_ref()) {
             return Some(m.clone());
         }
-        (0..self.pes.len())
-            .find(|&q| self.pes[q] != PeStatus::Running && round.arrived[q].is_none())
-            .map(|pe| CollectiveError::PeFinished { pe, op })
+        let absent = |r: usize| round.is_none_or(|round| round.arrived[r].is_none());
+        let destroyed = self.split(key).map(|s| &s.destroyed);
+        (0..shape.size).filter(|&r| absent(r)).find_map(|r| {
+            let pe = shape.pe(r);
+            if self.pes[pe] != PeStatus::Running {
+                Some(CollectiveError::PeFinished { pe, op })
+            } else if destroyed.is_some_and(|d| d[r]) {
+                Some(CollectiveError::TeamDestroyed { pe, team: key })
+            } else {
+                None
+            }
+        })
     }
+}
+
+/// What [`Job::team_split`] decided; the same on every member of the parent team.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Every parent member's `[start, stride, size, valid]`, in parent rank order.
+    pub args: Vec<[u64; 4]>,
+    /// The new team's handle on this PE: `-1` (`Team::INVALID`) where this PE is not a member,
+    /// or where no team was made because the members' arguments differ or are invalid.
+    pub team: i32,
 }
 
 impl Job {
@@ -208,7 +375,8 @@ impl Job {
                 failures: vec![None; npes],
                 blamed: vec![None; npes],
                 kernel_failure: None,
-                rounds: [Round::new(npes), Round::new(npes)],
+                rounds: HashMap::new(),
+                teams: Vec::new(),
             }),
             cv: Condvar::new(),
         })
@@ -229,26 +397,48 @@ impl Job {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Meets the other PEs in `op` on `side`: returns every PE's `value` once all have
-    /// arrived, or the reason they never will.
+    /// Meets the other members of `team` in `op` on `side`: returns every member's `value`
+    /// (in rank order) once all have arrived, or the reason they never will.
     pub(crate) fn rendezvous(
         &self,
         side: Side,
+        team: i32,
         pe: usize,
         op: &'static str,
         value: [u64; 4],
     ) -> Result<Vec<[u64; 4]>, CollectiveError> {
+        self.rendezvous_with(side, team, pe, op, value, |_, _| 0)
+            .map(|(values, _)| values)
+    }
+
+    /// [`Job::rendezvous`], where the member that completes the round also runs `finish` on
+    /// the job's split teams and the gathered values, under the job's lock; every member
+    /// gets its result with the values. One member's `finish` runs per round, so it must be
+    /// the same computation on every member.
+    fn rendezvous_with(
+        &self,
+        side: Side,
+        team: i32,
+        pe: usize,
+        op: &'static str,
+        value: [u64; 4],
+        finish: impl FnOnce(&mut Vec<SplitTeam>, &[[u64; 4]]) -> u64,
+    ) -> Result<(Vec<[u64; 4]>, u64), CollectiveError> {
         let mut st = self.lock();
-        if let Some(e) = st.blocker(side, op) {
+        let (key, shape, rank) = st.team(team, pe)?;
+        let rank = rank.ok_or(CollectiveError::NotMember { pe, team })?;
+        if let Some(e) = st.blocker(side, key, shape, op) {
             return Err(st.blame(pe, e));
         }
-        let npes = self.n_pes();
-        let round = &mut st.rounds[side as usize];
-        if round.arrived[pe].is_some() {
+        let JobState { rounds, teams, .. } = &mut *st;
+        let round = rounds
+            .entry((side, key))
+            .or_insert_with(|| Round::new(shape.size));
+        if round.arrived[rank].is_some() {
             return Err(CollectiveError::Duplicate { pe, op });
         }
-        let other = round.arrived.iter().enumerate().find_map(|(q, a)| match a {
-            Some((o, _)) if *o != op => Some((q, *o)),
+        let other = round.arrived.iter().enumerate().find_map(|(r, a)| match a {
+            Some((o, _)) if *o != op => Some((shape.pe(r), *o)),
             _ => None,
         });
         if let Some((first_pe, first_op)) = other {
@@ -262,28 +452,31 @@ impl Job {
             self.cv.notify_all();
             return Err(e);
         }
-        round.arrived[pe] = Some((op, value));
+        round.arrived[rank] = Some((op, value));
         round.count += 1;
-        if round.count == npes {
+        if round.count == shape.size {
             round.results = round
                 .arrived
                 .iter_mut()
                 .map(|a| a.take().map_or([0; 4], |(_, v)| v))
                 .collect();
+            round.outcome = finish(teams, &round.results);
             round.count = 0;
             round.generation += 1;
             self.cv.notify_all();
-            return Ok(round.results.clone());
+            return Ok((round.results.clone(), round.outcome));
         }
         let generation = round.generation;
         loop {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
-            let round = &st.rounds[side as usize];
-            // A later round cannot complete before this PE joins it, so `results` are ours.
-            if round.generation != generation {
-                return Ok(round.results.clone());
+            // A later round cannot complete before this member joins it, so the results are
+            // ours. The round exists while this member has not destroyed its team.
+            if let Some(round) = st.rounds.get(&(side, key)) {
+                if round.generation != generation {
+                    return Ok((round.results.clone(), round.outcome));
+                }
             }
-            if let Some(e) = st.blocker(side, op) {
+            if let Some(e) = st.blocker(side, key, shape, op) {
                 return Err(st.blame(pe, e));
             }
         }
@@ -296,12 +489,105 @@ impl Job {
         op: &'static str,
         value: [u64; 4],
     ) -> Result<Vec<[u64; 4]>, CollectiveError> {
-        self.rendezvous(Side::Host, pe, op, value)
+        self.rendezvous(Side::Host, ALL_PES, pe, op, value)
     }
 
     /// Host-side barrier over all PEs, named `op` for mismatch reports.
     pub fn barrier(&self, pe: usize, op: &'static str) -> Result<(), CollectiveError> {
-        self.rendezvous(Side::Host, pe, op, [0; 4]).map(drop)
+        self.team_barrier(pe, ALL_PES, op)
+    }
+
+    /// Host-side barrier over the members of `team` (`pe` must be one).
+    pub fn team_barrier(
+        &self,
+        pe: usize,
+        team: i32,
+        op: &'static str,
+    ) -> Result<(), CollectiveError> {
+        self.rendezvous(Side::Host, team, pe, op, [0; 4]).map(drop)
+    }
+
+    /// `pe`'s view of `team`: its members, and `pe`'s rank among them (`None` if it is not
+    /// one). Fails for handles that name no team, and for a team `pe` destroyed.
+    pub fn team_view(
+        &self,
+        pe: usize,
+        team: i32,
+    ) -> Result<(TeamShape, Option<usize>), CollectiveError> {
+        self.lock()
+            .team(team, pe)
+            .map(|(_, shape, rank)| (shape, rank))
+    }
+
+    /// Host-side, collective over the members of `parent`: makes the team of the parent's
+    /// members `start + stride * i` (`i < size`, parent ranks). `args` is `[start, stride,
+    /// size]`; `valid` says whether this PE found them valid for the parent. A team is made
+    /// only when every member passed the same `args` and found them valid; [`Split`] gives
+    /// every member's arguments either way, so each can say why not.
+    pub fn team_split(
+        &self,
+        pe: usize,
+        parent: i32,
+        args: [u64; 3],
+        valid: bool,
+    ) -> Result<Split, CollectiveError> {
+        let (parent_shape, _) = self.team_view(pe, parent)?;
+        let [start, stride, size] = args.map(|a| a as usize);
+        // Only computed for valid arguments: they lie inside the parent, so nothing overflows.
+        let child = valid.then(|| TeamShape {
+            start: parent_shape.pe(start),
+            stride: parent_shape.stride * stride,
+            size,
+        });
+        let mine = [args[0], args[1], args[2], u64::from(valid)];
+        let (all, outcome) =
+            self.rendezvous_with(Side::Host, parent, pe, "team_split", mine, |teams, all| {
+                match child {
+                    Some(shape) if all.iter().all(|a| *a == mine) => {
+                        teams.push(SplitTeam {
+                            shape,
+                            destroyed: vec![false; shape.size],
+                        });
+                        (FIRST_SPLIT_TEAM as usize + teams.len() - 1) as u64
+                    }
+                    _ => INVALID_TEAM as u64,
+                }
+            })?;
+        let made = outcome as i32;
+        let member = child.is_some_and(|c| c.rank_of(pe).is_some());
+        Ok(Split {
+            args: all,
+            team: if made != INVALID_TEAM && member {
+                made
+            } else {
+                INVALID_TEAM
+            },
+        })
+    }
+
+    /// `pe` destroys its membership of split team `team` (local, as NVSHMEM's). Once every
+    /// member has, the team's rendezvous are gone. Unknown handles, predefined teams and
+    /// non-members are ignored.
+    pub fn team_destroy(&self, pe: usize, team: i32) {
+        let mut st = self.lock();
+        let Some(index) = team
+            .checked_sub(FIRST_SPLIT_TEAM)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return;
+        };
+        let Some(split) = st.teams.get_mut(index) else {
+            return;
+        };
+        let Some(rank) = split.shape.rank_of(pe) else {
+            return;
+        };
+        split.destroyed[rank] = true;
+        if split.destroyed.iter().all(|&d| d) {
+            st.rounds.retain(|&(_, key), _| key != team);
+        }
+        // Members waiting for this one in a collective of the team can no longer complete.
+        self.cv.notify_all();
     }
 
     /// PE `pe` returned from its closure; collectives it did not join fail.
@@ -334,8 +620,6 @@ impl Job {
         Some((pe, reason))
     }
 
-    /// A kernel failed on `pe`: device-side collectives, which may wait for one of its
-    /// threads, fail from now on.
     /// Why a device-side wait on this job can never be satisfied (a PE or a kernel failed), if
     /// so: spinning waits poll it, as barriers do, instead of hanging.
     pub(crate) fn device_blocked(&self) -> Option<CollectiveError> {
@@ -355,6 +639,8 @@ impl Job {
             })
     }
 
+    /// A kernel failed on `pe`: device-side collectives, which may wait for one of its
+    /// threads, fail from now on.
     pub(crate) fn poison_device(&self, pe: usize, kernel: &'static str, failure: String) {
         self.lock()
             .kernel_failure

@@ -26,6 +26,16 @@
 //!   thread, warp or block per PE calls them; a second caller entering while the first
 //!   waits is reported. Kernel barriers and host-side barriers are separate rendezvous
 //!   (NVSHMEM's would pair with each other; a program that relies on that fails here).
+//! * **Teams.** `WORLD`, `SHARED` and `NODE` hold every PE (all share memory here) and meet
+//!   in the PE-wide rendezvous. Split teams are strided ranges of PEs in the job's table,
+//!   made by the host's collective splits and numbered from [`FIRST_SPLIT_TEAM`] in the
+//!   order the splits complete (the same handle on every member; NVSHMEM's handles are per
+//!   PE, so a program must pass each PE its own). Each split team's barriers and collectives
+//!   meet in a rendezvous of its own, so disjoint teams proceed independently. Using a
+//!   handle the job never made, a team the PE is not a member of, or one it destroyed fails
+//!   the thread, naming it; a collective waiting for a member that destroyed the team fails.
+//! * **Collectives** (kernels' and the host's on-stream ones) read the members' heaps
+//!   directly between meetings of the team, with the RMA checks on every span.
 //! * **RMA.** Every put and get (blocking or `_nbi`) is performed completely before the call
 //!   returns. Warp and block variants are checked to be called with the same arguments by
 //!   every member, performed once by lane/thread 0 and bracketed by barriers of the group,
@@ -76,6 +86,7 @@ pub(crate) mod coll;
 mod context;
 pub(crate) mod device;
 mod heap;
+mod host;
 mod job;
 mod launch;
 mod mem;
@@ -85,8 +96,10 @@ pub(crate) mod team;
 pub(crate) mod wait;
 mod warp;
 
+pub use coll::{Coll, Reducible};
 pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
-pub use job::{CollectiveError, Job};
+pub use host::HostOpError;
+pub use job::{CollectiveError, Job, Split, TeamShape, FIRST_SPLIT_TEAM};
 pub use launch::{LaunchFailure, LaunchSpec};
 pub(crate) use printf::printf;
 

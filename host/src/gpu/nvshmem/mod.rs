@@ -89,6 +89,20 @@ mod tests {
             .unwrap()
             .join(crate::gpu::env::UID_PLUGIN)
             .is_file());
+        // Every typed collective table, with the bitwise reductions of integers only.
+        let tables: Vec<&str> = nv.lib().colls.iter().map(|c| c.ty).collect();
+        assert_eq!(tables, sys::COLL_TYPES);
+        for c in &nv.lib().colls {
+            let integer = !matches!(c.ty, "float" | "double");
+            for table in [&c.reduce, &c.reducescatter] {
+                assert!(table[..4].iter().all(Option::is_some), "{}", c.ty);
+                assert!(
+                    table[4..].iter().all(|f| f.is_some() == integer),
+                    "{}",
+                    c.ty
+                );
+            }
+        }
     }
 
     /// `nvshmemx_get_uniqueid` needs no GPU: it loads the UID bootstrap plugin (by the

@@ -251,6 +251,272 @@ pub unsafe fn cumodule_finalize(lib: &Lib, module: CUmodule) -> Result<()> {
     check("nvshmemx_cumodule_finalize", status, INIT_HINT)
 }
 
+/// `nvshmemx_init_status`: how NVSHMEM runs (`sys::NVSHMEM_STATUS_*`).
+pub fn init_status(lib: &Lib) -> c_int {
+    // SAFETY: a query without arguments; valid at any time.
+    unsafe { (lib.nvshmemx_init_status)() }
+}
+
+/// Hint for the team calls that fail when NVSHMEM runs out of team slots.
+const TEAM_HINT: &str = "NVSHMEM printed its reason above; NVSHMEM holds at most \
+     NVSHMEM_MAX_TEAMS teams at once (default 32, the predefined ones included): drop \
+     TeamHandles that are no longer needed, or raise NVSHMEM_MAX_TEAMS";
+
+/// `nvshmem_team_split_strided(parent, start, stride, size, NULL, 0, &new)`: the new team's
+/// handle on its members, [`sys::NVSHMEM_TEAM_INVALID`] on the parent's other PEs. Collective
+/// over the parent team.
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised (not in limited MPG mode, where it exits the process),
+/// `parent` a live team of this PE, the triplet valid for it (NVSHMEM's own check is a
+/// warning plus an error return after a barrier, which differs between releases), and every
+/// member of `parent` must call with the same arguments.
+pub unsafe fn team_split_strided(
+    lib: &Lib,
+    parent: sys::nvshmem_team_t,
+    start: c_int,
+    stride: c_int,
+    size: c_int,
+) -> Result<sys::nvshmem_team_t> {
+    let mut team = sys::NVSHMEM_TEAM_INVALID;
+    // SAFETY: forwarded to the caller; a NULL configuration with a zero mask makes the new
+    // team inherit the parent's, and `team` is a valid out-pointer.
+    let status = unsafe {
+        (lib.nvshmem_team_split_strided)(
+            parent,
+            start,
+            stride,
+            size,
+            std::ptr::null(),
+            0,
+            &mut team,
+        )
+    };
+    check("nvshmem_team_split_strided", status, TEAM_HINT)?;
+    Ok(team)
+}
+
+/// `nvshmem_team_split_2d(parent, xrange, NULL, 0, &x, NULL, 0, &y)`: this PE's row (`x`)
+/// and column (`y`) teams. Collective over the parent team.
+///
+/// # Safety
+///
+/// As [`team_split_strided`], with `xrange >= 1`.
+pub unsafe fn team_split_2d(
+    lib: &Lib,
+    parent: sys::nvshmem_team_t,
+    xrange: c_int,
+) -> Result<(sys::nvshmem_team_t, sys::nvshmem_team_t)> {
+    let (mut x, mut y) = (sys::NVSHMEM_TEAM_INVALID, sys::NVSHMEM_TEAM_INVALID);
+    // SAFETY: forwarded to the caller; NULL configurations with zero masks, valid
+    // out-pointers.
+    let status = unsafe {
+        (lib.nvshmem_team_split_2d)(
+            parent,
+            xrange,
+            std::ptr::null(),
+            0,
+            &mut x,
+            std::ptr::null(),
+            0,
+            &mut y,
+        )
+    };
+    check("nvshmem_team_split_2d", status, TEAM_HINT)?;
+    // NVSHMEM 3.4.5 returns 0 even when one of its splits failed (it prints the failure), but
+    // every PE of the parent belongs to one row and one column.
+    if x == sys::NVSHMEM_TEAM_INVALID || y == sys::NVSHMEM_TEAM_INVALID {
+        return Err(Error::Nvshmem {
+            call: "nvshmem_team_split_2d",
+            status: 0,
+            hint: Some(format!(
+                "it returned the row team {x} and the column team {y}, but every PE belongs to \
+                 one of each; {TEAM_HINT}"
+            )),
+        });
+    }
+    Ok((x, y))
+}
+
+/// `nvshmem_team_destroy`: releases this PE's team resources (local in NVSHMEM 3.4.5).
+///
+/// # Safety
+///
+/// `team` must be a live split team of this PE that no queued or running work uses.
+pub unsafe fn team_destroy(lib: &Lib, team: sys::nvshmem_team_t) {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmem_team_destroy)(team) }
+}
+
+/// `nvshmem_team_my_pe`, `nvshmem_team_n_pes` and `nvshmem_team_translate_pe`: -1 where the
+/// PE is not a member, or for [`sys::NVSHMEM_TEAM_INVALID`].
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised and every team live on this PE or `NVSHMEM_TEAM_INVALID`
+/// (NVSHMEM indexes its team table with the handle unchecked).
+pub unsafe fn team_my_pe(lib: &Lib, team: sys::nvshmem_team_t) -> c_int {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmem_team_my_pe)(team) }
+}
+
+/// See [`team_my_pe`].
+///
+/// # Safety
+///
+/// As [`team_my_pe`].
+pub unsafe fn team_n_pes(lib: &Lib, team: sys::nvshmem_team_t) -> c_int {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmem_team_n_pes)(team) }
+}
+
+/// See [`team_my_pe`].
+///
+/// # Safety
+///
+/// As [`team_my_pe`], for both teams.
+pub unsafe fn team_translate_pe(
+    lib: &Lib,
+    src: sys::nvshmem_team_t,
+    pe: c_int,
+    dest: sys::nvshmem_team_t,
+) -> c_int {
+    // SAFETY: forwarded to the caller.
+    unsafe { (lib.nvshmem_team_translate_pe)(src, pe, dest) }
+}
+
+/// `nvshmemx_putmem_on_stream` (`put`) or `nvshmemx_getmem_on_stream`: enqueues a copy of
+/// `bytes` bytes on `stream`, to symmetric `dest` on `pe` from local `src` (put), or to local
+/// `dest` from symmetric `src` on `pe` (get).
+///
+/// # Safety
+///
+/// NVSHMEM must be initialised, `stream` on its context; the symmetric side a symmetric
+/// range, the local side device memory of this PE, both valid for `bytes` bytes until the
+/// stream has run the copy; `pe` in `0..n_pes`.
+pub unsafe fn rma_on_stream(
+    lib: &Lib,
+    put: bool,
+    dest: u64,
+    src: u64,
+    bytes: usize,
+    pe: usize,
+    stream: CUstream,
+) {
+    let f = if put {
+        lib.nvshmemx_putmem_on_stream
+    } else {
+        lib.nvshmemx_getmem_on_stream
+    };
+    // SAFETY: forwarded to the caller; `pe < n_pes` fits an int.
+    unsafe {
+        f(
+            dest as *mut c_void,
+            src as *const c_void,
+            bytes,
+            pe as c_int,
+            stream,
+        )
+    }
+}
+
+/// `nvshmemx_barrier_on_stream`: enqueues a barrier over `team` on `stream`. Collective over
+/// the team.
+///
+/// # Safety
+///
+/// As [`barrier_all_on_stream`], with `team` a live team of this PE that it is a member of,
+/// and not in limited MPG mode.
+pub unsafe fn barrier_on_stream(
+    lib: &Lib,
+    team: sys::nvshmem_team_t,
+    stream: CUstream,
+) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    let status = unsafe { (lib.nvshmemx_barrier_on_stream)(team, stream) };
+    check("nvshmemx_barrier_on_stream", status, INIT_HINT)
+}
+
+/// One of NVSHMEM's typed on-stream collectives, chosen from a [`sys::TypedColls`] table.
+#[derive(Clone, Copy, Debug)]
+pub enum TypedColl {
+    /// `nvshmemx_TYPENAME_fcollect_on_stream`.
+    Fcollect,
+    /// `nvshmemx_TYPENAME_alltoall_on_stream`.
+    Alltoall,
+    /// `nvshmemx_TYPENAME_broadcast_on_stream` from team PE `root`.
+    Broadcast { root: c_int },
+    /// `nvshmemx_TYPENAME_OP_reduce_on_stream`, `OP` = `sys::REDUCE_OPS[op]`.
+    Reduce { op: usize },
+    /// `nvshmemx_TYPENAME_OP_reducescatter_on_stream`, likewise.
+    ReduceScatter { op: usize },
+}
+
+/// Enqueues collective `coll` of `colls.ty` elements over `team` on `stream` (`nelem` as
+/// NVSHMEM counts it for that collective). Collective over the team.
+///
+/// # Safety
+///
+/// As [`barrier_on_stream`]; `dest` and `src` symmetric device addresses of `colls.ty`
+/// elements, as many as the collective reads and writes for `nelem` on a team of this size,
+/// untouched by anyone else until every member's stream has run it.
+pub unsafe fn collective_on_stream(
+    colls: &sys::TypedColls,
+    coll: TypedColl,
+    team: sys::nvshmem_team_t,
+    dest: u64,
+    src: u64,
+    nelem: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let (dest, src) = (dest as *mut c_void, src as *const c_void);
+    let missing = |what: &str, op: usize| Error::Nvshmem {
+        call: "nvshmemx_TYPENAME_OP_reduce_on_stream",
+        status: -1,
+        hint: Some(format!(
+            "NVSHMEM has no {} {what} of {} elements",
+            sys::REDUCE_OPS[op],
+            colls.ty
+        )),
+    };
+    // SAFETY (of every call): forwarded to the caller; each pointer was resolved for this
+    // element type with this prototype.
+    let (call, status) = unsafe {
+        match coll {
+            TypedColl::Fcollect => (
+                "nvshmemx_TYPENAME_fcollect_on_stream",
+                (colls.fcollect)(team, dest, src, nelem, stream),
+            ),
+            TypedColl::Alltoall => (
+                "nvshmemx_TYPENAME_alltoall_on_stream",
+                (colls.alltoall)(team, dest, src, nelem, stream),
+            ),
+            TypedColl::Broadcast { root } => (
+                "nvshmemx_TYPENAME_broadcast_on_stream",
+                (colls.broadcast)(team, dest, src, nelem, root, stream),
+            ),
+            TypedColl::Reduce { op } => (
+                "nvshmemx_TYPENAME_OP_reduce_on_stream",
+                colls.reduce[op].ok_or_else(|| missing("reduction", op))?(
+                    team, dest, src, nelem, stream,
+                ),
+            ),
+            TypedColl::ReduceScatter { op } => (
+                "nvshmemx_TYPENAME_OP_reducescatter_on_stream",
+                colls.reducescatter[op].ok_or_else(|| missing("reduce-scatter", op))?(
+                    team, dest, src, nelem, stream,
+                ),
+            ),
+        }
+    };
+    check(
+        call,
+        status,
+        &format!("with TYPENAME = {}; {INIT_HINT}", colls.ty),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

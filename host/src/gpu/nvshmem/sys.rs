@@ -2,7 +2,8 @@
 //! at run time with libloading, and `#[repr(C)]` mirrors of the structs they take.
 //!
 //! Everything here mirrors the 3.4.5 headers exactly (`host/nvshmem_api.h`,
-//! `host/nvshmemx_api.h`, `host/nvshmem_coll_api.h`, `device_host/nvshmem_types.h`,
+//! `host/nvshmemx_api.h`, `host/nvshmem_coll_api.h`, `host/nvshmemx_coll_api.h`,
+//! `device_host/nvshmem_types.h`,
 //! `bootstrap_device_host/nvshmem_uniqueid.h`); the const assertions below repeat the headers'
 //! own `static_assert`s on the struct sizes.
 //!
@@ -31,7 +32,7 @@
 #![allow(non_camel_case_types)]
 
 use cudarc::driver::sys::{CUmodule, CUstream};
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use std::mem::{align_of, size_of};
 use std::path::Path;
 
@@ -41,6 +42,9 @@ pub type nvshmem_team_t = i32;
 /// `NVSHMEM_TEAM_WORLD` (`device_host/nvshmem_common.cuh`).
 pub const NVSHMEM_TEAM_WORLD: nvshmem_team_t = 0;
 
+/// `NVSHMEM_TEAM_INVALID`: what a split returns on the PEs it leaves out.
+pub const NVSHMEM_TEAM_INVALID: nvshmem_team_t = -1;
+
 /// `NVSHMEMX_INIT_WITH_UNIQUEID` (`enum flags`, `host/nvshmemx_api.h`).
 pub const NVSHMEMX_INIT_WITH_UNIQUEID: c_uint = 1 << 3;
 
@@ -49,12 +53,18 @@ pub const NVSHMEMX_SUCCESS: c_int = 0;
 
 /// `NVSHMEM_STATUS_IS_INITIALIZED` (`device_host_transport/nvshmem_constants.h`).
 pub const NVSHMEM_STATUS_IS_INITIALIZED: c_int = 2;
-/// `NVSHMEM_STATUS_FULL_MPG`: initialised, several PEs per GPU under MPS (after
-/// `NVSHMEM_STATUS_LIMITED_MPG` = 3, several PEs per GPU without MPS).
+/// `NVSHMEM_STATUS_LIMITED_MPG`: initialised with several PEs per GPU without MPS. NVSHMEM
+/// then refuses host-side team splits and collectives other than `barrier_all` by printing
+/// an error and exiting the process (`NVSHMEM_API_NOT_SUPPORTED_WITH_LIMITED_MPG_RUNS`).
+pub const NVSHMEM_STATUS_LIMITED_MPG: c_int = 3;
+/// `NVSHMEM_STATUS_FULL_MPG`: initialised, several PEs per GPU under MPS.
 pub const NVSHMEM_STATUS_FULL_MPG: c_int = 4;
 
 /// `UNIQUEID_PADDING` (`bootstrap_device_host/nvshmem_uniqueid.h`).
 pub const UNIQUEID_PADDING: usize = 124;
+
+/// `TEAM_CONFIG_V2_PADDING` (`device_host/nvshmem_types.h`).
+pub const TEAM_CONFIG_V2_PADDING: usize = 48;
 
 /// `INIT_ARGS_PADDING` (`device_host/nvshmem_types.h`).
 pub const INIT_ARGS_PADDING: usize = 96;
@@ -148,6 +158,22 @@ impl nvshmemx_init_attr_v1 {
     }
 }
 
+/// `nvshmem_team_config_v2` (= `nvshmem_team_config_t`): optional settings of a new team.
+/// rshmem passes none (a NULL pointer with a zero mask: the new team inherits the parent's),
+/// so the struct only gives the split prototypes their exact pointer type.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct nvshmem_team_config_v2 {
+    pub version: c_int,
+    pub num_contexts: c_int,
+    /// `nvshmemx_team_uniqueid_t`.
+    pub uniqueid: u64,
+    pub padding: [c_char; TEAM_CONFIG_V2_PADDING],
+}
+
+/// `nvshmem_team_config_t`.
+pub type nvshmem_team_config_t = nvshmem_team_config_v2;
+
 // The headers' own static_asserts, plus the alignments the C layout implies on x86-64/aarch64.
 const _: () = assert!(size_of::<nvshmemx_uniqueid_v1>() == 128);
 const _: () = assert!(align_of::<nvshmemx_uniqueid_v1>() == 4);
@@ -158,6 +184,8 @@ const _: () = assert!(std::mem::offset_of!(nvshmemx_init_args_v1, uid_args) == 8
 const _: () = assert!(size_of::<nvshmemx_init_attr_v1>() == 144);
 const _: () = assert!(std::mem::offset_of!(nvshmemx_init_attr_v1, args) == 16);
 const _: () = assert!(align_of::<nvshmemx_init_attr_v1>() == 8);
+const _: () = assert!(size_of::<nvshmem_team_config_v2>() == 64);
+const _: () = assert!(std::mem::offset_of!(nvshmem_team_config_v2, uniqueid) == 8);
 
 /// Declares [`Lib`]: one field per exported function, all resolved when the library is opened
 /// so that a missing symbol is one clear error at start-up rather than a crash later.
@@ -171,6 +199,9 @@ macro_rules! nvshmem_symbols {
         pub struct Lib {
             _lib: libloading::Library,
             $( $(#[$doc])* pub $name: unsafe extern "C" fn($($ty),*) $(-> $ret)?, )*
+            /// The typed on-stream collectives, one table per entry of [`COLL_TYPES`], in
+            /// that order.
+            pub colls: Vec<TypedColls>,
         }
 
         impl Lib {
@@ -193,10 +224,96 @@ macro_rules! nvshmem_symbols {
                         )?
                     };
                 )*
-                Ok(Self { _lib: lib, $($name,)* })
+                let colls = COLL_TYPES
+                    .iter()
+                    // SAFETY: as above; each table reads symbols of this library.
+                    .map(|ty| unsafe { TypedColls::open(&lib, ty) })
+                    .collect::<Result<_, _>>()?;
+                Ok(Self { _lib: lib, $($name,)* colls })
             }
         }
     };
+}
+
+/// NVSHMEM's names of the element types rshmem's host collectives take (the `TYPENAME` of
+/// `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES` and of the reduce type lists).
+pub const COLL_TYPES: [&str; 6] = ["int32", "uint32", "int64", "uint64", "float", "double"];
+
+/// The reduction operators in the order of [`TypedColls::reduce`]: the order of
+/// `rshmem_device::shmem::ReduceOp`'s variants.
+pub const REDUCE_OPS: [&str; 7] = ["sum", "prod", "min", "max", "and", "or", "xor"];
+
+/// `int nvshmemx_TYPENAME_fcollect_on_stream(nvshmem_team_t team, TYPE *dest, const TYPE *src,
+/// size_t nelem, cudaStream_t stream)`, and the same shape for `alltoall`, `OP_reduce` and
+/// `OP_reducescatter` (`nreduce` for `nelem`). The element pointers are declared `void *`:
+/// the C ABI passes every data pointer alike, and one type serves every `TYPE`.
+pub type CollFn =
+    unsafe extern "C" fn(nvshmem_team_t, *mut c_void, *const c_void, usize, CUstream) -> c_int;
+
+/// `int nvshmemx_TYPENAME_broadcast_on_stream(nvshmem_team_t team, TYPE *dest, const TYPE
+/// *src, size_t nelem, int PE_root, cudaStream_t stream)`.
+pub type BroadcastFn = unsafe extern "C" fn(
+    nvshmem_team_t,
+    *mut c_void,
+    *const c_void,
+    usize,
+    c_int,
+    CUstream,
+) -> c_int;
+
+/// The on-stream collectives of one element type (`host/nvshmemx_coll_api.h`).
+pub struct TypedColls {
+    /// The type's `TYPENAME`, one of [`COLL_TYPES`].
+    pub ty: &'static str,
+    pub fcollect: CollFn,
+    pub alltoall: CollFn,
+    pub broadcast: BroadcastFn,
+    /// `nvshmemx_TYPENAME_OP_reduce_on_stream` per [`REDUCE_OPS`] entry; `None` where NVSHMEM
+    /// has none (the bitwise operators of `float` and `double`).
+    pub reduce: [Option<CollFn>; 7],
+    /// `nvshmemx_TYPENAME_OP_reducescatter_on_stream`, likewise.
+    pub reducescatter: [Option<CollFn>; 7],
+}
+
+impl TypedColls {
+    /// Resolves the collectives of `ty`. The arithmetic reductions must exist; the bitwise
+    /// ones exist for the integer types only.
+    ///
+    /// # Safety
+    ///
+    /// `lib` must be NVSHMEM 3.x's host library: the symbols are taken to have the types
+    /// declared here.
+    unsafe fn open(lib: &libloading::Library, ty: &'static str) -> Result<Self, libloading::Error> {
+        let sym = |what: &str| {
+            let name = format!("nvshmemx_{ty}_{what}_on_stream\0");
+            // SAFETY: the caller vouches for the library; every symbol `sym` resolves
+            // (fcollect, alltoall, OP_reduce, OP_reducescatter) has `CollFn`'s prototype; the
+            // pointer stays valid while `lib` is loaded, which `Lib` guarantees by owning it.
+            unsafe { lib.get::<CollFn>(name.as_bytes()).map(|f| *f) }
+        };
+        let reductions = |kind: &str| -> Result<[Option<CollFn>; 7], libloading::Error> {
+            let mut table = [None; 7];
+            for (i, (slot, op)) in table.iter_mut().zip(REDUCE_OPS).enumerate() {
+                let found = sym(&format!("{op}_{kind}"));
+                // Bitwise operators (index 4 on) are optional: floats have none.
+                *slot = if i < 4 { Some(found?) } else { found.ok() };
+            }
+            Ok(table)
+        };
+        let broadcast = {
+            let name = format!("nvshmemx_{ty}_broadcast_on_stream\0");
+            // SAFETY: as in `sym`, with the broadcast prototype.
+            unsafe { *lib.get::<BroadcastFn>(name.as_bytes())? }
+        };
+        Ok(Self {
+            ty,
+            fcollect: sym("fcollect")?,
+            alltoall: sym("alltoall")?,
+            broadcast,
+            reduce: reductions("reduce")?,
+            reducescatter: reductions("reducescatter")?,
+        })
+    }
 }
 
 nvshmem_symbols! {
@@ -244,6 +361,64 @@ nvshmem_symbols! {
     fn nvshmemx_cumodule_finalize(module: CUmodule) -> c_int;
     /// `void nvshmemx_barrier_all_on_stream(cudaStream_t stream);`
     fn nvshmemx_barrier_all_on_stream(stream: CUstream);
+    /// `int nvshmemx_barrier_on_stream(nvshmem_team_t team, cudaStream_t stream);`
+    fn nvshmemx_barrier_on_stream(team: nvshmem_team_t, stream: CUstream) -> c_int;
+    /// `void nvshmemx_putmem_on_stream(void *dest, const void *source, size_t bytes, int pe,
+    /// cudaStream_t cstrm);`
+    fn nvshmemx_putmem_on_stream(
+        dest: *mut c_void,
+        source: *const c_void,
+        bytes: usize,
+        pe: c_int,
+        stream: CUstream,
+    );
+    /// `void nvshmemx_getmem_on_stream(void *dest, const void *source, size_t bytes, int pe,
+    /// cudaStream_t cstrm);`
+    fn nvshmemx_getmem_on_stream(
+        dest: *mut c_void,
+        source: *const c_void,
+        bytes: usize,
+        pe: c_int,
+        stream: CUstream,
+    );
+    /// `int nvshmem_team_my_pe(nvshmem_team_t team);`
+    fn nvshmem_team_my_pe(team: nvshmem_team_t) -> c_int;
+    /// `int nvshmem_team_n_pes(nvshmem_team_t team);`
+    fn nvshmem_team_n_pes(team: nvshmem_team_t) -> c_int;
+    /// `int nvshmem_team_translate_pe(nvshmem_team_t src_team, int src_pe,
+    /// nvshmem_team_t dest_team);`
+    fn nvshmem_team_translate_pe(
+        src_team: nvshmem_team_t,
+        src_pe: c_int,
+        dest_team: nvshmem_team_t,
+    ) -> c_int;
+    /// `int nvshmem_team_split_strided(nvshmem_team_t parent_team, int PE_start, int PE_stride,
+    /// int PE_size, const nvshmem_team_config_t *config, long config_mask,
+    /// nvshmem_team_t *new_team);`
+    fn nvshmem_team_split_strided(
+        parent_team: nvshmem_team_t,
+        pe_start: c_int,
+        pe_stride: c_int,
+        pe_size: c_int,
+        config: *const nvshmem_team_config_t,
+        config_mask: c_long,
+        new_team: *mut nvshmem_team_t,
+    ) -> c_int;
+    /// `int nvshmem_team_split_2d(nvshmem_team_t parent_team, int xrange,
+    /// const nvshmem_team_config_t *xaxis_config, long xaxis_mask, nvshmem_team_t *xaxis_team,
+    /// const nvshmem_team_config_t *yaxis_config, long yaxis_mask, nvshmem_team_t *yaxis_team);`
+    fn nvshmem_team_split_2d(
+        parent_team: nvshmem_team_t,
+        xrange: c_int,
+        xaxis_config: *const nvshmem_team_config_t,
+        xaxis_mask: c_long,
+        xaxis_team: *mut nvshmem_team_t,
+        yaxis_config: *const nvshmem_team_config_t,
+        yaxis_mask: c_long,
+        yaxis_team: *mut nvshmem_team_t,
+    ) -> c_int;
+    /// `void nvshmem_team_destroy(nvshmem_team_t team);`
+    fn nvshmem_team_destroy(team: nvshmem_team_t);
 }
 
 #[cfg(test)]

@@ -1,0 +1,483 @@
+//! On-stream operations from the host: puts and gets between symmetric buffers, barriers,
+//! and collectives over a [`Team`], queued on the PE's stream after the work launched
+//! before them (`nvshmemx_*_on_stream`); the simulator performs them at once. Like a
+//! launch, they return once queued: [`Shmem::synchronize`] (or a buffer copy to the host)
+//! waits for them and reports failures.
+//!
+//! Buffers are given as [`SymRange`]s, element ranges of [`SymBuffer`]s checked when made
+//! (`&buf` is the whole buffer); every length and team rank is checked before anything is
+//! queued, and a failed check queues nothing ([`Error::InvalidArgument`]).
+//!
+//! ```no_run
+//! # use rshmem_host::{ReduceOp, Shmem, Team};
+//! # fn f(shmem: &Shmem) -> rshmem_host::Result<()> {
+//! let (me, n) = (shmem.my_pe(), shmem.n_pes());
+//! let src = shmem.alloc_from(&[me as i64; 3])?;
+//! let sum = shmem.alloc_zeroed::<i64>(3)?;
+//! let all = shmem.alloc_zeroed::<i64>(3 * n)?;
+//! shmem.reduce_on_stream(Team::WORLD, ReduceOp::Sum, &sum, &src)?;
+//! shmem.fcollect_on_stream(Team::WORLD, &all, &src)?;
+//! // Elements 1..3 of `src` into elements 0..2 of the right neighbour's `sum`.
+//! shmem.put_on_stream(sum.slice(..2)?, src.slice(1..)?, (me + 1) % n)?;
+//! shmem.barrier_all_on_stream()?;
+//! assert_eq!(all.to_vec()?.len(), 3 * n);
+//! # Ok(()) }
+//! ```
+//!
+//! # On GPUs
+//!
+//! NVSHMEM runs these collectives with its own kernels on the stream (rshmem sets
+//! `NVSHMEM_DISABLE_NCCL=1`, so NCCL is never used for them). In NVSHMEM's limited
+//! multi-process-per-GPU mode (several PEs on one GPU without MPS) it refuses every host-side
+//! collective but `barrier_all` by ending the process, so rshmem returns
+//! [`Error::Unsupported`] for them there instead (puts, gets and `barrier_all_on_stream` are
+//! not among the calls it refuses).
+
+use crate::error::{Error, Result};
+use crate::heap::SymBuffer;
+use crate::runtime::Shmem;
+use bytemuck::Pod;
+use rshmem_device::shmem::{ReduceOp, Team};
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+/// A range of elements of a [`SymBuffer`], checked to lie inside it: what on-stream
+/// operations read and write. Made by [`SymBuffer::slice`], or from `&buf` for the whole
+/// buffer.
+///
+/// A shared view: symmetric memory is written by peers, kernels and on-stream operations
+/// whatever the host holds (no Rust reference to it ever exists), as on a GPU; completion is
+/// what [`Shmem::synchronize`] and barriers order.
+#[derive(Clone, Copy)]
+pub struct SymRange<'a, T: Pod> {
+    addr: u64,
+    len: usize,
+    _buf: PhantomData<&'a T>,
+}
+
+impl<T: Pod> SymRange<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its first element's local symmetric address (a device address on GPUs).
+    pub fn as_ptr(&self) -> *const T {
+        self.addr as *const T
+    }
+
+    fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// Whether the two slices share a byte.
+    fn overlaps(&self, other: &Self) -> bool {
+        let (a, b) = (self.addr, other.addr);
+        !self.is_empty()
+            && !other.is_empty()
+            && a < b + other.bytes() as u64
+            && b < a + self.bytes() as u64
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for SymRange<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymRange")
+            .field("addr", &format_args!("{:#x}", self.addr))
+            .field("len", &self.len)
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+impl<'a, T: Pod> From<&'a SymBuffer<'_, T>> for SymRange<'a, T> {
+    fn from(buf: &'a SymBuffer<'_, T>) -> Self {
+        SymRange {
+            addr: buf.as_ptr() as u64,
+            len: buf.len(),
+            _buf: PhantomData,
+        }
+    }
+}
+
+impl<T: Pod> SymBuffer<'_, T> {
+    /// The elements `range` of this buffer, for on-stream operations; an
+    /// [`Error::InvalidArgument`] if the range does not lie inside it.
+    pub fn range(&self, range: impl RangeBounds<usize>) -> Result<SymRange<'_, T>> {
+        let len = self.len();
+        let start = match range.start_bound() {
+            Bound::Included(&s) => Some(s),
+            Bound::Excluded(&s) => s.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.checked_add(1),
+            Bound::Excluded(&e) => Some(e),
+            Bound::Unbounded => Some(len),
+        };
+        match (start, end) {
+            (Some(start), Some(end)) if start <= end && end <= len => Ok(SymRange {
+                addr: self.as_ptr() as u64 + (start * std::mem::size_of::<T>()) as u64,
+                len: end - start,
+                _buf: PhantomData,
+            }),
+            _ => Err(Error::InvalidArgument {
+                call: "SymBuffer::slice",
+                message: format!(
+                    "range ({:?}, {:?}) is not inside the buffer's {len} elements",
+                    range.start_bound(),
+                    range.end_bound()
+                ),
+            }),
+        }
+    }
+}
+
+/// The element type of a host-side collective (NVSHMEM's `TYPENAME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ElemKind {
+    /// `i32` (`int32`).
+    I32,
+    /// `u32` (`uint32`).
+    U32,
+    /// `i64` (`int64`).
+    I64,
+    /// `u64` (`uint64`).
+    U64,
+    /// `f32` (`float`).
+    F32,
+    /// `f64` (`double`).
+    F64,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Element types of host-side collectives: 32- and 64-bit integers and floats.
+pub trait CollElem: Pod + sealed::Sealed {
+    /// Which one it is.
+    const KIND: ElemKind;
+}
+
+/// Declares the element types: `ElemKind::nvshmem_name` and the `CollElem` impls.
+macro_rules! coll_elems {
+    ($($t:ty => $kind:ident, $name:literal;)*) => {
+        impl ElemKind {
+            /// NVSHMEM's `TYPENAME`, as in `nvshmemx_int32_fcollect_on_stream`.
+            pub fn nvshmem_name(self) -> &'static str {
+                match self {
+                    $(ElemKind::$kind => $name,)*
+                }
+            }
+
+            /// Whether reductions with `op` exist for this type (not the bitwise ones of
+            /// floats).
+            pub fn supports(self, op: ReduceOp) -> bool {
+                let bitwise = matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor);
+                !(bitwise && matches!(self, ElemKind::F32 | ElemKind::F64))
+            }
+        }
+        $(
+            impl sealed::Sealed for $t {}
+            impl CollElem for $t {
+                const KIND: ElemKind = ElemKind::$kind;
+            }
+        )*
+    };
+}
+
+coll_elems! {
+    i32 => I32, "int32";
+    u32 => U32, "uint32";
+    i64 => I64, "int64";
+    u64 => U64, "uint64";
+    f32 => F32, "float";
+    f64 => F64, "double";
+}
+
+/// A collective as the backends run it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CollOp {
+    /// From team PE `root` to every member.
+    Broadcast { root: usize },
+    /// Every member's block to every member, in team order.
+    Fcollect,
+    /// Block `j` of member `i` to block `i` of member `j`.
+    Alltoall,
+    /// Element-wise over the members, to every member.
+    Reduce(ReduceOp),
+    /// As `Reduce`; member `i` keeps block `i`.
+    ReduceScatter(ReduceOp),
+}
+
+impl CollOp {
+    /// The `Shmem` method, for messages.
+    pub(crate) fn call(self) -> &'static str {
+        match self {
+            CollOp::Broadcast { .. } => "broadcast_on_stream",
+            CollOp::Fcollect => "fcollect_on_stream",
+            CollOp::Alltoall => "alltoall_on_stream",
+            CollOp::Reduce(_) => "reduce_on_stream",
+            CollOp::ReduceScatter(_) => "reducescatter_on_stream",
+        }
+    }
+}
+
+impl Shmem {
+    /// Copies `src` (this PE's elements) into `dest` on PE `pe` (`nvshmemx_putmem_on_stream`),
+    /// after the work queued before. The slices have the same length. Peers see the data once
+    /// this PE's stream has passed it and a barrier orders them after it (e.g.
+    /// [`Shmem::barrier_all_on_stream`]).
+    pub fn put_on_stream<'a, T: Pod>(
+        &self,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        pe: usize,
+    ) -> Result<()> {
+        self.rma("put_on_stream", true, dest.into(), src.into(), pe)
+    }
+
+    /// Copies `src` on PE `pe` into `dest` here (`nvshmemx_getmem_on_stream`), after the
+    /// work queued before. The slices have the same length.
+    pub fn get_on_stream<'a, T: Pod>(
+        &self,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        pe: usize,
+    ) -> Result<()> {
+        self.rma("get_on_stream", false, dest.into(), src.into(), pe)
+    }
+
+    fn rma<T: Pod>(
+        &self,
+        call: &'static str,
+        put: bool,
+        dest: SymRange<'_, T>,
+        src: SymRange<'_, T>,
+        pe: usize,
+    ) -> Result<()> {
+        let n = self.n_pes();
+        let invalid = |message: String| Err(Error::InvalidArgument { call, message });
+        if pe >= n {
+            return invalid(format!("PE {pe} is not a PE of the job (0..{n})"));
+        }
+        if dest.len() != src.len() {
+            return invalid(format!(
+                "the destination holds {} elements, the source {}: they must be equal",
+                dest.len(),
+                src.len()
+            ));
+        }
+        if pe == self.my_pe() && dest.overlaps(&src) {
+            return invalid(format!(
+                "the source {src:?} and the destination {dest:?} overlap on this PE"
+            ));
+        }
+        if dest.is_empty() {
+            return Ok(());
+        }
+        self.inner
+            .rma_on_stream(put, dest.addr, src.addr, dest.bytes(), pe)
+    }
+
+    /// Barrier over all PEs, after the work queued before on every PE
+    /// (`nvshmemx_barrier_all_on_stream`). Collective.
+    pub fn barrier_all_on_stream(&self) -> Result<()> {
+        self.inner.barrier_all_on_stream()
+    }
+
+    /// Barrier over `team`'s PEs (`nvshmemx_barrier_on_stream`): completes this PE's puts
+    /// first. Collective over the team.
+    pub fn barrier_on_stream(&self, team: Team) -> Result<()> {
+        if team == Team::WORLD {
+            // The same barrier, so it pairs with `barrier_all_on_stream` on every backend,
+            // and one NVSHMEM allows in every mode.
+            return self.barrier_all_on_stream();
+        }
+        self.held_team("barrier_on_stream", team)?;
+        self.inner.barrier_on_stream(team)
+    }
+
+    /// Copies `src` on team PE `root` into `dest` on every member, the root included
+    /// (`nvshmemx_TYPENAME_broadcast_on_stream`). Collective over the team; every member
+    /// passes slices of the same length and the same root.
+    pub fn broadcast_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        root: usize,
+    ) -> Result<()> {
+        self.collective(team, CollOp::Broadcast { root }, dest.into(), src.into())
+    }
+
+    /// Concatenates every member's `src`, in team order, into `dest` on every member
+    /// (`nvshmemx_TYPENAME_fcollect_on_stream`): `dest` holds `team size × src.len()`
+    /// elements. Collective over the team.
+    pub fn fcollect_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.collective(team, CollOp::Fcollect, dest.into(), src.into())
+    }
+
+    /// Sends block `j` of `src` to team PE `j`, which stores it as block `i` (this PE's team
+    /// number) of `dest` (`nvshmemx_TYPENAME_alltoall_on_stream`). Both hold `team size`
+    /// blocks of equal length. Collective over the team.
+    pub fn alltoall_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.collective(team, CollOp::Alltoall, dest.into(), src.into())
+    }
+
+    /// `dest[k] = op over the members of src[k]` on every member
+    /// (`nvshmemx_TYPENAME_OP_reduce_on_stream`); integer sums and products wrap. Bitwise
+    /// operators take integers only. `dest` may be `src` itself (OpenSHMEM allows it), but no
+    /// other overlap. Collective over the team.
+    pub fn reduce_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.collective(team, CollOp::Reduce(op), dest.into(), src.into())
+    }
+
+    /// As [`Shmem::reduce_on_stream`] over `team size` blocks of `src`, member `i` keeping
+    /// the result of block `i` in `dest` (one block long)
+    /// (`nvshmemx_TYPENAME_OP_reducescatter_on_stream`). Collective over the team.
+    pub fn reducescatter_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.collective(team, CollOp::ReduceScatter(op), dest.into(), src.into())
+    }
+
+    /// Checks a collective's slices against the team and queues it.
+    fn collective<T: CollElem>(
+        &self,
+        team: Team,
+        op: CollOp,
+        dest: SymRange<'_, T>,
+        src: SymRange<'_, T>,
+    ) -> Result<()> {
+        let call = op.call();
+        let size = self.held_team(call, team)?;
+        let n = check_collective(op, T::KIND, size, dest.len(), src.len())
+            .map_err(|message| Error::InvalidArgument { call, message })?;
+        let in_place = matches!(op, CollOp::Reduce(_)) && dest.addr == src.addr;
+        if dest.overlaps(&src) && !in_place {
+            return Err(Error::InvalidArgument {
+                call,
+                message: format!("the source {src:?} and the destination {dest:?} overlap"),
+            });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        self.inner
+            .collective_on_stream(team, op, T::KIND, dest.addr, src.addr, n)
+    }
+}
+
+/// Checks a collective's lengths (in elements) on a team of `size` PEs and returns its
+/// element count as NVSHMEM takes it; the message says what is wrong.
+fn check_collective(
+    op: CollOp,
+    kind: ElemKind,
+    size: usize,
+    dest: usize,
+    src: usize,
+) -> std::result::Result<usize, String> {
+    let blocks = |len: usize, what: &str| {
+        if len % size == 0 {
+            Ok(len / size)
+        } else {
+            Err(format!(
+                "the {what} holds {len} elements, not a whole number of blocks for the team's \
+                 {size} PEs"
+            ))
+        }
+    };
+    let same = |want: usize, what: &str| {
+        if dest == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "the destination holds {dest} elements, but {what} needs {want}"
+            ))
+        }
+    };
+    match op {
+        CollOp::Broadcast { root } if root >= size => {
+            Err(format!("root {root} is not a PE of the team (0..{size})"))
+        }
+        CollOp::Reduce(rop) | CollOp::ReduceScatter(rop) if !kind.supports(rop) => Err(format!(
+            "{rop:?} is a bitwise reduction, defined for integers, not {}",
+            kind.nvshmem_name()
+        )),
+        CollOp::Broadcast { .. } | CollOp::Reduce(_) => {
+            same(src, "a source of that length").map(|()| src)
+        }
+        CollOp::Fcollect => {
+            same(src * size, "the team's blocks of the source's length").map(|()| src)
+        }
+        CollOp::Alltoall => {
+            let n = blocks(src, "source")?;
+            same(src, "a source of that length").map(|()| n)
+        }
+        CollOp::ReduceScatter(_) => {
+            let n = blocks(src, "source")?;
+            same(n, "one block of the source").map(|()| n)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collective_lengths_are_checked_per_collective() {
+        let ok = |op, dest, src| check_collective(op, ElemKind::I32, 3, dest, src);
+        assert_eq!(ok(CollOp::Fcollect, 21, 7), Ok(7));
+        assert_eq!(ok(CollOp::Alltoall, 21, 21), Ok(7));
+        assert_eq!(ok(CollOp::Broadcast { root: 2 }, 5, 5), Ok(5));
+        assert_eq!(ok(CollOp::Reduce(ReduceOp::Max), 5, 5), Ok(5));
+        assert_eq!(ok(CollOp::ReduceScatter(ReduceOp::Sum), 7, 21), Ok(7));
+        let err = |op, dest, src, want: &str| {
+            let msg = ok(op, dest, src).unwrap_err();
+            assert!(msg.contains(want), "{op:?}: {msg}");
+        };
+        err(CollOp::Fcollect, 20, 7, "holds 20 elements, but");
+        err(CollOp::Alltoall, 20, 20, "not a whole number of blocks");
+        err(
+            CollOp::Broadcast { root: 3 },
+            5,
+            5,
+            "root 3 is not a PE of the team (0..3)",
+        );
+        err(CollOp::Reduce(ReduceOp::Sum), 4, 5, "holds 4 elements");
+        err(CollOp::ReduceScatter(ReduceOp::Sum), 21, 21, "one block");
+        let msg =
+            check_collective(CollOp::Reduce(ReduceOp::Xor), ElemKind::F64, 2, 1, 1).unwrap_err();
+        assert!(msg.contains("Xor") && msg.contains("double"), "{msg}");
+        assert!(ElemKind::U64.supports(ReduceOp::Xor));
+    }
+}
