@@ -18,7 +18,7 @@
 //! shmem.reduce_on_stream(Team::WORLD, ReduceOp::Sum, &sum, &src)?;
 //! shmem.fcollect_on_stream(Team::WORLD, &all, &src)?;
 //! // Elements 1..3 of `src` into elements 0..2 of the right neighbour's `sum`.
-//! shmem.put_on_stream(sum.slice(..2)?, src.slice(1..)?, (me + 1) % n)?;
+//! shmem.put_on_stream(sum.range(..2)?, src.range(1..)?, (me + 1) % n)?;
 //! shmem.barrier_all_on_stream()?;
 //! assert_eq!(all.to_vec()?.len(), 3 * n);
 //! # Ok(()) }
