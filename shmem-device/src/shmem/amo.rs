@@ -136,7 +136,33 @@ macro_rules! amo_int {
     })*};
 }
 
-amo_scalar!(i32 => int32, u32 => uint32, i64 => int64, u64 => uint64, f32 => float, f64 => double);
+amo_scalar!(i32 => int32, u32 => uint32, i64 => int64, u64 => uint64);
+
+/// Float AMOs move the bits through the unsigned integer of the same size. NVSHMEM 3.4.5's
+/// own `nvshmem_double_atomic_swap` returned the old value's bit pattern converted to a
+/// number (4.69e18 for 225243.25) on an H200 — found by the conformance suite — and the
+/// bitwise path has the same cost.
+macro_rules! amo_float {
+    ($($t:ty => $bits:ty),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl AmoScalar for $t {
+            #[inline(always)]
+            unsafe fn __fetch(source: *const Self, pe: i32) -> Self {
+                <$t>::from_bits(<$bits>::__fetch(source.cast(), pe))
+            }
+            #[inline(always)]
+            unsafe fn __set(dest: *mut Self, value: Self, pe: i32) {
+                <$bits>::__set(dest.cast(), value.to_bits(), pe)
+            }
+            #[inline(always)]
+            unsafe fn __swap(dest: *mut Self, value: Self, pe: i32) -> Self {
+                <$t>::from_bits(<$bits>::__swap(dest.cast(), value.to_bits(), pe))
+            }
+        }
+    )*};
+}
+
+amo_float!(f32 => u32, f64 => u64);
 amo_int!(i32 => int32, int32, u32 => uint32, uint32, i64 => int64, long, u64 => uint64, uint64);
 
 /// Declares the public generic AMO functions, each with its contract.
