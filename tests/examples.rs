@@ -1,36 +1,10 @@
 //! Every example runs on the CPU simulator and prints what it should. `cargo test` builds the
 //! examples next to this test binary (`target/<profile>/examples/`).
 
-use std::path::PathBuf;
+use common::{example, run_example_sim as run_sim};
 use std::process::Command;
 
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let path = profile_dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run through `cargo test`",
-        path.display()
-    );
-    path
-}
-
-fn run_sim(name: &str, npes: usize, args: &[&str]) -> String {
-    let out = Command::new(example(name))
-        .args(args)
-        .env("RSHMEM_BACKEND", "sim")
-        .env("RSHMEM_NPES", npes.to_string())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{name} on {npes} PEs failed:\n{text}");
-    text
-}
+mod common;
 
 #[test]
 fn hello_symmetric_reads_the_neighbours_value() {

@@ -14,8 +14,6 @@ use common::Outcome;
 use rshmem::kernels::queue::{self as qk, status, Mode, Tagged};
 use rshmem::kernels::IMAGE;
 use rshmem::{Backend, DeviceQueue, Job, Kernel, LaunchConfig, Pod, QueueError, Shmem, SymQueue};
-use std::path::PathBuf;
-use std::process::Command;
 
 per_backend! {
     seed_push_42_pop_42 => [2, 3];
@@ -625,43 +623,10 @@ fn debug_bound_on_a_full_queue() {
     }
 }
 
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} not built: run through `cargo test`",
-        path.display()
-    );
-    path
-}
-
-fn run_example(name: &str, npes: usize, args: &[&str]) -> String {
-    let out = Command::new(example(name))
-        .args(args)
-        .env("RSHMEM_BACKEND", "sim")
-        .env("RSHMEM_NPES", npes.to_string())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{name} on {npes} PEs failed:\n{text}");
-    text
-}
-
 #[test]
 fn symmetric_queue_example_runs_the_seed_and_a_pipeline() {
     for npes in [2, 3] {
-        let out = run_example("symmetric_queue", npes, &[]);
+        let out = common::run_example_sim("symmetric_queue", npes, &[]);
         assert!(out.contains("PE 1: popped 42"), "{out}");
         assert!(out.contains("pipeline: checked"), "{out}");
     }
@@ -669,7 +634,7 @@ fn symmetric_queue_example_runs_the_seed_and_a_pipeline() {
 
 #[test]
 fn queue_bench_example_prints_checked_rows() {
-    let out = run_example("queue_bench", 2, &["--ctas", "1,2", "--items", "64"]);
+    let out = common::run_example_sim("queue_bench", 2, &["--ctas", "1,2", "--items", "64"]);
     for kind in [
         "QB,queue_warp,8,",
         "QB,queue_thread,1024,",

@@ -94,3 +94,38 @@ pub fn agreed_seed(shmem: &Shmem, module: &rshmem::Module<'_>) -> Result<u64, rs
     shmem.barrier_all()?;
     Ok(seed)
 }
+
+/// An example binary `cargo test` built next to this test binary (`target/<profile>/examples/`).
+pub fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} not built: run through `cargo test`",
+        path.display()
+    );
+    path
+}
+
+/// Runs an example on `npes` simulated PEs; its output, or a panic naming the failure.
+pub fn run_example_sim(name: &str, npes: usize, args: &[&str]) -> String {
+    let out = std::process::Command::new(example(name))
+        .args(args)
+        .env("RSHMEM_BACKEND", "sim")
+        .env("RSHMEM_NPES", npes.to_string())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{name} on {npes} PEs failed:\n{text}");
+    text
+}
