@@ -100,6 +100,8 @@ def load(path, tag):
     d = {}
     try:
         for line in open(path):
+            # PE output comes prefixed with "[PE k] " by the launcher.
+            line = line.split("] ", 1)[1] if line.startswith("[PE ") else line
             if line.startswith(tag + ","):
                 _, c, s, g = line.strip().split(",")
                 d[(int(c), int(s))] = float(g)
