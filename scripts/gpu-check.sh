@@ -3,7 +3,13 @@
 # .gpu/ carried (made here by scripts/gpu-prepare.sh; nothing is built there but the CUDA C++
 # peers, with nvcc). Correctness first, then performance side by side, then a short table.
 #
-#   device run: bash .gpu/scripts/gpu-check.sh        (writes logs to $OUT)
+#   device run: bash .gpu/scripts/gpu-check.sh [PART...]   (writes logs to $OUT)
+#
+# PARTs (default: all of them): `examples` (the seed's programs and the queue example),
+# `tests` (every `gpu::` test of every carried test binary, one process per test with its own
+# bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests), `bandwidth` (Rust put bandwidth beside the
+# CUDA C++ peer), `queue_bench`. Split the parts over several device calls to stay under the
+# per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -15,6 +21,8 @@ NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
 declare -A RESULT
+PARTS=${*:-examples tests bandwidth queue_bench}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 step() { # name, command...: runs it with a 300 s bound, records pass/fail, keeps the log
     local name=$1; shift
@@ -41,52 +49,60 @@ if [ "$NGPU" -lt 2 ]; then
     export RSHMEM_GPU_OVERSUBSCRIBE=1
 fi
 
-# 1. The seed's programs, in Rust end to end.
-step hello_symmetric env RSHMEM_NPES=2 $BIN/hello_symmetric
-step ring env RSHMEM_NPES=2 $BIN/ring
+# 1. The seed's programs, in Rust end to end, and the queue example (seed + pipeline).
+if want examples; then
+    step hello_symmetric env RSHMEM_NPES=2 $BIN/hello_symmetric
+    step ring env RSHMEM_NPES=2 $BIN/ring
+    step symmetric_queue env RSHMEM_NPES=2 $BIN/symmetric_queue
+fi
+[ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
 
-# 1b. The symmetric queue: the seed's program and a pipeline, then its benchmark (2 PEs).
-step symmetric_queue env RSHMEM_NPES=2 $BIN/symmetric_queue
-[ "$NGPU" -ge 2 ] && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
-
-# 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs).
-for t in $BIN/test-*; do
-    [ -x "$t" ] || continue
-    if "$t" --list --ignored 2>/dev/null | grep -q "gpu"; then
-        SKIP=()
-        # One shared GPU: 2 and 3 PEs are enough to exercise the multi-PE paths.
-        [ "$NGPU" -lt 2 ] && SKIP+=(--skip _4pe)
-        if [ -z "${RSHMEM_GPU_OVERSUBSCRIBE:-}" ]; then
-            for n in 3 4 5 6 7 8; do [ "$n" -gt "$NGPU" ] && SKIP+=(--skip "_${n}pe"); done
-        fi
-        step "$(basename "$t")" "$t" --ignored gpu:: --test-threads=1 "${SKIP[@]}"
-    fi
-done
+# 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs),
+# each test in its own process under PER_TEST_TIMEOUT; one line per test in $OUT/tests.txt.
+if want tests; then
+    for t in $BIN/test-*; do
+        [ -x "$t" ] || continue
+        for name in $("$t" --list --ignored 2>/dev/null | sed -n 's/^\(gpu::[^:]*\): test$/\1/p' | grep -E -- "${TESTS:-.}"); do
+            pes=$(sed -n 's/.*_\([0-9]\)pe$/\1/p' <<<"$name")
+            # One shared GPU: 2 and 3 PEs are enough; otherwise no more PEs than GPUs.
+            if [ -n "$pes" ] && { [ "$NGPU" -lt 2 ] && [ "$pes" -gt 3 ] ||
+                { [ "$NGPU" -ge 2 ] && [ "$pes" -gt "$NGPU" ]; }; }; then continue; fi
+            log="$OUT/$(basename "$t").${name#gpu::}.log"
+            t0=$SECONDS
+            timeout -k 5 "${PER_TEST_TIMEOUT:-60}" "$t" --ignored --exact "$name" --test-threads=1 >"$log" 2>&1
+            rc=$?
+            case $rc in 0) st=ok ;; 124|137) st=TIMEOUT ;; *) st=FAILED ;; esac
+            printf '%-16s %-48s %-8s %3ss\n' "$(basename "$t")" "$name" "$st" $((SECONDS - t0)) | tee -a "$OUT/tests.txt"
+            if [ $st != ok ]; then
+                # The panic's message is on the line after "panicked at".
+                grep -a -A1 -E "panicked at" "$log" | grep -a -v -E "panicked at|^--" | cut -c1-400 | sort -u | head -4 | sed 's/^/    /'
+            fi
+        done
+    done
+fi
 
 # 3. Put bandwidth: Rust, then the CUDA C++ NVSHMEM peer, same sizes and grids.
-if [ "$NGPU" -lt 2 ]; then
-    SMALL=4096,1048576
-    step put_bw_rust_shared_gpu env RSHMEM_NPES=2 $BIN/put_bandwidth --ctas 8 --threads 512 --sizes $SMALL
-fi
-SIZES=4096,16384,65536,262144,1048576,4194304,16777216,67108864,268435456
-[ "$NGPU" -ge 2 ] && step put_bw_rust $BIN/put_bandwidth --ctas 8,32,132 --threads 512 --sizes $SIZES
-nvcc -rdc=true -O3 -arch=sm_90 -I"$NVS/include" .gpu/scripts/cuda/put_bw.cu -o /tmp/put_bw_cu \
-    -L"$NVS/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -lcuda >"$OUT/nvcc.log" 2>&1 \
-    || { echo "nvcc failed"; cat "$OUT/nvcc.log"; }
-UID_FILE=/tmp/rshmem-uid.$$
-rm -f "$UID_FILE"
-cuda_bw() {
-    /tmp/put_bw_cu 0 2 "$UID_FILE" 8,32,132 512 $SIZES &
-    local p0=$!
-    /tmp/put_bw_cu 1 2 "$UID_FILE" 8,32,132 512 $SIZES
-    local r1=$?
-    wait $p0
-    local r0=$?
-    return $((r0 | r1))
+bandwidth() {
+    if [ "$NGPU" -lt 2 ]; then
+        step put_bw_rust_shared_gpu env RSHMEM_NPES=2 $BIN/put_bandwidth --ctas 8 --threads 512 --sizes 4096,1048576
+        return
+    fi
+    SIZES=4096,16384,65536,262144,1048576,4194304,16777216,67108864,268435456
+    step put_bw_rust $BIN/put_bandwidth --ctas 8,32,132 --threads 512 --sizes $SIZES
+    nvcc -rdc=true -O3 -arch=sm_90 -I"$NVS/include" .gpu/scripts/cuda/put_bw.cu -o /tmp/put_bw_cu \
+        -L"$NVS/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -lcuda >"$OUT/nvcc.log" 2>&1 \
+        || { echo "nvcc failed"; cat "$OUT/nvcc.log"; return; }
+    UID_FILE=/tmp/rshmem-uid.$$
+    rm -f "$UID_FILE"
+    export UID_FILE SIZES
+    # The peer takes its rank and the unique-ID rendezvous file on the command line.
+    step put_bw_cuda bash -c '/tmp/put_bw_cu 0 2 "$UID_FILE" 8,32,132 512 $SIZES & p0=$!
+        /tmp/put_bw_cu 1 2 "$UID_FILE" 8,32,132 512 $SIZES; r1=$?; wait $p0; exit $(($? | r1))'
 }
-export -f cuda_bw
-export UID_FILE SIZES
-[ -x /tmp/put_bw_cu ] && [ "$NGPU" -ge 2 ] && step put_bw_cuda bash -c cuda_bw
+want bandwidth && bandwidth
+
+# The device tool brings back a limited number of files: keep the logs as one archive.
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" --exclude logs.tar.gz . 2>/dev/null && find "$OUT" -name '*.log' -delete
 
 # 4. Summary.
 echo

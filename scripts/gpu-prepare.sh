@@ -32,6 +32,6 @@ PY
 # Every binary embeds the kernel image (PTX + cubin for two architectures): compress the
 # binaries to stay inside the device tool's 64 MiB carry; gpu-check.sh unpacks them there.
 tar -C .gpu -czf .gpu/bin.tar.gz bin && rm -rf .gpu/bin
-cp scripts/gpu-check.sh .gpu/scripts/
+cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 du -sh .gpu

@@ -48,6 +48,30 @@ fn only_driver_functions_stay_external() {
     }
 }
 
+/// Block barriers are the non-aligned `barrier.sync`: LLVM may duplicate a barrier into the
+/// arms of a branch, which an aligned `bar.sync` does not survive (see the builder's
+/// `unaligned_cta_barriers`).
+#[test]
+fn block_barriers_are_unaligned() {
+    for t in IMAGE.targets {
+        let aligned = t
+            .ptx
+            .lines()
+            .filter(|l| {
+                let l = l.trim_start();
+                let instr = if l.starts_with('@') {
+                    l.split_once(' ').map_or(l, |x| x.1)
+                } else {
+                    l
+                };
+                instr.starts_with("bar.sync") || instr.starts_with("barrier.sync.aligned")
+            })
+            .count();
+        assert_eq!(aligned, 0, "sm_{}: aligned block barriers left", t.sm);
+        assert!(t.ptx.contains("barrier.sync"), "sm_{}", t.sm);
+    }
+}
+
 #[test]
 fn nvshmem_state_and_version_are_linked_in() {
     assert_eq!(IMAGE.nvshmem_version, Some((3, 4, 5)));

@@ -26,6 +26,7 @@ per_backend! {
     capacity_1 => [2];
     capacity_2 => [2];
     tickets_past_2_pow_32 => [2];
+    element_10_bytes => [2];
     element_12_bytes => [2];
     element_1024_bytes => [2];
     try_ops_stop_at_full_and_empty => [2];
@@ -356,6 +357,12 @@ fn tickets_past_2_pow_32(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
+/// 10 bytes: neither 8- nor 4-byte words tile it (bytes do, where a PE has no peer mapping).
+fn element_10_bytes(shmem: &Shmem) -> Outcome {
+    stress::<[u8; 10], qk::queue_stress_e10>(shmem, tiny(7, Mode::Thread))?;
+    stress::<[u8; 10], qk::queue_stress_e10>(shmem, Stress::new(20, Mode::Warp))
+}
+
 fn element_12_bytes(shmem: &Shmem) -> Outcome {
     stress::<[u32; 3], qk::queue_stress_e12>(shmem, tiny(9, Mode::Thread))?;
     stress::<[u32; 3], qk::queue_stress_e12>(shmem, Stress::new(33, Mode::Warp))
@@ -621,6 +628,25 @@ fn debug_bound_on_a_full_queue() {
     ] {
         assert!(msg.contains(part), "{part:?} missing from: {msg}");
     }
+}
+
+/// Across nodes a PE has no peer mapping of the home PE's ring, and elements move word by
+/// word with `p`/`g` (8-byte, 4-byte and 1-byte words for the 1024-, 12- and 10-byte
+/// elements): the element tests again, in a child process of this binary on a simulator that
+/// withholds peer mappings (`RSHMEM_SIM_P2P=0`, a process-wide setting).
+#[test]
+fn elements_move_without_peer_mappings() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["sim::element_", "--test-threads=1"])
+        .env("RSHMEM_SIM_P2P", "0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("test result: ok. 3 passed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -190,10 +190,46 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
         .arg(ptx_out))?;
     let ptx =
         std::fs::read_to_string(ptx_out).map_err(io(format!("reading {}", ptx_out.display())))?;
+    let ptx = unaligned_cta_barriers(&ptx);
+    std::fs::write(ptx_out, &ptx).map_err(io(format!("writing {}", ptx_out.display())))?;
     Ok(Linked {
         ptx: ptx_out.to_path_buf(),
         nvshmem_version: nvshmem_version_in_ptx(&ptx),
     })
+}
+
+/// Turns every `bar.sync` (which PTX defines as `barrier.sync.aligned`) into `barrier.sync`.
+///
+/// An aligned barrier requires every thread of a warp to execute the *same* barrier
+/// instruction. LLVM does not keep that: rustc marks no Rust function `convergent`, and jump
+/// threading duplicated the barrier of `if len > 0 { iput } quiet(); sync_threads(); if len
+/// > 0 { iget }` into both arms, so lanes of one warp waited at two different `bar.sync`s —
+/// a hang on an H200 (the conformance test `iput_iget`, `team_world_barriers`, and the
+/// queue's block-scoped batches; cuda-gdb showed the lanes split between two barrier PCs).
+/// The non-aligned form (sm_70+) counts arrivals per barrier, whichever instruction each
+/// thread executes, so it is correct wherever the aligned one was, for ours and NVSHMEM's
+/// block-scoped barriers alike. `bar.warp.sync` is already non-aligned on sm_70+.
+pub(crate) fn unaligned_cta_barriers(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len() + 1024);
+    for line in ptx.split_inclusive('\n') {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        // An optional guard predicate (`@%p1 bar.sync 0;`), then the instruction.
+        let (guard, instr) = match body.split_once(' ') {
+            Some((g, rest)) if g.starts_with('@') => (&body[..g.len() + 1], rest.trim_start()),
+            _ => ("", body),
+        };
+        match instr.strip_prefix("bar.sync") {
+            Some(rest) if rest.starts_with([' ', '\t']) => {
+                out.push_str(indent);
+                out.push_str(guard);
+                out.push_str("barrier.sync");
+                out.push_str(rest);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// Reads `nvshmemi_device_lib_version_d = {major, 0, 0, 0, minor, 0, 0, 0, patch, ...}` (three
@@ -248,6 +284,17 @@ pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: u32, cubin: &Path) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cta_barriers_become_unaligned() {
+        let ptx = "\tbar.sync \t0;\n\t@%p3 bar.sync 1, %r2;\n\tbar.warp.sync \t-1;\n\
+                   // bar.sync in a comment\n\tbarrier.sync 0;\n";
+        assert_eq!(
+            unaligned_cta_barriers(ptx),
+            "\tbarrier.sync \t0;\n\t@%p3 barrier.sync 1, %r2;\n\tbar.warp.sync \t-1;\n\
+             // bar.sync in a comment\n\tbarrier.sync 0;\n"
+        );
+    }
 
     #[test]
     fn finds_kernel_defines() {

@@ -83,10 +83,10 @@ macro_rules! words {
         }
     )*};
 }
-words!(u32, u64);
+words!(u8, u32, u64);
 
-/// Arrays of words: the 64-bit key `producer << 32 | seq` in the first words (two `u32`s or
-/// one `u64`), then filler words derived from the key and their index.
+/// Arrays of words: the 64-bit key `producer << 32 | seq` in the first words (eight `u8`s,
+/// two `u32`s or one `u64`), then filler words derived from the key and their index.
 impl<W: Word, const N: usize> Tagged for [W; N] {
     const MAX_PRODUCERS: u32 = u32::MAX;
     const MAX_SEQ: u32 = u32::MAX;
@@ -378,6 +378,7 @@ macro_rules! stress_kernels {
 
 stress_kernels! {
     queue_stress_u32: u32;
+    queue_stress_e10: [u8; 10];
     queue_stress_e12: [u32; 3];
     queue_stress_e1024: [u64; 128];
 }

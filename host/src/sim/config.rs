@@ -22,11 +22,14 @@ pub(crate) struct SimConfig {
     pub heap_origin: Option<Origin>,
     /// Simulated threads allowed in one launch on one PE.
     pub max_threads: u32,
+    /// Whether `shmem::ptr` maps other PEs' memory (`RSHMEM_SIM_P2P`).
+    pub peer_mappings: bool,
 }
 
 impl SimConfig {
     /// Reads `RSHMEM_SIM_HEAP` (else `NVSHMEM_SYMMETRIC_SIZE`, so the advice of
-    /// [`Error::HeapExhausted`] works here too) and `RSHMEM_SIM_MAX_THREADS`.
+    /// [`Error::HeapExhausted`] works here too), `RSHMEM_SIM_MAX_THREADS` and
+    /// `RSHMEM_SIM_P2P`.
     pub fn from_env() -> Result<Self> {
         Self::from_vars(|var| std::env::var(var).ok())
     }
@@ -59,10 +62,25 @@ impl SimConfig {
                     ),
                 })?,
         };
+        let peer_mappings = match get("RSHMEM_SIM_P2P").as_deref().map(str::trim) {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(other) => {
+                return Err(Error::BadEnv {
+                    var: "RSHMEM_SIM_P2P",
+                    value: other.into(),
+                    expected:
+                        "1 (default: every PE's memory is mapped, as on one NVLink node) or 0 \
+                               (`shmem::ptr` maps only the PE's own, as across nodes)"
+                            .into(),
+                })
+            }
+        };
         Ok(Self {
             heap_size,
             heap_origin,
             max_threads,
+            peer_mappings,
         })
     }
 }
@@ -122,7 +140,10 @@ mod tests {
     #[test]
     fn reads_the_variables_with_defaults_and_fallback() {
         let none = SimConfig::from_vars(|_| None).unwrap();
-        assert_eq!((none.heap_size, none.max_threads), (64 << 20, 8192));
+        assert_eq!(
+            (none.heap_size, none.max_threads, none.peer_mappings),
+            (64 << 20, 8192, true)
+        );
         let nv =
             SimConfig::from_vars(|v| (v == "NVSHMEM_SYMMETRIC_SIZE").then(|| "1G".into())).unwrap();
         assert_eq!(nv.heap_size, 1 << 30);
@@ -131,10 +152,14 @@ mod tests {
             "RSHMEM_SIM_HEAP" => Some("8M".into()),
             "NVSHMEM_SYMMETRIC_SIZE" => Some("1G".into()),
             "RSHMEM_SIM_MAX_THREADS" => Some("100".into()),
+            "RSHMEM_SIM_P2P" => Some("0".into()),
             _ => None,
         })
         .unwrap();
-        assert_eq!((both.heap_size, both.max_threads), (8 << 20, 100));
+        assert_eq!(
+            (both.heap_size, both.max_threads, both.peer_mappings),
+            (8 << 20, 100, false)
+        );
     }
 
     #[test]
@@ -151,6 +176,13 @@ mod tests {
             .to_string();
         assert!(
             err.contains("RSHMEM_SIM_MAX_THREADS=\"0\"") && err.contains("from 1"),
+            "{err}"
+        );
+        let err = SimConfig::from_vars(|v| (v == "RSHMEM_SIM_P2P").then(|| "yes".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("RSHMEM_SIM_P2P=\"yes\"") && err.contains("across nodes"),
             "{err}"
         );
     }

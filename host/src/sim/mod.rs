@@ -9,7 +9,9 @@
 //!
 //! Settings: `RSHMEM_NPES` (PEs, default 2, read by `rshmem_host::run`), `RSHMEM_SIM_HEAP`
 //! (symmetric heap per PE, default 64M; `NVSHMEM_SYMMETRIC_SIZE` is used when it is unset),
-//! `RSHMEM_SIM_MAX_THREADS` (simulated threads per launch, default 8192).
+//! `RSHMEM_SIM_MAX_THREADS` (simulated threads per launch, default 8192), `RSHMEM_SIM_P2P`
+//! (`1`, the default: `shmem::ptr` maps every PE's memory, as on one NVLink node; `0`: only
+//! the PE's own, as for PEs behind a network transport, to run kernels' paths for those).
 //!
 //! Host-side semantics: `alloc` is collective (sizes and heap state compared across PEs,
 //! then a barrier after zeroing); `free` is local (see [`pe::SimPe`]); launches are
@@ -46,8 +48,12 @@ pub(crate) fn run(
             expected: "a whole number of PEs >= 1".into(),
         });
     }
-    let job =
-        Arc::new(Job::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?);
+    let job = Job::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
+    let job = Arc::new(if config.peer_mappings {
+        job
+    } else {
+        job.without_peer_mappings()
+    });
     std::thread::scope(|s| {
         for pe in 0..npes {
             let (job_pe, config) = (Arc::clone(&job), config.clone());

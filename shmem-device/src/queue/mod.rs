@@ -25,7 +25,8 @@
 //! | returns at once | [`try_push`](SymQueue::try_push), [`try_pop`](SymQueue::try_pop) | |
 //!
 //! Elements are any `Copy` type (the host requires `bytemuck::Pod`: no padding, every bit
-//! pattern valid), of any size: they move with `putmem`/`getmem`. Each producer's elements
+//! pattern valid), of any size: they move through the peer mapping `shmem::ptr` gives, or word by
+//! word with `p`/`g` where a PE has none (the `copy` module says why not `putmem`/`getmem`). Each producer's elements
 //! come out in the order it pushed them; no element is lost, duplicated or torn.
 //!
 //! # Algorithm
@@ -70,16 +71,16 @@
 //!    are program-ordered on one counter; a batch member's share is in ticket order), and a
 //!    consumer's pops take increasing tickets; the consumer of ticket `t` gets element `t`.
 //!    So any consumer sees each producer's elements in the order they were pushed.
-//! 3. **Publication (no torn reads).** The producer writes the element and sets the sequence
-//!    in one `putmem_signal`, which NVSHMEM delivers data-before-signal (on NVLink: the stores,
-//!    `membar.sys`, then an `atom.sys` on the signal word): a release. The consumer polls the
-//!    sequence with `atomic_fetch` (an `atom.sys`: a strong read that cannot be hoisted out of
-//!    the loop), and after seeing `2t + 1` executes `fence` — in NVSHMEM `membar.sys`, i.e.
-//!    PTX `fence.sc.sys`, a full fence — before `getmem`: an acquire. `signal_wait_until` and
-//!    plain polls have no trailing acquire, which is why the fence is there.
-//! 4. **Reuse (no write-after-read race).** `getmem` returns when the data is local; the
-//!    consumer then fences (release) and frees the slot with `atomic_set`. The next producer
-//!    sees that, fences (acquire), and only then overwrites the slot.
+//! 3. **Publication (no torn reads).** The producer writes the element, executes `fence`
+//!    — NVSHMEM's `nvshmem_fence`, on NVLink a `membar.sys` (PTX `fence.sc.sys`), a full
+//!    fence — and then sets the sequence number with `atomic_set`: a release. The consumer
+//!    polls the sequence with `atomic_fetch` (an `atom.sys`: a strong read that cannot be
+//!    hoisted out of the loop), and after seeing `2t + 1` executes `fence` before reading the
+//!    element: an acquire. `signal_wait_until` and plain polls have no trailing acquire,
+//!    which is why the fence is there.
+//! 4. **Reuse (no write-after-read race).** The element is read into the consumer's own
+//!    registers or stack before it fences (release) and frees the slot with `atomic_set`.
+//!    The next producer sees that, fences (acquire), and only then overwrites the slot.
 //! 5. **Counters need no ordering.** No data is published through `tail` or `head`, so their
 //!    atomics may be relaxed (NVSHMEM's AMOs are); the loom model checks the protocol with
 //!    `Relaxed` counters and sequence accesses, `Release` publication and the fences only,
@@ -108,15 +109,15 @@
 //! every unbounded wait when the job can no longer satisfy it (a failed thread, kernel or
 //! PE) or after `RSHMEM_SIM_WAIT_TIMEOUT` seconds, with that sentence.
 
+mod copy;
 pub mod layout;
 pub mod ring;
 mod wait;
 
 use core::marker::PhantomData;
-use core::mem::{size_of, MaybeUninit};
 
 use crate::kernel::KernelArg;
-use crate::shmem::{self, Scope, SignalOp, Thread};
+use crate::shmem::{self, Scope};
 use layout::{HEAD, SEQ, TAIL};
 use ring::{Counter, Op, RingMemory, Stall};
 
@@ -367,9 +368,9 @@ impl<T: Copy> SymQueue<T> {
 }
 
 // SAFETY: every method maps to one SHMEM operation on the queue's home PE with the stated
-// guarantee: AMOs are atomic across PEs; `putmem_signal` delivers the data before the signal
-// (a release when paired with the reader's fence); `fence` is a full fence (`membar.sys` on
-// the GPU, `SeqCst` on the simulator).
+// guarantee: AMOs are atomic across PEs; `write` fences between the element and its sequence
+// number (a release when paired with the reader's fence); `fence` is a full fence
+// (`membar.sys` on the GPU, `SeqCst` on the simulator).
 unsafe impl<T: Copy> RingMemory for SymQueue<T> {
     type Item = T;
     type Backoff = wait::Backoff;
@@ -411,34 +412,19 @@ unsafe impl<T: Copy> RingMemory for SymQueue<T> {
 
     #[inline(always)]
     unsafe fn write(&self, slot: u64, item: &T, seq: u64) {
-        // SAFETY: the slot and its sequence word are the queue's; `item` is a local `T`.
-        unsafe {
-            shmem::putmem_signal::<Thread>(
-                self.slots.wrapping_add(slot as usize).cast(),
-                (item as *const T).cast(),
-                size_of::<T>(),
-                self.seq(slot),
-                seq,
-                SignalOp::Set,
-                self.pe,
-            )
-        }
+        // SAFETY: the slot is the queue's, and ours (the caller's contract); `item` is a
+        // whole `T`.
+        unsafe { copy::put(self.slots.wrapping_add(slot as usize), item, self.pe) };
+        // Release: the element is visible before its sequence number says so.
+        self.fence();
+        self.store_seq(slot, seq);
     }
 
     #[inline(always)]
     unsafe fn read(&self, slot: u64) -> T {
-        let mut item = MaybeUninit::<T>::uninit();
-        // SAFETY: the slot is the queue's and holds a whole `T` written by a push (the
-        // caller's contract), which `getmem` copies into `item` completely.
-        unsafe {
-            shmem::getmem::<Thread>(
-                item.as_mut_ptr().cast(),
-                self.slots.wrapping_add(slot as usize).cast(),
-                size_of::<T>(),
-                self.pe,
-            );
-            item.assume_init()
-        }
+        // SAFETY: the slot is the queue's and holds a whole `T` written by a push, which no
+        // one writes until we free the slot (the caller's contract).
+        unsafe { copy::get(self.slots.wrapping_add(slot as usize), self.pe) }
     }
 
     #[inline(always)]

@@ -39,6 +39,9 @@ const ALL_PES: i32 = 0;
 /// All PEs of a simulated job. Simulator internals, shared by rshmem-host's PE threads.
 pub struct Job {
     heaps: Vec<SymHeap>,
+    /// Whether `shmem::ptr` maps other PEs' memory (PEs on one node over NVLink) or only the
+    /// PE's own (as for PEs behind a network transport).
+    peer_mappings: bool,
     state: Mutex<JobState>,
     /// Signalled on every change of `state`; few threads wait here (one per PE and side).
     cv: Condvar,
@@ -369,6 +372,7 @@ impl Job {
             .collect::<Result<_, _>>()?;
         Ok(Self {
             heaps,
+            peer_mappings: true,
             state: Mutex::new(JobState {
                 pes: vec![PeStatus::Running; npes],
                 failure: None,
@@ -380,6 +384,19 @@ impl Job {
             }),
             cv: Condvar::new(),
         })
+    }
+
+    /// Withholds peer mappings: `shmem::ptr` gives null for every PE but the caller's, as
+    /// NVSHMEM does for PEs it reaches through a network transport, so kernels take the
+    /// paths they have for such PEs.
+    pub fn without_peer_mappings(mut self) -> Self {
+        self.peer_mappings = false;
+        self
+    }
+
+    /// Whether `shmem::ptr` maps other PEs' memory (see [`Job::without_peer_mappings`]).
+    pub fn peer_mappings(&self) -> bool {
+        self.peer_mappings
     }
 
     /// The number of PEs.

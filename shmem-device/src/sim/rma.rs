@@ -213,6 +213,13 @@ pub(crate) unsafe fn istrided<T: Copy>(
 /// always directly addressable.
 pub(crate) fn ptr(dest: *const u8, pe: i32) -> *mut u8 {
     context::with("shmem::ptr", |c| {
-        remote(c, "shmem::ptr", dest as usize, 1, pe, 1)
+        let mapped = remote(c, "shmem::ptr", dest as usize, 1, pe, 1);
+        // Without peer mappings only the PE's own memory is mapped (NVSHMEM: a PE behind a
+        // network transport), after the same checks of the address and the PE.
+        if c.job().peer_mappings() || pe as usize == c.pe() {
+            mapped
+        } else {
+            core::ptr::null_mut()
+        }
     })
 }
