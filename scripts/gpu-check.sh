@@ -16,7 +16,7 @@ export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
 BIN=.gpu/bin
-[ -f .gpu/bin.tar.gz ] && tar -C .gpu -xzf .gpu/bin.tar.gz
+[ -d .gpu/bin ] || python3 -c "import tarfile; tarfile.open('.gpu/bin.tar.xz').extractall('.gpu')"
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}

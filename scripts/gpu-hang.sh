@@ -10,7 +10,7 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAS
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
-[ -d .gpu/bin ] || tar -C .gpu -xzf .gpu/bin.tar.gz
+[ -d .gpu/bin ] || python3 -c "import tarfile; tarfile.open('.gpu/bin.tar.xz').extractall('.gpu')"
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
 bin=$1 test=$2 delay=${3:-15}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds here (no GPU needed) everything scripts/gpu-check.sh runs on the GPU machine, and
 # copies it into .gpu/ (ignored by git, carried by the device tool):
-#   .gpu/bin.tar.gz  release example binaries and test binaries (unpacked to .gpu/bin there)
+#   .gpu/bin.tar.xz  release example binaries and test binaries (unpacked to .gpu/bin there)
 #   .gpu/scripts/  gpu-check.sh and the CUDA C++ peers, compiled there with nvcc
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +30,9 @@ for line in open('/tmp/rshmem-gpu-build.json'):
     print('carry', dst)
 PY
 # Every binary embeds the kernel image (PTX + cubin for two architectures): compress the
-# binaries to stay inside the device tool's 64 MiB carry; gpu-check.sh unpacks them there.
-tar -C .gpu -czf .gpu/bin.tar.gz bin && rm -rf .gpu/bin
+# binaries to stay inside the device tool's 64 MiB carry (xz: gzip no longer fits); the
+# scripts unpack them there with Python's tarfile, which reads xz everywhere.
+tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
 cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 du -sh .gpu
