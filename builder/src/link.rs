@@ -201,8 +201,8 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
 /// Turns every `bar.sync` (which PTX defines as `barrier.sync.aligned`) into `barrier.sync`.
 ///
 /// An aligned barrier requires every thread of a warp to execute the *same* barrier
-/// instruction. LLVM does not keep that: rustc marks no Rust function `convergent`, and jump
-/// threading duplicated the barrier of `if len > 0 { iput } quiet(); sync_threads(); if len
+/// instruction. Rust's optimiser does not keep that (rustc marks no Rust function
+/// `convergent`): branch threading duplicated the barrier of `if len > 0 { iput } quiet(); sync_threads(); if len
 /// > 0 { iget }` into both arms, so lanes of one warp waited at two different `bar.sync`s —
 /// a hang on an H200 (the conformance test `iput_iget`, `team_world_barriers`, and the
 /// queue's block-scoped batches; cuda-gdb showed the lanes split between two barrier PCs).
