@@ -1,7 +1,8 @@
 //! Every kernel image as its build script made it — the shipped kernels (`rshmem`'s
 //! `build.rs`) and the heavy ones (`testkit/build.rs`): PTX for each of its architectures
-//! with an `.entry` per kernel, nothing unresolved but what the driver provides, NVSHMEM's
-//! state and version linked in, cubins from ptxas for every architecture.
+//! (the perftest's: sm_90 alone) with an `.entry` per kernel, nothing unresolved but what the
+//! driver provides, unaligned block barriers, NVSHMEM's state and version linked in, cubins
+//! from ptxas for every architecture.
 
 use rshmem::KernelImage;
 
@@ -12,7 +13,7 @@ struct Expected {
     kernels: &'static [&'static str],
 }
 
-fn images() -> [Expected; 3] {
+fn images() -> [Expected; 4] {
     [
         Expected {
             image: &rshmem::kernels::IMAGE,
@@ -28,6 +29,11 @@ fn images() -> [Expected; 3] {
             image: &rshmem_testkit::teams::IMAGE,
             sms: &[80, 90],
             kernels: &["team_info", "team_alltoall", "team_reduce"],
+        },
+        Expected {
+            image: &rshmem_testkit::perftest::IMAGE,
+            sms: &[90],
+            kernels: &["get_bw", "g_lat", "pingpong", "fcollect_lat", "reduce_lat"],
         },
     ]
 }
@@ -112,7 +118,12 @@ fn block_barriers_are_unaligned() {
                 "{}, sm_{}: aligned block barriers left",
                 image.name, t.sm
             );
-            assert!(t.ptx.contains("barrier.sync"), "{}, sm_{}", image.name, t.sm);
+            assert!(
+                t.ptx.contains("barrier.sync"),
+                "{}, sm_{}",
+                image.name,
+                t.sm
+            );
         }
     }
 }
