@@ -35,6 +35,6 @@ PY
 # to stay inside the device tool's 64 MiB carry (xz: gzip did not fit while every binary held
 # every kernel); the scripts unpack them there with Python's tarfile, which reads xz everywhere.
 tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
-cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh .gpu/scripts/
+cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh scripts/plot_perf.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 du -sh .gpu
