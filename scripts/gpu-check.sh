@@ -115,7 +115,8 @@ perftest() {
     # nvcc needs minutes for NVSHMEM's collectives: compile while the Rust side runs.
     local t0=$SECONDS
     rm -f /tmp/perftest_cu
-    nvcc -std=c++17 -rdc=true -O3 -arch=sm_90 -I"$NVS/include" .gpu/scripts/cuda/perftest.cu \
+    # -Xptxas -v: registers per kernel in the log, to set beside the Rust cubin's.
+    nvcc -std=c++17 -rdc=true -O3 -arch=sm_90 -Xptxas -v -I"$NVS/include" .gpu/scripts/cuda/perftest.cu \
         -o /tmp/perftest_cu -L"$NVS/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -lcuda \
         >"$OUT/nvcc-perftest.log" 2>&1 &
     local nvcc_pid=$!

@@ -217,7 +217,9 @@ fn plan(gpu: bool, families: &[Family], reps: u32) -> Vec<Case> {
                 }
             }
             Family::PLat => add(f, name.into(), 8, 1, 1, pick!(10_000, 4), 0),
-            Family::GLat => add(f, name.into(), 4, 1, 1, pick!(10_000, 4), pick!(1021, 37)),
+            // A chain longer than the iteration count: no entry is read twice in a launch, so
+            // no cache on the reading GPU can answer (NVSHMEM's `g` is a plain load).
+            Family::GLat => add(f, name.into(), 4, 1, 1, pick!(10_000, 4), pick!(10_007, 37)),
             Family::AmoLat => add(f, name.into(), 8, 1, 1, pick!(10_000, 4), 0),
             Family::AmoTput => {
                 let (grid, block) = pick!((32, 256), (2, 32));
@@ -247,8 +249,10 @@ fn plan(gpu: bool, families: &[Family], reps: u32) -> Vec<Case> {
                 } else {
                     name.to_string()
                 };
+                // 256 threads: NVSHMEM's collectives, fully inlined, take 255 registers per
+                // thread, so a block of 512 would not fit an SM's 64K registers.
                 for n in pick!(vec![2, 256, 16384, 262144], vec![3, 37]) {
-                    add(f, row.clone(), n * 4, 1, pick!(512, 32), pick!(200, 2), n);
+                    add(f, row.clone(), n * 4, 1, pick!(256, 32), pick!(200, 2), n);
                 }
             }
         }

@@ -115,7 +115,7 @@ fn gpu_plan_has_the_documented_shape() {
         "{plan}"
     );
     assert!(
-        plan.contains("PLAN,reduce,reduce_sum,1048576,1,512,200,262144,5"),
+        plan.contains("PLAN,reduce,reduce_sum,1048576,1,256,200,262144,5"),
         "{plan}"
     );
 }
