@@ -1,5 +1,6 @@
-// CUDA C++ NVSHMEM twin of examples/perftest.rs. Each kernel below mirrors, line for line, the
-// Rust kernel of the same name in kernels/src/perftest.rs (put_bw: kernels/src/bandwidth.rs);
+// CUDA C++ NVSHMEM twin of testkit/examples/perftest.rs. Each kernel below mirrors, line for
+// line, the Rust kernel of the same name in kernels/perftest/src/lib.rs (put_bw:
+// kernels/src/bandwidth.rs);
 // the host side runs the cases the Rust driver prints with `--plan gpu` (grid, block,
 // iterations, sizes, repetitions), with the same warm-up, checks (fresh random data over
 // poisoned destinations), timing (CUDA events around each launch after a host barrier; median
@@ -37,7 +38,7 @@
     } while (0)
 
 // ---------------------------------------------------------------------------------------------
-// Kernels (see kernels/src/perftest.rs for what each one does and why).
+// Kernels (see kernels/perftest/src/lib.rs for what each one does and why).
 
 __device__ __forceinline__ void block_share(unsigned long long bytes, size_t *start, size_t *len) {
     unsigned long long blocks = gridDim.x;
@@ -155,7 +156,7 @@ struct Case {
     unsigned grid = 0, block = 0, iters = 0, reps = 0;
 };
 
-// PLAN,family,row,param,grid,block,iters,arg,reps (examples/perftest.rs: Case::plan_line).
+// PLAN,family,row,param,grid,block,iters,arg,reps (testkit/examples/perftest.rs: Case::plan_line).
 static std::vector<Case> read_plan(const char *path) {
     std::ifstream in(path);
     if (!in) {
@@ -188,7 +189,7 @@ static std::vector<Case> read_plan(const char *path) {
     return cases;
 }
 
-// xorshift64* seeded per PE by splitmix64, as in examples/perftest.rs.
+// xorshift64* seeded per PE by splitmix64, as in testkit/examples/perftest.rs.
 struct Rng {
     uint64_t s;
     Rng(uint64_t seed, int pe) {
@@ -565,7 +566,7 @@ std::vector<double> Bench::collective_rows(bool fcollect, const std::vector<Case
     return values;
 }
 
-// v with 4 significant digits and no exponent, as sig4 in examples/perftest.rs.
+// v with 4 significant digits and no exponent, as sig4 in testkit/examples/perftest.rs.
 static std::string sig4(double v) {
     int decimals = 3;
     if (v > 0 && std::isfinite(v)) decimals = std::min(12, std::max(0, 3 - (int)std::floor(std::log10(v))));
