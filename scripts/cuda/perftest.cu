@@ -1,9 +1,8 @@
-// CUDA C++ NVSHMEM twin of testkit/examples/perftest.rs. Each kernel below mirrors, line for
-// line, the Rust kernel of the same name in kernels/perftest/src/lib.rs (put_bw:
-// kernels/src/bandwidth.rs);
-// the host side runs the cases the Rust driver prints with `--plan gpu` (grid, block,
-// iterations, sizes, repetitions), with the same warm-up, checks (fresh random data over
-// poisoned destinations), timing (CUDA events around each launch after a host barrier; median
+// CUDA C++ NVSHMEM twin of testkit/examples/perftest.rs. Each kernel below mirrors, line for line,
+// the Rust kernel of the same name in kernels/perftest/src/lib.rs (put_bw:
+// kernels/src/bandwidth.rs); the host side runs the cases the Rust driver prints with `--plan gpu`
+// (grid, block, iterations, sizes, repetitions), with the same warm-up, checks (fresh random data
+// over poisoned destinations), timing (CUDA events around each launch after a host barrier; median
 // of the repetitions) and units, and prints `PTC,<row>,<param>,<value>,<unit>` on PE 0.
 //
 // Built with nvcc -rdc on the GPU machine by scripts/gpu-check.sh; two processes bootstrap by
