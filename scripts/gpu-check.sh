@@ -8,8 +8,8 @@
 # PARTs (default: all of them): `examples` (the seed's programs and the queue example),
 # `tests` (every `gpu::` test of every carried test binary, one process per test with its own
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests), `bandwidth` (Rust put bandwidth beside the
-# CUDA C++ peer), `queue_bench`. Split the parts over several device calls to stay under the
-# per-call limit.
+# CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; 2
+# GPUs). Split the parts over several device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -21,7 +21,7 @@ NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
 declare -A RESULT
-PARTS=${*:-examples tests bandwidth queue_bench}
+PARTS=${*:-examples tests bandwidth queue_bench perftest}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 step() { # name, command...: runs it with a 300 s bound, records pass/fail, keeps the log
@@ -101,10 +101,77 @@ bandwidth() {
 }
 want bandwidth && bandwidth
 
+# 4. Perftest: every row of the Rust perftest (testkit/examples/perftest.rs) and of its CUDA C++
+# NVSHMEM twin (scripts/cuda/perftest.cu), running the same plan (the Rust binary prints it with
+# --plan gpu: grids, iterations, sizes, repetitions); both check their data first. Writes
+# $OUT/perftest_{rust,cuda}.log, $OUT/perf.csv (row,param,unit,rust,cpp,ratio with ratio =
+# rust / cpp) and $OUT/perf_*.png (scripts/plot_perf.py; copy them to docs/).
+perftest() {
+    if [ "$NGPU" -lt 2 ]; then
+        echo "perftest: needs 2 GPUs (Rust and CUDA C++ side by side over NVLink); skipped"
+        return
+    fi
+    $BIN/perftest --plan gpu >"$OUT/perf-plan.csv"
+    # nvcc needs minutes for NVSHMEM's collectives: compile while the Rust side runs.
+    local t0=$SECONDS
+    rm -f /tmp/perftest_cu
+    # -Xptxas -v: registers per kernel in the log, to set beside the Rust cubin's.
+    nvcc -std=c++17 -rdc=true -O3 -arch=sm_90 -Xptxas -v -I"$NVS/include" .gpu/scripts/cuda/perftest.cu \
+        -o /tmp/perftest_cu -L"$NVS/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -lcuda \
+        >"$OUT/nvcc-perftest.log" 2>&1 &
+    local nvcc_pid=$!
+    step perftest_rust env RSHMEM_NPES=2 $BIN/perftest
+    wait $nvcc_pid || { echo "nvcc perftest.cu failed"; tail -n 40 "$OUT/nvcc-perftest.log"; return; }
+    echo "nvcc perftest.cu: $((SECONDS - t0)) s (started with the Rust run)"
+    PERF_UID=/tmp/rshmem-perf-uid.$$
+    rm -f "$PERF_UID"
+    export PERF_UID OUT
+    # The twin takes its rank, the unique-ID rendezvous file and the plan on the command line.
+    step perftest_cuda bash -c '/tmp/perftest_cu 0 2 "$PERF_UID" "$OUT/perf-plan.csv" & p0=$!
+        /tmp/perftest_cu 1 2 "$PERF_UID" "$OUT/perf-plan.csv"; r1=$?; wait $p0; exit $(($? | r1))'
+    echo
+    echo "== perftest: Rust vs CUDA C++ (ratio = rust/cpp; rust_speed > 1: Rust faster)"
+    python3 - "$OUT/perftest_rust.log" "$OUT/perftest_cuda.log" "$OUT/perf.csv" <<'PY'
+import csv, re, sys
+def load(path, tag):
+    # The Rust launcher prefixes PE output with "[PE k] ".
+    d, order = {}, []
+    pat = re.compile(r"^(?:\[PE \d+\] )?" + tag + r",([^,]+),(\d+),([^,]+),(\S+)$")
+    try:
+        for line in open(path):
+            m = pat.match(line.strip())
+            if m:
+                key = (m.group(1), int(m.group(2)))
+                d[key] = (float(m.group(3)), m.group(4))
+                order.append(key)
+    except FileNotFoundError:
+        pass
+    return d, order
+rust, order = load(sys.argv[1], "PT")
+cpp, corder = load(sys.argv[2], "PTC")
+order += [k for k in corder if k not in rust]
+with open(sys.argv[3], "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["row", "param", "unit", "rust", "cpp", "ratio"])
+    print("%-22s %10s %-7s %12s %12s %7s %11s" % ("row", "param", "unit", "rust", "cpp", "ratio", "rust_speed"))
+    for key in order:
+        r, c = rust.get(key), cpp.get(key)
+        unit = (r or c)[1]
+        ratio = r[0] / c[0] if r and c and c[0] else None
+        speed = None if ratio is None or ratio == 0 else (1 / ratio if unit == "us" else ratio)
+        w.writerow([key[0], key[1], unit, r[0] if r else "", c[0] if c else "", "%.4f" % ratio if ratio else ""])
+        fmt = lambda v, p: ("%." + str(p) + "f") % v if v is not None else "-"
+        print("%-22s %10d %-7s %12s %12s %7s %11s" % (key[0], key[1], unit, fmt(r and r[0], 3),
+              fmt(c and c[0], 3), fmt(ratio, 3), fmt(speed, 3)))
+PY
+    python3 .gpu/scripts/plot_perf.py "$OUT/perf.csv" "$OUT" || echo "plotting failed (is matplotlib installed?)"
+}
+want perftest && perftest
+
 # The device tool brings back a limited number of files: keep the logs as one archive.
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" --exclude logs.tar.gz . 2>/dev/null && find "$OUT" -name '*.log' -delete
 
-# 4. Summary.
+# 5. Summary.
 echo
 echo "== results"
 for k in "${!RESULT[@]}"; do printf '%-40s %s\n' "$k" "${RESULT[$k]}"; done | sort

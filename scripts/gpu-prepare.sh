@@ -5,7 +5,9 @@
 #   .gpu/scripts/  gpu-check.sh and the CUDA C++ peers, compiled there with nvcc
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --examples --tests --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
+# rshmem's examples and tests, and rshmem-testkit's (the suites of the heavy kernel images).
+cargo build --release -p rshmem -p rshmem-testkit --examples --tests \
+    --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/scripts
 python3 - <<'PY'
 import json, shutil, subprocess
@@ -29,10 +31,10 @@ for line in open('/tmp/rshmem-gpu-build.json'):
     subprocess.run(['strip', dst])
     print('carry', dst)
 PY
-# Every binary embeds the kernel image (PTX + cubin for two architectures): compress the
-# binaries to stay inside the device tool's 64 MiB carry (xz: gzip no longer fits); the
-# scripts unpack them there with Python's tarfile, which reads xz everywhere.
+# Every binary embeds its kernel images (PTX + cubin per architecture): compress the binaries
+# to stay inside the device tool's 64 MiB carry (xz: gzip did not fit while every binary held
+# every kernel); the scripts unpack them there with Python's tarfile, which reads xz everywhere.
 tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
-cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh .gpu/scripts/
+cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh scripts/plot_perf.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 du -sh .gpu

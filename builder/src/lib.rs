@@ -28,6 +28,10 @@
 //!    call NVSHMEM — the needed part of NVSHMEM's device bitcode, internalize, O3, `llc`;
 //! 3. `ptxas` to a cubin, failing the build with ptxas's message on error.
 //!
+//! Steps 2 and 3 are skipped when the nested build left every rlib as it was and nothing else
+//! they read changed (`src/reuse.rs`): a `build.rs` that builds several kernel crates reruns
+//! when any of them changes, and then links only the one that changed again.
+//!
 //! It writes `<name>.sm_XX.ptx`/`.cubin` and `rshmem-image-<name>.rs` into `OUT_DIR`, and
 //! prints `cargo:rerun-if-changed` for every local crate the kernels are built from.
 //!
@@ -42,6 +46,7 @@ mod error;
 mod fetch;
 mod link;
 mod locate;
+mod reuse;
 mod toolchain;
 
 pub use error::{Error, Result};
@@ -250,12 +255,23 @@ impl Builder {
             None => outer_target_dir(&out_dir).join("rshmem-device"),
         };
         let tc = Toolchain::detect()?;
+        let ptxas = if std::env::var_os("RSHMEM_NO_PTXAS").is_some_and(|v| v != "0") {
+            None
+        } else {
+            match locate::ptxas() {
+                Ok(p) => Some(p),
+                Err((_, why)) => {
+                    println!("cargo:warning=rshmem-builder: no ptxas ({why}); embedding PTX only, the driver will JIT it");
+                    None
+                }
+            }
+        };
 
         let mut targets = Vec::new();
         let mut kernels = Vec::new();
         let mut nvshmem_version = None;
-        let mut ptxas: Option<Option<PathBuf>> = None;
         let mut assembling = Vec::new();
+        let mut records = Vec::new();
         for arch in archs {
             let nested = nested_build(&tc, &manifest, &target_root.join(arch.name()), arch, debug)?;
             for dir in &nested.local_packages {
@@ -266,6 +282,29 @@ impl Builder {
                     }
                 }
             }
+            let ptx = out_dir.join(format!("{name}.{arch}.ptx"));
+            let cubin = ptxas
+                .as_ref()
+                .map(|_| out_dir.join(format!("{name}.{arch}.cubin")));
+            let record_path = reuse::Record::path(&out_dir, &name, arch);
+            let inputs = reuse::Inputs::new(&nested.rlibs, arch.sm(), debug, ptxas.as_deref());
+            if let (Some(inputs), Some(record)) = (&inputs, reuse::Record::load(&record_path)) {
+                let nvshmem_now = || locate::nvshmem().ok().map(|n| n.bitcode);
+                if record.reusable(inputs, nvshmem_now, &ptx, cubin.as_deref()) {
+                    if let Some(bc) = &record.nvshmem {
+                        println!("cargo:rerun-if-changed={}", bc.path.display());
+                    }
+                    let text = std::fs::read_to_string(&ptx)
+                        .map_err(io(format!("reading {}", ptx.display())))?;
+                    nvshmem_version = nvshmem_version.or(link::nvshmem_version_in_ptx(&text));
+                    kernels = record.kernels;
+                    targets.push(TargetOutput { arch, ptx, cubin });
+                    continue;
+                }
+            }
+            // Outputs are about to change: no record may vouch for them until they are done.
+            let _ = std::fs::remove_file(&record_path);
+
             let work = out_dir.join(format!("{name}.{arch}.link"));
             let _ = std::fs::remove_dir_all(&work);
             let mut objects = Vec::new();
@@ -308,7 +347,6 @@ impl Builder {
                 println!("cargo:rerun-if-changed={}", found.bitcode.display());
                 Some(found.bitcode)
             };
-            let ptx = out_dir.join(format!("{name}.{arch}.ptx"));
             let linked = link::link(
                 &tc,
                 &link::LinkInputs {
@@ -323,32 +361,27 @@ impl Builder {
             )?;
             nvshmem_version = nvshmem_version.or(linked.nvshmem_version);
 
-            let ptxas = ptxas.get_or_insert_with(|| {
-                if std::env::var_os("RSHMEM_NO_PTXAS").is_some_and(|v| v != "0") {
-                    return None;
-                }
-                match locate::ptxas() {
-                    Ok(p) => Some(p),
-                    Err((_, why)) => {
-                        println!("cargo:warning=rshmem-builder: no ptxas ({why}); embedding PTX only, the driver will JIT it");
-                        None
-                    }
-                }
-            });
             // ptxas of one architecture runs while the next one is built and linked: it is
             // the longest step for kernels that use NVSHMEM's collectives.
-            let cubin = match ptxas {
-                Some(ptxas) => {
-                    let cubin = out_dir.join(format!("{name}.{arch}.cubin"));
-                    let (ptxas, ptx, target) = (ptxas.clone(), linked.ptx.clone(), cubin.clone());
-                    assembling.push(std::thread::spawn(move || {
-                        link::ptxas(&ptxas, &ptx, arch.sm(), &target)
-                    }));
-                    Some(cubin)
-                }
-                None => None,
-            };
+            if let (Some(ptxas), Some(cubin)) = (&ptxas, &cubin) {
+                let (ptxas, ptx, target) = (ptxas.clone(), linked.ptx.clone(), cubin.clone());
+                assembling.push(std::thread::spawn(move || {
+                    link::ptxas(&ptxas, &ptx, arch.sm(), &target)
+                }));
+            }
             let _ = std::fs::remove_dir_all(&work);
+            if let Some(inputs) = inputs {
+                let nvshmem = nvshmem.as_deref().and_then(reuse::FileStamp::of);
+                let kernels = kernels.clone();
+                records.push((
+                    record_path,
+                    reuse::Record {
+                        inputs,
+                        nvshmem,
+                        kernels,
+                    },
+                ));
+            }
             targets.push(TargetOutput { arch, ptx, cubin });
         }
         for job in assembling {
@@ -356,6 +389,10 @@ impl Builder {
                 tool: "ptxas".into(),
                 message: "the thread running it panicked".into(),
             })??;
+        }
+        // Only now is every output of these builds complete.
+        for (path, record) in records {
+            record.save(&path)?;
         }
         let image_rs = out_dir.join(format!("rshmem-image-{name}.rs"));
         let output = Output {

@@ -301,41 +301,47 @@ fn ptxas_errors_fail_the_build_with_its_message() {
     );
 }
 
+/// The newest `<crate>.sm_90.ptx` under the shared target's build-script outputs.
+fn newest_ptx(krate: &str) -> PathBuf {
+    let build = shared_target().join("debug/build");
+    let mut found: Vec<_> = std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .flat_map(|e| {
+            std::fs::read_dir(e.path().join("out"))
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().unwrap().to_string_lossy() == format!("{krate}.sm_90.ptx"))
+        .collect();
+    found.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
+    found.pop().unwrap()
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
 #[test]
 fn rebuilds_exactly_when_kernel_sources_change() {
     let s = Scaffold::bare(PLAIN_KERNEL);
     let env = [("RSHMEM_NO_PTXAS", "1")];
     let first = s.run(&env);
     assert!(first.status.success(), "{}", text(&first));
-    let ptx = || {
-        let out = shared_target().join("debug/build");
-        let mut found: Vec<_> = std::fs::read_dir(&out)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .flat_map(|e| {
-                std::fs::read_dir(e.path().join("out"))
-                    .into_iter()
-                    .flatten()
-            })
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension().is_some_and(|x| x == "ptx")
-                    && p.to_string_lossy().contains(&s.kernel_name)
-            })
-            .filter(|p| p.exists())
-            .collect();
-        found.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
-        found.pop().unwrap()
-    };
-    let before = std::fs::metadata(ptx()).unwrap().modified().unwrap();
+    let ptx = newest_ptx(&s.kernel_name);
+    let before = modified(&ptx);
 
     // No change: the build script does not run again, the PTX is untouched.
     let again = s.run(&env);
     assert!(again.status.success());
-    assert_eq!(
-        std::fs::metadata(ptx()).unwrap().modified().unwrap(),
-        before
-    );
+    assert_eq!(modified(&ptx), before);
+
+    // The build script reruns (a variable it watches changed) but the kernel crate did not:
+    // its PTX is reused, not linked again.
+    let rerun = s.run(&[("RSHMEM_NO_PTXAS", "1"), ("RSHMEM_OFFLINE", "1")]);
+    assert!(rerun.status.success(), "{}", text(&rerun));
+    assert_eq!(modified(&ptx), before);
 
     // A new kernel in the source: rebuilt, and the new entry is in the PTX.
     let mut src = std::fs::read_to_string(s.kernel_file()).unwrap();
@@ -345,7 +351,49 @@ fn rebuilds_exactly_when_kernel_sources_change() {
     let t = text(&edited);
     assert!(edited.status.success(), "{t}");
     assert!(t.contains("kernels=[\"added_later\", \"scale\"]"), "{t}");
-    assert!(std::fs::read_to_string(ptx())
+    assert!(std::fs::read_to_string(newest_ptx(&s.kernel_name))
         .unwrap()
         .contains(".entry added_later("));
+}
+
+#[test]
+fn one_build_script_relinks_only_the_kernel_crate_that_changed() {
+    let s = Scaffold::bare(PLAIN_KERNEL);
+    // A second kernel crate beside the first, built by the same build.rs.
+    let other = format!("other-kernels-{}", unique());
+    let other_dir = s.root.join("other-kernels");
+    std::fs::create_dir_all(other_dir.join("src")).unwrap();
+    let manifest = std::fs::read_to_string(s.root.join("user-kernels/Cargo.toml")).unwrap();
+    std::fs::write(
+        other_dir.join("Cargo.toml"),
+        manifest.replace(&s.kernel_name, &other),
+    )
+    .unwrap();
+    std::fs::write(other_dir.join("src/lib.rs"), NVSHMEM_KERNEL).unwrap();
+    std::fs::write(
+        s.root.join("user-app/build.rs"),
+        "fn main() {\n    for k in [\"../user-kernels\", \"../other-kernels\"] {\n        \
+         rshmem_builder::Builder::new(k).build().unwrap_or_else(|e| panic!(\"{e}\"));\n    }\n}\n",
+    )
+    .unwrap();
+    let env = [("RSHMEM_NO_PTXAS", "1")];
+    let first = s.run(&env);
+    assert!(first.status.success(), "{}", text(&first));
+    let (user_ptx, other_ptx) = (newest_ptx(&s.kernel_name), newest_ptx(&other));
+    let (user_before, other_before) = (modified(&user_ptx), modified(&other_ptx));
+
+    // Editing the first crate reruns the build script for both; only the first is linked.
+    let mut src = std::fs::read_to_string(s.kernel_file()).unwrap();
+    src.push_str("\n#[kernel]\npub unsafe fn added_later(x: *mut u32) { *x = 7; }\n");
+    std::fs::write(s.kernel_file(), src).unwrap();
+    let edited = s.run(&env);
+    assert!(edited.status.success(), "{}", text(&edited));
+    assert!(modified(&user_ptx) > user_before);
+    assert!(std::fs::read_to_string(&user_ptx)
+        .unwrap()
+        .contains(".entry added_later("));
+    assert_eq!(modified(&other_ptx), other_before);
+    assert!(std::fs::read_to_string(&other_ptx)
+        .unwrap()
+        .contains(".entry to_right("));
 }

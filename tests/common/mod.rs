@@ -76,21 +76,18 @@ pub fn random_u32(len: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// A fresh seed every PE agrees on: PE 0's clock, fetched by every PE with a remote get.
-pub fn agreed_seed(shmem: &Shmem, module: &rshmem::Module<'_>) -> Result<u64, rshmem::Error> {
+/// A fresh seed every PE agrees on: PE 0's clock, which every PE reads with a get on its
+/// stream. Needs no kernel, so suites of any kernel image can use it.
+pub fn agreed_seed(shmem: &Shmem) -> Result<u64, rshmem::Error> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.subsec_nanos());
-    let mut buf = shmem.alloc_from(&[nanos as i32, 0])?;
+        .map_or(1, |d| d.as_nanos() as u64);
+    let buf = shmem.alloc_from(&[nanos, 0])?;
     shmem.barrier_all()?;
-    // SAFETY: `buf` holds two symmetric i32s: element 0 of PE 0 into local element 1.
-    unsafe {
-        module.launch::<rshmem::kernels::hello::hello_read>(
-            rshmem::LaunchConfig::new(1, 1),
-            (buf.as_ptr(), 0, 0, buf.as_mut_ptr().wrapping_add(1)),
-        )?
-    };
-    let seed = buf.to_vec()?[1] as u32 as u64;
+    // Element 0 of PE 0 into this PE's element 1.
+    shmem.get_on_stream(buf.range(1..)?, buf.range(..1)?, 0)?;
+    let seed = buf.to_vec()?[1];
+    // No PE may free the buffer while another still reads from it.
     shmem.barrier_all()?;
     Ok(seed)
 }

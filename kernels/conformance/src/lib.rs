@@ -1,7 +1,10 @@
 //! Conformance kernels: the OpenSHMEM semantics that Sandia OpenSHMEM's test suite
 //! (tests-sos) checks with exact values, written afresh as rshmem kernels, one module per API
-//! family. `tests/conformance.rs` launches them on every backend and checks the results; the
-//! table they implement is `CONFORMANCE.md` (its row numbers appear in the docs below).
+//! family. `testkit/tests/conformance.rs` launches them on every backend and checks the
+//! results; the table they implement is `CONFORMANCE.md` (its row numbers appear in the docs
+//! below). A crate of their own, built into its own image by `testkit/build.rs`: NVSHMEM's
+//! inlined collectives make their PTX large and ptxas slow, which only the conformance suite
+//! should pay for.
 //!
 //! Conventions shared by every family:
 //!
@@ -22,6 +25,8 @@
 //! * Data comes from the host (fresh random values each run); results go to buffers the host
 //!   poisoned before the launch, so a value that was never written cannot pass.
 
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 // Kernels take every buffer and parameter as an argument of their own, as PTX entries do.
 #![allow(clippy::too_many_arguments)]
 
@@ -110,7 +115,7 @@ macro_rules! with_type {
     ($ty:expr, $t:ident in [$($each:ty),* $(,)?] => $body:expr) => {{
         let code: u32 = $ty;
         $(
-            if code == <$each as $crate::conformance::Elem>::CODE {
+            if code == <$each as $crate::Elem>::CODE {
                 type $t = $each;
                 $body
             } else
@@ -124,7 +129,7 @@ pub(crate) use with_type;
 /// `with_type!` over all ten element types (RMA and collectives).
 macro_rules! with_any_type {
     ($ty:expr, $t:ident => $body:expr) => {
-        $crate::conformance::with_type!($ty, $t in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => $body)
+        $crate::with_type!($ty, $t in [i8, u8, i16, u16, i32, u32, i64, u64, f32, f64] => $body)
     };
 }
 pub(crate) use with_any_type;
@@ -132,7 +137,7 @@ pub(crate) use with_any_type;
 /// `with_type!` over the four integer types of atomics and waits.
 macro_rules! with_int_type {
     ($ty:expr, $t:ident => $body:expr) => {
-        $crate::conformance::with_type!($ty, $t in [i32, u32, i64, u64] => $body)
+        $crate::with_type!($ty, $t in [i32, u32, i64, u64] => $body)
     };
 }
 pub(crate) use with_int_type;
@@ -143,11 +148,11 @@ pub(crate) use with_int_type;
 macro_rules! with_scope {
     ($scope:expr, $s:ident => $body:expr) => {
         match $scope {
-            $crate::conformance::THREAD => {
+            $crate::THREAD => {
                 type $s = ::rshmem_device::shmem::Thread;
                 $body
             }
-            $crate::conformance::WARP => {
+            $crate::WARP => {
                 type $s = ::rshmem_device::shmem::Warp;
                 $body
             }
@@ -167,12 +172,12 @@ pub(crate) use with_scope;
 macro_rules! for_each_scope {
     ($k:ident, $s:ident => $body:expr) => {{
         for $k in [
-            $crate::conformance::THREAD,
-            $crate::conformance::WARP,
-            $crate::conformance::BLOCK,
+            $crate::THREAD,
+            $crate::WARP,
+            $crate::BLOCK,
         ] {
             ::rshmem_device::thread::sync_threads();
-            $crate::conformance::with_scope!($k, $s => $body);
+            $crate::with_scope!($k, $s => $body);
         }
         ::rshmem_device::thread::sync_threads();
     }};

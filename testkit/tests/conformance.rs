@@ -1,5 +1,5 @@
 //! The OpenSHMEM conformance table (`CONFORMANCE.md`, after Sandia OpenSHMEM's tests-sos) as
-//! tests on every backend: each case launches kernels of `rshmem::kernels::conformance` and
+//! tests on every backend: each case launches kernels of `rshmem_testkit::conformance` and
 //! checks exact values.
 //!
 //! Every case uses fresh random data (PE 0's clock seeds every PE through a remote get; set
@@ -7,12 +7,13 @@
 //! of any vector width, and outputs poisoned before each launch. Scoped APIs run at thread,
 //! warp and block scope.
 //!
-//! `cargo test --test conformance` runs the simulator instances; the GPU instances (`gpu::*`,
-//! ignored without GPUs) run through `scripts/gpu-check.sh`. The GPU build carries a subset
-//! of the collective instantiations (`conformance::coll::on_gpu`); there the others must
-//! report `NOT_BUILT`.
+//! `cargo test -p rshmem-testkit --test conformance` runs the simulator instances; the GPU
+//! instances (`gpu::*`, ignored without GPUs) run through `scripts/gpu-check.sh`. The GPU
+//! build carries a subset of the collective instantiations (`conformance::coll::on_gpu`);
+//! there the others must report `NOT_BUILT`.
 
 #[macro_use]
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;
@@ -20,9 +21,10 @@ use std::fmt::{Debug, Display};
 
 use common::Outcome;
 use rshmem::device::shmem::{Cmp, ReduceOp, Team};
-use rshmem::kernels::conformance::{self as conf, amo, coll, order, rma, signal, team, wait, Elem};
-use rshmem::kernels::IMAGE;
 use rshmem::{Backend, BoxError, Kernel, LaunchConfig, Module, Pod, Shmem, SymBuffer};
+use rshmem_testkit::conformance::{
+    self as conf, amo, coll, order, rma, signal, team, wait, Elem, IMAGE,
+};
 
 per_backend! {
     p_g_ring => [2, 3, 4];
@@ -93,7 +95,7 @@ impl<'s> Ctx<'s> {
             Ok(s) => {
                 parse_seed(&s).ok_or_else(|| format!("RSHMEM_TEST_SEED={s:?}: not a number"))?
             }
-            Err(_) => common::agreed_seed(shmem, &module)?,
+            Err(_) => common::agreed_seed(shmem)?,
         };
         let (me, n) = (shmem.my_pe(), shmem.n_pes());
         if me == 0 {

@@ -5,13 +5,14 @@
 //! computed from fresh random data, and invalid arguments failing alike on every PE.
 
 #[macro_use]
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::Outcome;
-use rshmem::kernels::{hello, teams, IMAGE};
 use rshmem::{
-    Backend, CollElem, Error, LaunchConfig, Module, ReduceOp, Shmem, SymBuffer, Team, TeamHandle,
+    Backend, CollElem, Error, LaunchConfig, ReduceOp, Shmem, SymBuffer, Team, TeamHandle,
 };
+use rshmem_testkit::teams::{self, IMAGE};
 use std::fmt::Debug;
 
 per_backend! {
@@ -60,32 +61,6 @@ fn host_collectives(shmem: &Shmem) -> Result<bool, rshmem::BoxError> {
         }
         Err(e) => Err(e.into()),
     }
-}
-
-/// A seed every PE agrees on, fresh each run: PE 0's clock, read by every PE with a kernel.
-fn shared_seed(shmem: &Shmem, module: &Module<'_>) -> Result<u64, rshmem::BoxError> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos() as u64;
-    let mut words = shmem.alloc_from(&[nanos as i32, (nanos >> 32) as i32, 0, 0])?;
-    shmem.barrier_all()?;
-    for i in 0..2 {
-        // SAFETY: `words` holds 4 symmetric i32s; index `i` is read from PE 0 into `2 + i`.
-        unsafe {
-            module.launch::<hello::hello_read>(
-                LaunchConfig::new(1, 1),
-                (
-                    words.as_ptr(),
-                    i,
-                    0,
-                    words.as_mut_ptr().wrapping_add(2 + i as usize),
-                ),
-            )?
-        };
-    }
-    let w = words.to_vec()?;
-    shmem.barrier_all()?;
-    Ok((w[2] as u32 as u64) | ((w[3] as u32 as u64) << 32))
 }
 
 /// `len` fresh random values of PE `pe` for purpose `salt`, the same on every PE.
@@ -215,7 +190,7 @@ fn strided_team_alltoall_and_reduce(shmem: &Shmem) -> Outcome {
     }
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
     let module = shmem.load(&IMAGE)?;
-    let seed = shared_seed(shmem, &module)?;
+    let seed = common::agreed_seed(shmem)?;
     // The evens or the odds (strided, disjoint: they run side by side), then a split team of
     // every PE (the one with several members on 2 PEs).
     let parity = parity_team(shmem)?;
@@ -429,8 +404,7 @@ fn two_d_split_shapes_and_team_barriers(shmem: &Shmem) -> Outcome {
 
 fn put_get_on_stream(shmem: &Shmem) -> Outcome {
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
-    let module = shmem.load(&IMAGE)?;
-    let seed = shared_seed(shmem, &module)?;
+    let seed = common::agreed_seed(shmem)?;
     let (left, right) = ((me + n - 1) % n, (me + 1) % n);
     let len = 1001;
     let data_of = |pe: usize| data(seed, pe, 4, len, |x| x as u16 as f32 - 3e4);
@@ -528,8 +502,7 @@ fn collectives_on_stream(shmem: &Shmem) -> Outcome {
         return Ok(());
     }
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
-    let module = shmem.load(&IMAGE)?;
-    let seed = shared_seed(shmem, &module)?;
+    let seed = common::agreed_seed(shmem)?;
     let parity = parity_team(shmem)?;
     let everyone = shmem.team_split_strided(Team::WORLD, 0, 1, n)?;
     let everyone = everyone.expect("every PE is a member");
