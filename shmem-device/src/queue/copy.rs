@@ -8,8 +8,8 @@
 //! for each side:
 //!
 //! * When the slot's PE is reachable by loads and stores (NVLink, the same node: `shmem::ptr`
-//!   gives a mapping), one plain copy through that mapping — the generic-address loads and
-//!   stores that any address space accepts, vectorised by the compiler.
+//!   gives a mapping), a plain copy through that mapping — generic-address loads and stores,
+//!   which any address space accepts — in 16-byte vectors where they tile the element.
 //! * Otherwise (a PE behind a network transport), word by word with `shmem::p` and
 //!   `shmem::g`, which carry the value in registers; the widest word that divides the
 //!   element's size is used.
@@ -32,8 +32,21 @@ pub(super) unsafe fn put<T: Copy>(slot: *mut T, item: &T, pe: i32) {
     // SAFETY: `slot` is symmetric and `pe` in range (the caller's contract).
     let peer = unsafe { shmem::ptr(slot, pe) };
     if !peer.is_null() {
-        // SAFETY: `peer` maps `slot` on `pe`, which this thread alone accesses now.
-        unsafe { peer.write(*item) };
+        if size_of::<T>() % CHUNK == 0 {
+            let src = (item as *const T).cast::<[u64; 2]>();
+            for i in 0..size_of::<T>() / CHUNK {
+                // SAFETY: `peer` maps `slot` on `pe`, which this thread alone accesses now;
+                // the chunks tile the `T` and are 16-aligned on the slot's side.
+                unsafe {
+                    peer.cast::<Chunk>()
+                        .add(i)
+                        .write(Chunk(src.add(i).read_unaligned()))
+                };
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { peer.write(*item) };
+        }
         return;
     }
     let src = (item as *const T).cast::<u8>();
@@ -70,11 +83,24 @@ pub(super) unsafe fn put<T: Copy>(slot: *mut T, item: &T, pe: i32) {
 pub(super) unsafe fn get<T: Copy>(slot: *const T, pe: i32) -> T {
     // SAFETY: as in `put`.
     let peer = unsafe { shmem::ptr(slot, pe) };
-    if !peer.is_null() {
-        // SAFETY: `peer` maps `slot` on `pe`, which nobody writes now.
-        return unsafe { peer.read() };
-    }
     let mut item = MaybeUninit::<T>::uninit();
+    if !peer.is_null() {
+        if size_of::<T>() % CHUNK != 0 {
+            // SAFETY: `peer` maps `slot` on `pe`, which nobody writes now.
+            return unsafe { peer.read() };
+        }
+        let dst = item.as_mut_ptr().cast::<[u64; 2]>();
+        for i in 0..size_of::<T>() / CHUNK {
+            // SAFETY: as above; the chunks tile the `T` in both places, 16-aligned on the
+            // slot's side.
+            unsafe {
+                dst.add(i)
+                    .write_unaligned(peer.cast::<Chunk>().add(i).read().0)
+            };
+        }
+        // SAFETY: every byte of `item` was written.
+        return unsafe { item.assume_init() };
+    }
     let dst = item.as_mut_ptr().cast::<u8>();
     // SAFETY: the words tile the `T` at `slot` and in `item`, so every byte of `item` is
     // written before `assume_init`.
@@ -95,6 +121,16 @@ pub(super) unsafe fn get<T: Copy>(slot: *const T, pe: i32) -> T {
         item.assume_init()
     }
 }
+
+/// Bytes moved per access through a peer mapping, where they tile the element.
+const CHUNK: usize = 16;
+
+/// 16 bytes, 16-aligned: one vector load or store (`ld`/`st.v2.b64`) through the mapping,
+/// where 8-byte words took twice the NVLink requests. A slot of an element whose size is a
+/// multiple of 16 is 16-aligned: allocations are 512-aligned and slots follow each other.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Chunk([u64; 2]);
 
 /// Calls one of the three word movers for each word of a `T`: 8-byte words if they tile it,
 /// else 4-byte words, else bytes. (A slot's address is a multiple of `size_of::<T>()` past a
