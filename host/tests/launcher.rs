@@ -4,6 +4,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -335,7 +336,21 @@ fn launch_self_restarts_the_program_with_its_arguments() {
 /// Starts `rshmem-run -n npes` with PEs that print their pid and sleep; returns it and the
 /// PE pids once all have printed.
 fn sleeping_job(npes: usize) -> (Child, Vec<u32>) {
-    let mut child = rshmem_run(npes, &[("RSHMEM_TEST_PE", "pid+sleep")])
+    let mut command = rshmem_run(npes, &[("RSHMEM_TEST_PE", "pid+sleep")]);
+    // The launcher keeps signals it was started ignoring ignored (as under `nohup`), and a
+    // test run started in the background by a non-interactive shell ignores SIGINT: start it
+    // with the default dispositions, which these tests are about.
+    // SAFETY: between fork and exec the closure only calls signal(2), which is
+    // async-signal-safe, with valid arguments.
+    unsafe {
+        command.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
