@@ -23,8 +23,10 @@
 //!
 //! Teams ([`TeamHandle`], from [`Shmem::team_split_strided`] and [`Shmem::team_split_2d`])
 //! scope kernels' barriers and collectives to subsets of the PEs; host-side puts, gets,
-//! barriers and collectives run on the PE's stream ([`Shmem::put_on_stream`],
-//! [`Shmem::reduce_on_stream`], ... over [`SymRange`]s of symmetric buffers).
+//! barriers and collectives run on a stream ([`Stream::put`], [`Stream::reduce`], ... over
+//! [`SymRange`]s of symmetric buffers; `Shmem::*_on_stream` on the PE's own stream). Each PE
+//! has its own stream ([`Shmem::stream`]) and may make more ([`Shmem::new_stream`]) to overlap
+//! independent work ([`Module::launch_on`], [`Stream::wait_for`]).
 //!
 //! Layers, as in cudarc: `gpu::nvshmem::sys` (raw symbols) → `gpu::nvshmem::result` (checked
 //! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`],
@@ -41,6 +43,7 @@ mod module;
 mod queue;
 mod runtime;
 mod sim;
+pub mod stream;
 mod stream_ops;
 mod team;
 
@@ -52,6 +55,7 @@ pub use queue::{
     DeviceQueue, Placement, QueueBuilder, QueueError, QueueSnapshot, SymQueue, MAX_SPINS_ENV,
 };
 pub use runtime::{run, BoxError, Job, Shmem};
+pub use stream::Stream;
 pub use stream_ops::{CollElem, ElemKind, SymRange};
 pub use team::TeamHandle;
 

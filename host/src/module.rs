@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::{ModuleBackend, Shmem};
+use crate::stream::Stream;
 use rshmem_device::{Kernel, KernelArgs};
 use std::ffi::c_void;
 
@@ -166,9 +167,10 @@ impl<'s> Module<'s> {
         &self.image
     }
 
-    /// Launches kernel `K` (a type made by `#[kernel]`) with `args`, whose types the compiler
-    /// checks against the kernel's parameters. Returns once queued; [`Shmem::synchronize`]
-    /// (or a buffer copy) waits and reports failures.
+    /// Launches kernel `K` (a type made by `#[kernel]`) with `args` on the PE's stream
+    /// ([`Shmem::stream`]); the compiler checks the argument types against the kernel's
+    /// parameters. Returns once queued; [`Shmem::synchronize`] (or a buffer copy) waits and
+    /// reports failures.
     ///
     /// # Safety
     ///
@@ -176,6 +178,25 @@ impl<'s> Module<'s> {
     /// kernel does with them (symmetric where it accesses peers), for as long as it runs, and
     /// a collective kernel must be launched on every PE.
     pub unsafe fn launch<K: Kernel>(&self, config: LaunchConfig, args: K::Args) -> Result<()> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.launch_on::<K>(&self.shmem.stream(), config, args) }
+    }
+
+    /// As [`Module::launch`], on `stream` (a stream of this module's PE): after the work
+    /// queued there before, possibly at the same time as work on the PE's other streams.
+    ///
+    /// # Safety
+    ///
+    /// As [`Module::launch`]; and whatever the kernel touches must not be written by work on
+    /// another stream that may run at the same time (unless the kernel is written for it,
+    /// with atomics), as in CUDA.
+    pub unsafe fn launch_on<K: Kernel>(
+        &self,
+        stream: &Stream<'_>,
+        config: LaunchConfig,
+        args: K::Args,
+    ) -> Result<()> {
+        stream.same_pe("Module::launch_on", self.shmem)?;
         self.image.check_has(K::NAME)?;
         if config.grid_blocks() == 0 || config.block_threads() == 0 {
             return Err(Error::Launch {
@@ -191,9 +212,17 @@ impl<'s> Module<'s> {
             // SAFETY: forwarded from this function's contract.
             unsafe { K::run_sim(args.0) }
         };
-        let _ = self.shmem;
-        self.inner
-            .launch(K::NAME, &config, &mut params[..K::Args::COUNT], &sim_thread)
+        // SAFETY: `params` point at `args`, whose types `K::Args` ties to the kernel's
+        // parameters; the rest is this function's contract.
+        unsafe {
+            self.inner.launch(
+                stream.id,
+                K::NAME,
+                &config,
+                &mut params[..K::Args::COUNT],
+                &sim_thread,
+            )
+        }
     }
 }
 

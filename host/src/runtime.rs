@@ -4,6 +4,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::heap::SymBuffer;
 use crate::module::{KernelImage, Module};
+use crate::stream::StreamId;
 use crate::stream_ops::{CollOp, ElemKind};
 use bytemuck::Pod;
 use rshmem_device::shmem::Team;
@@ -28,10 +29,23 @@ pub(crate) trait PeBackend: Send + Sync {
     fn copy_to_host(&self, addr: u64, dst: &mut [u8]) -> Result<()>;
     fn copy_from_host(&self, addr: u64, src: &[u8]) -> Result<()>;
     fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>>;
-    /// Waits for all launched work of this PE, surfacing a kernel failure.
+    /// Waits for all work of this PE, on every stream, surfacing a kernel failure.
     fn synchronize(&self) -> Result<()>;
-    /// Runs `f` between two timing points of the PE's stream (events on GPUs).
-    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+
+    // Streams. `StreamId::PE` always exists; `Shmem` passes other ids only between their
+    // `create_stream` and `destroy_stream`.
+
+    /// Makes a new stream of this PE.
+    fn create_stream(&self) -> Result<StreamId>;
+    /// Destroys a stream made by `create_stream` once its queued work is done; a failure in
+    /// that work is reported by a later `synchronize`.
+    fn destroy_stream(&self, stream: StreamId);
+    /// Waits for the work queued on `stream`, surfacing a kernel failure.
+    fn synchronize_stream(&self, stream: StreamId) -> Result<()>;
+    /// Makes the work queued on `waiter` from now on wait for the work queued on `on` so far.
+    fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()>;
+    /// Runs `f` between two timing points of `stream` (events on GPUs).
+    fn time(&self, stream: StreamId, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
 
     // Teams. `Shmem` passes only teams this PE holds (predefined, or split and not yet
     // destroyed) and arguments it has checked; see `team.rs`.
@@ -75,20 +89,31 @@ pub(crate) trait PeBackend: Send + Sync {
     /// The rank in `dest` of the PE ranked `pe` in `src`, if it is a member of `dest`.
     fn team_translate_pe(&self, src: Team, pe: usize, dest: Team) -> Option<usize>;
 
-    // On-stream operations: queued after this PE's earlier work (done at once on the
-    // simulator). Addresses are checked by `Shmem`.
+    // On-stream operations: queued on `stream` after the work queued there before (done at
+    // once on the simulator). Addresses are checked by `Stream`.
 
     /// Copies `bytes` bytes from local symmetric `src` to symmetric `dest` on `pe` (`put`),
     /// or from symmetric `src` on `pe` to local symmetric `dest`.
-    fn rma_on_stream(&self, put: bool, dest: u64, src: u64, bytes: usize, pe: usize) -> Result<()>;
-    /// Barrier over all PEs, ordered after this PE's earlier work. Collective.
-    fn barrier_all_on_stream(&self) -> Result<()>;
+    #[allow(clippy::too_many_arguments)]
+    fn rma_on_stream(
+        &self,
+        stream: StreamId,
+        put: bool,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        pe: usize,
+    ) -> Result<()>;
+    /// Barrier over all PEs, ordered after the stream's earlier work. Collective.
+    fn barrier_all_on_stream(&self, stream: StreamId) -> Result<()>;
     /// Barrier over `team`'s members. Collective over the team.
-    fn barrier_on_stream(&self, team: Team) -> Result<()>;
+    fn barrier_on_stream(&self, stream: StreamId, team: Team) -> Result<()>;
     /// Collective `op` on `elem` elements over `team`; `n` counts elements as NVSHMEM does
     /// (per member for fcollect/alltoall/reducescatter, in all for broadcast/reduce).
+    #[allow(clippy::too_many_arguments)]
     fn collective_on_stream(
         &self,
+        stream: StreamId,
         team: Team,
         op: CollOp,
         elem: ElemKind,
@@ -100,14 +125,15 @@ pub(crate) trait PeBackend: Send + Sync {
 
 /// One loaded module, per backend.
 pub(crate) trait ModuleBackend: Send + Sync {
-    /// Launches `kernel`. `params` points at each argument (GPU); `sim_thread` runs the body
-    /// as one simulated thread (simulator).
+    /// Launches `kernel` on `stream`. `params` points at each argument (GPU); `sim_thread`
+    /// runs the body as one simulated thread (simulator).
     ///
     /// # Safety
     ///
     /// `params` must match the kernel's parameter list; the kernel's own contract holds.
     unsafe fn launch(
         &self,
+        stream: StreamId,
         kernel: &'static str,
         config: &crate::module::LaunchConfig,
         params: &mut [*mut std::ffi::c_void],
@@ -159,7 +185,8 @@ impl Shmem {
         self.inner.barrier_all()
     }
 
-    /// Waits for all launched work of this PE; a kernel failure surfaces here, naming it.
+    /// Waits for all launched work of this PE, on every one of its streams; a kernel failure
+    /// surfaces here, naming it.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
@@ -185,9 +212,10 @@ impl Shmem {
     }
 
     /// Runs `f` and returns how long the PE's stream took for the work it launched (CUDA
-    /// events on GPUs, wall time on the simulator).
-    pub fn time(&self, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
-        self.inner.time(&mut f)
+    /// events on GPUs, wall time on the simulator): [`Stream::time`](crate::Stream::time) on
+    /// [`Shmem::stream`].
+    pub fn time(&self, f: impl FnMut() -> Result<()>) -> Result<Duration> {
+        self.stream().time(f)
     }
 }
 

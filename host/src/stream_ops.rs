@@ -1,7 +1,8 @@
 //! On-stream operations from the host: puts and gets between symmetric buffers, barriers,
-//! and collectives over a [`Team`], queued on the PE's stream after the work launched
-//! before them (`nvshmemx_*_on_stream`); the simulator performs them at once. Like a
-//! launch, they return once queued: [`Shmem::synchronize`] (or a buffer copy to the host)
+//! and collectives over a [`Team`], queued on a [`Stream`] after the work queued there
+//! before them (`nvshmemx_*_on_stream`); the simulator performs them at once. `Shmem`'s
+//! `*_on_stream` methods queue them on the PE's own stream. Like a launch, they return once
+//! queued: [`Stream::synchronize`], [`Shmem::synchronize`] (or a buffer copy to the host)
 //! waits for them and reports failures.
 //!
 //! Buffers are given as [`SymRange`]s, element ranges of [`SymBuffer`]s checked when made
@@ -36,6 +37,7 @@
 use crate::error::{Error, Result};
 use crate::heap::SymBuffer;
 use crate::runtime::Shmem;
+use crate::stream::Stream;
 use bytemuck::Pod;
 use rshmem_device::shmem::{ReduceOp, Team};
 use std::marker::PhantomData;
@@ -230,12 +232,12 @@ impl CollOp {
     }
 }
 
-impl Shmem {
+impl Stream<'_> {
     /// Copies `src` (this PE's elements) into `dest` on PE `pe` (`nvshmemx_putmem_on_stream`),
-    /// after the work queued before. The slices have the same length. Peers see the data once
-    /// this PE's stream has passed it and a barrier orders them after it (e.g.
-    /// [`Shmem::barrier_all_on_stream`]).
-    pub fn put_on_stream<'a, T: Pod>(
+    /// after the work queued on this stream before. The slices have the same length. Peers see
+    /// the data once this stream has passed it and a barrier orders them after it (e.g.
+    /// [`Stream::barrier_all`]).
+    pub fn put<'a, T: Pod>(
         &self,
         dest: impl Into<SymRange<'a, T>>,
         src: impl Into<SymRange<'a, T>>,
@@ -245,8 +247,8 @@ impl Shmem {
     }
 
     /// Copies `src` on PE `pe` into `dest` here (`nvshmemx_getmem_on_stream`), after the
-    /// work queued before. The slices have the same length.
-    pub fn get_on_stream<'a, T: Pod>(
+    /// work queued on this stream before. The slices have the same length.
+    pub fn get<'a, T: Pod>(
         &self,
         dest: impl Into<SymRange<'a, T>>,
         src: impl Into<SymRange<'a, T>>,
@@ -263,7 +265,7 @@ impl Shmem {
         src: SymRange<'_, T>,
         pe: usize,
     ) -> Result<()> {
-        let n = self.n_pes();
+        let n = self.shmem.n_pes();
         let invalid = |message: String| Err(Error::InvalidArgument { call, message });
         if pe >= n {
             return invalid(format!("PE {pe} is not a PE of the job (0..{n})"));
@@ -275,7 +277,7 @@ impl Shmem {
                 src.len()
             ));
         }
-        if pe == self.my_pe() && dest.overlaps(&src) {
+        if pe == self.shmem.my_pe() && dest.overlaps(&src) {
             return invalid(format!(
                 "the source {src:?} and the destination {dest:?} overlap on this PE"
             ));
@@ -283,32 +285,33 @@ impl Shmem {
         if dest.is_empty() {
             return Ok(());
         }
-        self.inner
-            .rma_on_stream(put, dest.addr, src.addr, dest.bytes(), pe)
+        self.shmem
+            .inner
+            .rma_on_stream(self.id, put, dest.addr, src.addr, dest.bytes(), pe)
     }
 
-    /// Barrier over all PEs, after the work queued before on every PE
+    /// Barrier over all PEs, after the work queued on this stream before, on every PE
     /// (`nvshmemx_barrier_all_on_stream`). Collective.
-    pub fn barrier_all_on_stream(&self) -> Result<()> {
-        self.inner.barrier_all_on_stream()
+    pub fn barrier_all(&self) -> Result<()> {
+        self.shmem.inner.barrier_all_on_stream(self.id)
     }
 
     /// Barrier over `team`'s PEs (`nvshmemx_barrier_on_stream`): completes this PE's puts
     /// first. Collective over the team.
-    pub fn barrier_on_stream(&self, team: Team) -> Result<()> {
+    pub fn barrier(&self, team: Team) -> Result<()> {
         if team == Team::WORLD {
-            // The same barrier, so it pairs with `barrier_all_on_stream` on every backend,
-            // and one NVSHMEM allows in every mode.
-            return self.barrier_all_on_stream();
+            // The same barrier, so it pairs with `barrier_all` on every backend, and one
+            // NVSHMEM allows in every mode.
+            return self.barrier_all();
         }
-        self.held_team("barrier_on_stream", team)?;
-        self.inner.barrier_on_stream(team)
+        self.shmem.held_team("barrier_on_stream", team)?;
+        self.shmem.inner.barrier_on_stream(self.id, team)
     }
 
     /// Copies `src` on team PE `root` into `dest` on every member, the root included
     /// (`nvshmemx_TYPENAME_broadcast_on_stream`). Collective over the team; every member
     /// passes slices of the same length and the same root.
-    pub fn broadcast_on_stream<'a, T: CollElem>(
+    pub fn broadcast<'a, T: CollElem>(
         &self,
         team: Team,
         dest: impl Into<SymRange<'a, T>>,
@@ -321,7 +324,7 @@ impl Shmem {
     /// Concatenates every member's `src`, in team order, into `dest` on every member
     /// (`nvshmemx_TYPENAME_fcollect_on_stream`): `dest` holds `team size × src.len()`
     /// elements. Collective over the team.
-    pub fn fcollect_on_stream<'a, T: CollElem>(
+    pub fn fcollect<'a, T: CollElem>(
         &self,
         team: Team,
         dest: impl Into<SymRange<'a, T>>,
@@ -333,7 +336,7 @@ impl Shmem {
     /// Sends block `j` of `src` to team PE `j`, which stores it as block `i` (this PE's team
     /// number) of `dest` (`nvshmemx_TYPENAME_alltoall_on_stream`). Both hold `team size`
     /// blocks of equal length. Collective over the team.
-    pub fn alltoall_on_stream<'a, T: CollElem>(
+    pub fn alltoall<'a, T: CollElem>(
         &self,
         team: Team,
         dest: impl Into<SymRange<'a, T>>,
@@ -346,7 +349,7 @@ impl Shmem {
     /// (`nvshmemx_TYPENAME_OP_reduce_on_stream`); integer sums and products wrap. Bitwise
     /// operators take integers only. `dest` may be `src` itself (OpenSHMEM allows it), but no
     /// other overlap. Collective over the team.
-    pub fn reduce_on_stream<'a, T: CollElem>(
+    pub fn reduce<'a, T: CollElem>(
         &self,
         team: Team,
         op: ReduceOp,
@@ -356,10 +359,10 @@ impl Shmem {
         self.collective(team, CollOp::Reduce(op), dest.into(), src.into())
     }
 
-    /// As [`Shmem::reduce_on_stream`] over `team size` blocks of `src`, member `i` keeping
-    /// the result of block `i` in `dest` (one block long)
+    /// As [`Stream::reduce`] over `team size` blocks of `src`, member `i` keeping the result
+    /// of block `i` in `dest` (one block long)
     /// (`nvshmemx_TYPENAME_OP_reducescatter_on_stream`). Collective over the team.
-    pub fn reducescatter_on_stream<'a, T: CollElem>(
+    pub fn reducescatter<'a, T: CollElem>(
         &self,
         team: Team,
         op: ReduceOp,
@@ -378,7 +381,7 @@ impl Shmem {
         src: SymRange<'_, T>,
     ) -> Result<()> {
         let call = op.call();
-        let size = self.held_team(call, team)?;
+        let size = self.shmem.held_team(call, team)?;
         let n = check_collective(op, T::KIND, size, dest.len(), src.len())
             .map_err(|message| Error::InvalidArgument { call, message })?;
         let in_place = matches!(op, CollOp::Reduce(_)) && dest.addr == src.addr;
@@ -391,8 +394,95 @@ impl Shmem {
         if n == 0 {
             return Ok(());
         }
-        self.inner
-            .collective_on_stream(team, op, T::KIND, dest.addr, src.addr, n)
+        self.shmem
+            .inner
+            .collective_on_stream(self.id, team, op, T::KIND, dest.addr, src.addr, n)
+    }
+}
+
+/// The same operations on the PE's own stream ([`Shmem::stream`]).
+impl Shmem {
+    /// [`Stream::put`] on the PE's stream.
+    pub fn put_on_stream<'a, T: Pod>(
+        &self,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        pe: usize,
+    ) -> Result<()> {
+        self.stream().put(dest, src, pe)
+    }
+
+    /// [`Stream::get`] on the PE's stream.
+    pub fn get_on_stream<'a, T: Pod>(
+        &self,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        pe: usize,
+    ) -> Result<()> {
+        self.stream().get(dest, src, pe)
+    }
+
+    /// [`Stream::barrier_all`] on the PE's stream.
+    pub fn barrier_all_on_stream(&self) -> Result<()> {
+        self.stream().barrier_all()
+    }
+
+    /// [`Stream::barrier`] on the PE's stream.
+    pub fn barrier_on_stream(&self, team: Team) -> Result<()> {
+        self.stream().barrier(team)
+    }
+
+    /// [`Stream::broadcast`] on the PE's stream.
+    pub fn broadcast_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        root: usize,
+    ) -> Result<()> {
+        self.stream().broadcast(team, dest, src, root)
+    }
+
+    /// [`Stream::fcollect`] on the PE's stream.
+    pub fn fcollect_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.stream().fcollect(team, dest, src)
+    }
+
+    /// [`Stream::alltoall`] on the PE's stream.
+    pub fn alltoall_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.stream().alltoall(team, dest, src)
+    }
+
+    /// [`Stream::reduce`] on the PE's stream.
+    pub fn reduce_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.stream().reduce(team, op, dest, src)
+    }
+
+    /// [`Stream::reducescatter`] on the PE's stream.
+    pub fn reducescatter_on_stream<'a, T: CollElem>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+    ) -> Result<()> {
+        self.stream().reducescatter(team, op, dest, src)
     }
 }
 

@@ -12,4 +12,5 @@ pub mod basics;
 pub mod hello;
 pub mod queue;
 pub mod ring;
+pub mod streams;
 pub mod views;

@@ -236,6 +236,20 @@ impl Stream {
         unsafe { result::stream::synchronize(self.raw) }.call("cuStreamSynchronize")
     }
 
+    /// Makes the work queued on this stream from now on wait for `event`'s record point.
+    pub(crate) fn wait(&self, event: &Event) -> CudaResult<()> {
+        self.ctx.bind()?;
+        // SAFETY: both handles are live and belong to the bound context.
+        unsafe {
+            result::stream::wait_event(
+                self.raw,
+                event.raw,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .call("cuStreamWaitEvent")
+    }
+
     /// Queues a copy of `src` to device address `dst`.
     ///
     /// # Safety
@@ -291,11 +305,16 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    /// Creates an event that records time.
-    pub(crate) fn new(ctx: &Arc<Context>) -> CudaResult<Event> {
+    /// Creates an event; one that records time (`timing`) can be timed against another, one
+    /// that does not is cheaper and only orders streams.
+    pub(crate) fn new(ctx: &Arc<Context>, timing: bool) -> CudaResult<Event> {
         ctx.bind()?;
-        let raw =
-            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).call("cuEventCreate")?;
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        let raw = result::event::create(flags).call("cuEventCreate")?;
         Ok(Event {
             ctx: ctx.clone(),
             raw,

@@ -5,9 +5,14 @@
 //! under one lock (which also guards the heap accounting); CUDA handles bind the PE's context
 //! on whichever thread uses them.
 //!
-//! Failures of device code surface asynchronously; the PE remembers the last kernel launched
-//! since its stream was last synchronised without error and names it in
-//! [`Error::KernelFailed`].
+//! Streams: the PE's own stream (`StreamId::PE`, where heap copies and the allocation's
+//! barrier go) and those the program makes (`create_stream`), kept by id.
+//!
+//! Failures of device code surface asynchronously, and, the context being dead from then on,
+//! on whichever stream is waited for next; the PE remembers the last kernel queued on each
+//! stream since that stream was last synchronised without error and names it in
+//! [`Error::KernelFailed`] (with those in flight on its other streams, which may be the
+//! culprits).
 
 use super::cuda::{Context, CudaError, Dims, Event, Function, Image, Module, Stream};
 use super::heap::{decide, heap_limit, Accounting, HeapLimit};
@@ -15,9 +20,10 @@ use super::nvshmem::{result as nv, sys, Nvshmem};
 use crate::error::{Error, Result};
 use crate::module::{Code, KernelImage, LaunchConfig};
 use crate::runtime::{ModuleBackend, PeBackend};
+use crate::stream::StreamId;
 use crate::stream_ops::{CollOp, ElemKind};
 use rshmem_device::shmem::{ReduceOp, Team};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -29,20 +35,32 @@ const DEFAULT_SHARED_MEM_LIMIT: u32 = 48 << 10;
 /// What the PE and its modules share.
 struct PeShared {
     nvshmem: &'static Nvshmem,
-    stream: Stream,
+    /// The PE's own stream, `StreamId::PE`.
+    stream: Arc<Stream>,
+    /// The streams made by `create_stream` that are not yet destroyed.
+    user_streams: Mutex<UserStreams>,
     pe: usize,
     npes: usize,
     /// Held around every NVSHMEM call (see the module docs).
     serial: Mutex<HeapState>,
-    /// The last kernel (or NVSHMEM on-stream operation) queued since the stream was last
-    /// synchronised without error.
-    pending_kernel: Mutex<Option<&'static str>>,
+    /// Per stream, the last kernel (or NVSHMEM on-stream operation) queued since the stream
+    /// was last synchronised without error. A destroyed stream's entry stays if its final
+    /// wait failed, until every stream has been synchronised without error.
+    pending: Mutex<BTreeMap<StreamId, &'static str>>,
     /// Set once a kernel fault has been reported to the PE's code (the context is dead from
     /// then on, and every later call reports the same sticky error).
     fault_reported: Arc<AtomicBool>,
     /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
     /// where it ends the process on host-side team splits and collectives.
     limited_mpg: bool,
+}
+
+/// The program's streams, by id.
+#[derive(Default)]
+struct UserStreams {
+    /// The last id handed out (ids are never reused, so a stale one cannot alias).
+    last: u32,
+    live: HashMap<StreamId, Arc<Stream>>,
 }
 
 /// The heap bookkeeping guarded by the NVSHMEM lock.
@@ -69,31 +87,80 @@ impl PeShared {
         self.nvshmem.lib()
     }
 
-    /// Turns a driver failure into the runtime's error, naming the kernel for device faults.
-    fn fault(&self, e: CudaError) -> Error {
-        match *lock(&self.pending_kernel) {
-            Some(kernel) if e.is_kernel_fault() => {
-                self.fault_reported
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                Error::KernelFailed {
-                    kernel: kernel.to_string(),
-                    pe: self.pe,
-                    message: format!(
-                        "{}, reported by {}; the GPU context is unusable from here on \
-                     (compute-sanitizer shows the faulting access)",
-                        e.message(),
-                        e.call
-                    ),
-                }
-            }
-            _ => e.into(),
+    /// The stream `id`, which `Shmem` passes only while it lives.
+    fn stream(&self, id: StreamId) -> Arc<Stream> {
+        if id == StreamId::PE {
+            return self.stream.clone();
+        }
+        let streams = lock(&self.user_streams);
+        let stream = streams.live.get(&id).cloned();
+        stream.unwrap_or_else(|| panic!("rshmem: stream {id:?} used after it was destroyed"))
+    }
+
+    /// Every live stream, the PE's own first.
+    fn all_streams(&self) -> Vec<(StreamId, Arc<Stream>)> {
+        let streams = lock(&self.user_streams);
+        let user = streams.live.iter().map(|(id, s)| (*id, s.clone()));
+        std::iter::once((StreamId::PE, self.stream.clone()))
+            .chain(user)
+            .collect()
+    }
+
+    /// Turns a driver failure reported on stream `on` into the runtime's error, naming the
+    /// kernel for device faults: the one pending on `on`, else one pending elsewhere (a
+    /// fault is sticky: it shows on whichever stream is waited for first).
+    fn fault(&self, e: CudaError, on: StreamId) -> Error {
+        if !e.is_kernel_fault() {
+            return e.into();
+        }
+        let suspects = suspects(&lock(&self.pending), on);
+        let Some((kernel, others)) = suspects.split_first() else {
+            return e.into();
+        };
+        self.fault_reported.store(true, Ordering::SeqCst);
+        let others = match others {
+            [] => String::new(),
+            _ => format!(
+                " (also in flight on this PE's other streams, so possibly the faulting one: {})",
+                others.join(", ")
+            ),
+        };
+        Error::KernelFailed {
+            kernel: kernel.to_string(),
+            pe: self.pe,
+            message: format!(
+                "{}, reported by {}{others}; the GPU context is unusable from here on \
+                 (compute-sanitizer shows the faulting access)",
+                e.message(),
+                e.call
+            ),
         }
     }
 
-    /// Waits for the PE's stream; device faults are attributed to the pending kernel.
+    /// Waits for stream `id`; device faults are attributed to the pending kernels.
+    fn sync_stream(&self, id: StreamId) -> Result<()> {
+        self.sync_one(id, &self.stream(id))
+    }
+
+    fn sync_one(&self, id: StreamId, stream: &Stream) -> Result<()> {
+        let before = lock(&self.pending).get(&id).copied();
+        stream.synchronize().map_err(|e| self.fault(e, id))?;
+        let mut pending = lock(&self.pending);
+        // Only what was queued before the wait is known to be done; another thread may have
+        // queued more since.
+        if pending.get(&id).copied() == before {
+            pending.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Waits for every stream of the PE; then destroyed streams' leftover entries are moot.
     fn sync(&self) -> Result<()> {
-        self.stream.synchronize().map_err(|e| self.fault(e))?;
-        *lock(&self.pending_kernel) = None;
+        let streams = self.all_streams();
+        for (id, stream) in &streams {
+            self.sync_one(*id, stream)?;
+        }
+        lock(&self.pending).retain(|id, _| streams.iter().any(|(live, _)| live == id));
         Ok(())
     }
 
@@ -124,19 +191,33 @@ impl PeShared {
         f(self.lib())
     }
 
-    /// Queues an NVSHMEM on-stream operation `call` under the NVSHMEM lock; a fault in it is
-    /// reported as `call`'s by the next synchronisation.
+    /// Queues an NVSHMEM on-stream operation `call` on stream `id` under the NVSHMEM lock; a
+    /// fault in it is reported as `call`'s by the next synchronisation.
     fn on_stream(
         &self,
         call: &'static str,
+        id: StreamId,
         f: impl FnOnce(&'static sys::Lib, cudarc::driver::sys::CUstream) -> Result<()>,
     ) -> Result<()> {
+        let stream = self.stream(id);
         let _serial = lock(&self.serial);
         self.ctx().bind()?;
-        f(self.lib(), self.stream.raw())?;
-        *lock(&self.pending_kernel) = Some(call);
+        f(self.lib(), stream.raw())?;
+        lock(&self.pending).insert(id, call);
         Ok(())
     }
+}
+
+/// The kernels that may have caused a fault reported on stream `on`: the one pending there
+/// first, then those pending on the PE's other streams, by stream id.
+fn suspects(pending: &BTreeMap<StreamId, &'static str>, on: StreamId) -> Vec<&'static str> {
+    let elsewhere = pending.iter().filter(|(id, _)| **id != on);
+    pending
+        .get(&on)
+        .into_iter()
+        .chain(elsewhere.map(|(_, kernel)| kernel))
+        .copied()
+        .collect()
 }
 
 /// A PE number or team triplet value as NVSHMEM's `int`.
@@ -189,7 +270,7 @@ impl GpuPe {
             )));
         }
         let limit = heap_limit(&|k| std::env::var_os(k), ctx.vmm_supported)?;
-        let stream = Stream::new(&ctx)?;
+        let stream = Arc::new(Stream::new(&ctx)?);
         let control_bytes = 2 * bank_bytes(npes);
         // SAFETY: NVSHMEM is initialised; every PE runs this same start-up sequence with the
         // same `npes`, hence the same non-zero size.
@@ -207,10 +288,11 @@ impl GpuPe {
             shared: Arc::new(PeShared {
                 nvshmem,
                 stream,
+                user_streams: Mutex::default(),
                 pe,
                 npes,
                 serial: Mutex::new(state),
-                pending_kernel: Mutex::new(None),
+                pending: Mutex::default(),
                 fault_reported: Arc::new(AtomicBool::new(false)),
                 limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
             }),
@@ -247,10 +329,10 @@ impl GpuPe {
         // SAFETY: `src` is this PE's 16-byte slot in the control block; `mine` outlives the
         // synchronisation below.
         unsafe { sh.stream.copy_to_device(src, bytemuck::bytes_of(&mine)) }
-            .map_err(|e| sh.fault(e))?;
+            .map_err(|e| sh.fault(e, StreamId::PE))?;
         // Peers read `src` after the barrier (or fcollect reads it from NVSHMEM's stream), so
         // the copy must be complete.
-        sh.sync()?;
+        sh.sync_stream(StreamId::PE)?;
         // SAFETY: `src` is symmetric and every PE index is in range.
         let peers: Option<Vec<u64>> = (0..sh.npes)
             .map(|pe| unsafe { nv::ptr(sh.lib(), src, pe) })
@@ -266,7 +348,7 @@ impl GpuPe {
                 for (offer, peer) in offers.iter_mut().zip(peers) {
                     // SAFETY: `peer` maps a peer's 16-byte slot, complete before the barrier.
                     unsafe { sh.stream.copy_to_host(bytemuck::bytes_of_mut(offer), peer) }
-                        .map_err(|e| sh.fault(e))?;
+                        .map_err(|e| sh.fault(e, StreamId::PE))?;
                 }
             }
             None => {
@@ -279,10 +361,10 @@ impl GpuPe {
                     sh.stream
                         .copy_to_host(bytemuck::cast_slice_mut(&mut offers), dest)
                 }
-                .map_err(|e| sh.fault(e))?;
+                .map_err(|e| sh.fault(e, StreamId::PE))?;
             }
         }
-        sh.sync()?;
+        sh.sync_stream(StreamId::PE)?;
         Ok(offers)
     }
 
@@ -348,13 +430,13 @@ impl PeBackend for GpuPe {
         })?;
         state.accounting.allocated(addr, bytes);
         // SAFETY: `addr..addr + bytes` was just allocated on this PE's GPU and is unused.
-        unsafe { sh.stream.zero(addr, bytes) }.map_err(|e| sh.fault(e))?;
+        unsafe { sh.stream.zero(addr, bytes) }.map_err(|e| sh.fault(e, StreamId::PE))?;
         // Queued behind the memset on the same stream: once it completes, every PE's copy is
         // zero, so no peer can write into this PE's copy before it is cleared.
         // SAFETY: NVSHMEM is initialised, the stream is on its context, and every PE queues
         // this barrier at the same point (right after the same allocation).
         unsafe { nv::barrier_all_on_stream(sh.lib(), sh.stream.raw()) };
-        sh.sync()?;
+        sh.sync_stream(StreamId::PE)?;
         Ok(addr)
     }
 
@@ -374,8 +456,8 @@ impl PeBackend for GpuPe {
         let sh = &*self.shared;
         // SAFETY: `addr` and the length come from a live `SymBuffer` of this PE (the only
         // caller), so they name memory of this GPU; `dst` is untouched until the sync.
-        unsafe { sh.stream.copy_to_host(dst, addr) }.map_err(|e| sh.fault(e))?;
-        sh.sync()
+        unsafe { sh.stream.copy_to_host(dst, addr) }.map_err(|e| sh.fault(e, StreamId::PE))?;
+        sh.sync_stream(StreamId::PE)
     }
 
     fn copy_from_host(&self, addr: u64, src: &[u8]) -> Result<()> {
@@ -384,8 +466,8 @@ impl PeBackend for GpuPe {
         }
         let sh = &*self.shared;
         // SAFETY: as in `copy_to_host`; `src` outlives the sync.
-        unsafe { sh.stream.copy_to_device(addr, src) }.map_err(|e| sh.fault(e))?;
-        sh.sync()
+        unsafe { sh.stream.copy_to_device(addr, src) }.map_err(|e| sh.fault(e, StreamId::PE))?;
+        sh.sync_stream(StreamId::PE)
     }
 
     fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
@@ -430,14 +512,50 @@ impl PeBackend for GpuPe {
         self.shared.sync()
     }
 
-    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+    fn create_stream(&self) -> Result<StreamId> {
+        let stream = Arc::new(Stream::new(self.shared.ctx())?);
+        let mut streams = lock(&self.shared.user_streams);
+        streams.last += 1;
+        let id = StreamId(streams.last);
+        streams.live.insert(id, stream);
+        Ok(id)
+    }
+
+    fn destroy_stream(&self, id: StreamId) {
         let sh = &*self.shared;
-        let start = Event::new(sh.ctx())?;
-        let end = Event::new(sh.ctx())?;
-        start.record(&sh.stream)?;
+        let Some(stream) = lock(&sh.user_streams).live.remove(&id) else {
+            return;
+        };
+        // Waiting here keeps the kernel names of a failure that happens on this stream
+        // meaningful; if the wait fails, the entry stays for the next synchronisation to
+        // name.
+        if stream.synchronize().is_ok() {
+            lock(&sh.pending).remove(&id);
+        }
+    }
+
+    fn synchronize_stream(&self, id: StreamId) -> Result<()> {
+        self.shared.sync_stream(id)
+    }
+
+    fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
+        let sh = &*self.shared;
+        let (waiter_stream, on_stream) = (sh.stream(waiter), sh.stream(on));
+        let event = Event::new(sh.ctx(), false)?;
+        event.record(&on_stream).map_err(|e| sh.fault(e, on))?;
+        // The wait captures the event's state now; dropping the event afterwards is fine.
+        waiter_stream.wait(&event).map_err(|e| sh.fault(e, waiter))
+    }
+
+    fn time(&self, id: StreamId, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        let sh = &*self.shared;
+        let stream = sh.stream(id);
+        let start = Event::new(sh.ctx(), true)?;
+        let end = Event::new(sh.ctx(), true)?;
+        start.record(&stream)?;
         f()?;
-        end.record(&sh.stream).map_err(|e| sh.fault(e))?;
-        end.synchronize().map_err(|e| sh.fault(e))?;
+        end.record(&stream).map_err(|e| sh.fault(e, id))?;
+        end.synchronize().map_err(|e| sh.fault(e, id))?;
         let ms = end.elapsed_ms_since(&start)?;
         Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
     }
@@ -514,14 +632,22 @@ impl PeBackend for GpuPe {
         usize::try_from(unsafe { nv::team_translate_pe(sh.lib(), src.raw(), pe, dest.raw()) }).ok()
     }
 
-    fn rma_on_stream(&self, put: bool, dest: u64, src: u64, bytes: usize, pe: usize) -> Result<()> {
+    fn rma_on_stream(
+        &self,
+        id: StreamId,
+        put: bool,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        pe: usize,
+    ) -> Result<()> {
         let call = if put {
             "nvshmemx_putmem_on_stream"
         } else {
             "nvshmemx_getmem_on_stream"
         };
-        self.shared.on_stream(call, |lib, stream| {
-            // SAFETY: `Shmem` checked both ranges to lie in live symmetric buffers of this PE
+        self.shared.on_stream(call, id, |lib, stream| {
+            // SAFETY: `Stream` checked both ranges to lie in live symmetric buffers of this PE
             // (device memory of its GPU, freed only after a synchronisation) and `pe` to be a
             // PE of the job; the stream is on NVSHMEM's context.
             unsafe { nv::rma_on_stream(lib, put, dest, src, bytes, pe, stream) };
@@ -529,9 +655,9 @@ impl PeBackend for GpuPe {
         })
     }
 
-    fn barrier_all_on_stream(&self) -> Result<()> {
+    fn barrier_all_on_stream(&self, id: StreamId) -> Result<()> {
         self.shared
-            .on_stream("nvshmemx_barrier_all_on_stream", |lib, stream| {
+            .on_stream("nvshmemx_barrier_all_on_stream", id, |lib, stream| {
                 // SAFETY: NVSHMEM is initialised, the stream is on its context, and every PE
                 // queues its barriers in the same order (the contract of the caller).
                 unsafe { nv::barrier_all_on_stream(lib, stream) };
@@ -539,10 +665,10 @@ impl PeBackend for GpuPe {
             })
     }
 
-    fn barrier_on_stream(&self, team: Team) -> Result<()> {
+    fn barrier_on_stream(&self, id: StreamId, team: Team) -> Result<()> {
         let sh = &*self.shared;
         sh.require_host_collectives("barrier_on_stream")?;
-        sh.on_stream("nvshmemx_barrier_on_stream", |lib, stream| {
+        sh.on_stream("nvshmemx_barrier_on_stream", id, |lib, stream| {
             // SAFETY: as in `barrier_all_on_stream`, over a team this PE holds and is a
             // member of; not in limited MPG mode (checked above).
             unsafe { nv::barrier_on_stream(lib, team.raw(), stream) }
@@ -551,6 +677,7 @@ impl PeBackend for GpuPe {
 
     fn collective_on_stream(
         &self,
+        id: StreamId,
         team: Team,
         op: CollOp,
         elem: ElemKind,
@@ -583,7 +710,7 @@ impl PeBackend for GpuPe {
                 op: reduce_op_index(op),
             },
         };
-        sh.on_stream(call, |_, stream| {
+        sh.on_stream(call, id, |_, stream| {
             // SAFETY: not in limited MPG mode (checked above); `Shmem` checked the team (held,
             // this PE a member), the slices (inside live symmetric buffers of `elem`
             // elements, lengths fitting the collective for `n` on this team, not
@@ -699,12 +826,14 @@ impl GpuModule {
 impl ModuleBackend for GpuModule {
     unsafe fn launch(
         &self,
+        id: StreamId,
         kernel: &'static str,
         config: &LaunchConfig,
         params: &mut [*mut c_void],
         _sim_thread: &(dyn Fn() + Sync),
     ) -> Result<()> {
         let sh = &*self.shared;
+        let stream = sh.stream(id);
         sh.ctx().bind()?;
         let f = self.function(kernel)?;
         let refused = |e: CudaError| Error::Launch {
@@ -728,23 +857,25 @@ impl ModuleBackend for GpuModule {
             shared_mem_bytes: config.shared_mem_bytes,
         };
         // SAFETY: forwarded from this function's contract (`params` match the kernel).
-        unsafe { f.launch(&sh.stream, dims, config.cooperative, params) }.map_err(|e| {
+        unsafe { f.launch(&stream, dims, config.cooperative, params) }.map_err(|e| {
             if e.is_kernel_fault() {
-                sh.fault(e)
+                sh.fault(e, id)
             } else {
                 refused(e)
             }
         })?;
-        *lock(&sh.pending_kernel) = Some(kernel);
+        lock(&sh.pending).insert(id, kernel);
         Ok(())
     }
 }
 
 impl Drop for GpuModule {
     fn drop(&mut self) {
-        // Launched kernels may still run this module's code; a failure among them is
-        // reported by the PE's next synchronisation, not here.
-        let _ = self.shared.stream.synchronize();
+        // Launched kernels may still run this module's code, on any stream; a failure among
+        // them is reported by the PE's next synchronisation, not here.
+        for (_, stream) in self.shared.all_streams() {
+            let _ = stream.synchronize();
+        }
         if self.nvshmem_registered {
             let _serial = lock(&self.shared.serial);
             // SAFETY: the module was registered in `load` and is still loaded.
@@ -814,6 +945,19 @@ mod tests {
             let name = sys::REDUCE_OPS[reduce_op_index(op)];
             assert_eq!(name, format!("{op:?}").to_lowercase());
         }
+    }
+
+    #[test]
+    fn faults_name_the_waited_streams_kernel_first() {
+        let pending = BTreeMap::from([
+            (StreamId::PE, "fill"),
+            (StreamId(2), "trap"),
+            (StreamId(5), "copy"),
+        ]);
+        assert_eq!(suspects(&pending, StreamId(2)), ["trap", "fill", "copy"]);
+        assert_eq!(suspects(&pending, StreamId::PE), ["fill", "trap", "copy"]);
+        assert_eq!(suspects(&pending, StreamId(3)), ["fill", "trap", "copy"]);
+        assert!(suspects(&BTreeMap::new(), StreamId::PE).is_empty());
     }
 
     #[test]

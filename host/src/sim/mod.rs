@@ -83,6 +83,7 @@ fn pe_thread(
             job: Arc::clone(&job),
             pe,
             config,
+            last_stream: Default::default(),
         }),
         Backend::Sim,
     );

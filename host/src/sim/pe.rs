@@ -1,6 +1,7 @@
 //! One simulated PE ([`SimPe`]) and a module loaded on it ([`SimModule`]).
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use super::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::module::{KernelImage, LaunchConfig};
 use crate::runtime::{ModuleBackend, PeBackend};
+use crate::stream::StreamId;
 use crate::stream_ops::{CollOp, ElemKind};
 
 /// The most threads a GPU runs in one block, and per dimension.
@@ -27,6 +29,9 @@ pub(crate) struct SimPe {
     pub job: Arc<Job>,
     pub pe: usize,
     pub config: SimConfig,
+    /// The last stream id handed out: ids are only names here, since every stream's work
+    /// runs when it is queued (see `crate::stream`).
+    pub last_stream: AtomicU32,
 }
 
 /// Turns a failed rendezvous into this PE's error.
@@ -223,7 +228,24 @@ impl PeBackend for SimPe {
         Ok(())
     }
 
-    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+    fn create_stream(&self) -> Result<StreamId> {
+        Ok(StreamId(
+            self.last_stream.fetch_add(1, Ordering::Relaxed) + 1,
+        ))
+    }
+
+    fn destroy_stream(&self, _stream: StreamId) {}
+
+    fn synchronize_stream(&self, _stream: StreamId) -> Result<()> {
+        Ok(())
+    }
+
+    fn stream_wait(&self, _waiter: StreamId, _on: StreamId) -> Result<()> {
+        // What `on` was given has run already.
+        Ok(())
+    }
+
+    fn time(&self, _stream: StreamId, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
         let start = Instant::now();
         f()?;
         Ok(start.elapsed())
@@ -293,6 +315,7 @@ impl PeBackend for SimPe {
 
     fn rma_on_stream(
         &self,
+        _stream: StreamId,
         put: bool,
         dest: u64,
         src: u64,
@@ -308,13 +331,13 @@ impl PeBackend for SimPe {
         done.map_err(|message| Error::InvalidArgument { call, message })
     }
 
-    fn barrier_all_on_stream(&self) -> Result<()> {
+    fn barrier_all_on_stream(&self, _stream: StreamId) -> Result<()> {
         self.job
             .barrier(self.pe, "barrier_all_on_stream")
             .map_err(|e| collective_error(self.pe, "barrier_all_on_stream", e))
     }
 
-    fn barrier_on_stream(&self, team: Team) -> Result<()> {
+    fn barrier_on_stream(&self, _stream: StreamId, team: Team) -> Result<()> {
         self.job
             .team_barrier(self.pe, team.raw(), "barrier_on_stream")
             .map_err(|e| collective_error(self.pe, "barrier_on_stream", e))
@@ -322,6 +345,7 @@ impl PeBackend for SimPe {
 
     fn collective_on_stream(
         &self,
+        _stream: StreamId,
         team: Team,
         op: CollOp,
         elem: ElemKind,
@@ -407,6 +431,7 @@ pub(crate) fn check_config(
 impl ModuleBackend for SimModule {
     unsafe fn launch(
         &self,
+        _stream: StreamId,
         kernel: &'static str,
         config: &LaunchConfig,
         _params: &mut [*mut c_void],

@@ -1,0 +1,152 @@
+//! Streams: a PE's queues of device work.
+//!
+//! Work queued on one stream runs in the order it was queued; work on different streams of a
+//! PE may run at the same time, which is how a program overlaps independent kernels (a
+//! compute kernel beside a communication kernel, two halves of a pipeline). Every PE has its
+//! own stream, [`Shmem::stream`], where [`Module::launch`](crate::Module::launch) and the
+//! `Shmem::*_on_stream` operations queue; [`Shmem::new_stream`] makes more, each destroyed
+//! when its [`Stream`] is dropped (after its queued work is done).
+//!
+//! ```no_run
+//! # use rshmem_host::{LaunchConfig, Shmem, Team};
+//! # fn f(shmem: &Shmem, module: &rshmem_host::Module<'_>) -> rshmem_host::Result<()> {
+//! let comm = shmem.new_stream()?;
+//! let x = shmem.alloc_zeroed::<f32>(1 << 20)?;
+//! let sum = shmem.alloc_zeroed::<f32>(1 << 20)?;
+//! // ... launch the kernel that writes `x` on the PE's stream, then:
+//! comm.wait_for(&shmem.stream())?; // `comm`'s later work waits for what is queued there
+//! comm.reduce(Team::WORLD, rshmem_host::ReduceOp::Sum, &sum, &x)?;
+//! // ... meanwhile, independent kernels on the PE's stream overlap the reduction.
+//! comm.synchronize()?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Ordering across streams and PEs
+//!
+//! Nothing orders two streams unless the program says so: [`Stream::wait_for`] (an event on
+//! GPUs), [`Stream::synchronize`], or [`Shmem::synchronize`] (every stream of the PE).
+//! Buffer copies to and from the host ([`crate::SymBuffer::to_vec`]) wait for every stream of
+//! the PE. Collectives over a team (barriers, reductions, ... whether queued from the host or
+//! called in kernels) must be issued in the same order on every member and must not run at
+//! the same time as another collective over the same team, whichever streams they are on: that
+//! is NVSHMEM's rule, and two streams do not lift it.
+//!
+//! # On the simulator
+//!
+//! The simulator runs every launch and on-stream operation to completion when it is queued, so
+//! every stream's work runs in issue order — one of the schedules a GPU may pick. A program
+//! that needs two kernels to run at the same time (one waits for what the other does) is
+//! wrong on GPUs too (CUDA does not promise concurrency), and hangs, or times out, there.
+
+use crate::error::{Error, Result};
+use crate::runtime::Shmem;
+use std::time::Duration;
+
+/// Which of a PE's streams: its own ([`StreamId::PE`]) or one made by [`Shmem::new_stream`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct StreamId(pub(crate) u32);
+
+impl StreamId {
+    /// The PE's own stream, made with the PE and never destroyed before it.
+    pub(crate) const PE: StreamId = StreamId(0);
+}
+
+/// A queue of device work on one PE: kernel launches ([`crate::Module::launch_on`]) and
+/// on-stream operations (puts, gets, barriers, collectives), run in the order queued.
+///
+/// Made by [`Shmem::new_stream`] (destroyed on drop, after its queued work has finished) or
+/// [`Shmem::stream`] (a handle to the PE's own stream). Borrows the PE's [`Shmem`], so it
+/// cannot outlive the runtime; it belongs to that PE and is refused by another PE's calls.
+pub struct Stream<'s> {
+    pub(crate) shmem: &'s Shmem,
+    pub(crate) id: StreamId,
+}
+
+impl Shmem {
+    /// The PE's own stream: where [`Module::launch`](crate::Module::launch), the
+    /// `*_on_stream` operations and [`Shmem::time`] queue their work. Dropping this handle
+    /// does nothing.
+    pub fn stream(&self) -> Stream<'_> {
+        Stream {
+            shmem: self,
+            id: StreamId::PE,
+        }
+    }
+
+    /// Makes a new stream of this PE (`cuStreamCreate`, non-blocking). Its work may overlap
+    /// the work of the PE's other streams; see the [module docs](crate::stream).
+    pub fn new_stream(&self) -> Result<Stream<'_>> {
+        Ok(Stream {
+            shmem: self,
+            id: self.inner.create_stream()?,
+        })
+    }
+}
+
+impl<'s> Stream<'s> {
+    /// The PE this stream belongs to.
+    pub fn shmem(&self) -> &'s Shmem {
+        self.shmem
+    }
+
+    /// Whether this is the PE's own stream ([`Shmem::stream`]).
+    pub fn is_pe_stream(&self) -> bool {
+        self.id == StreamId::PE
+    }
+
+    /// Waits for the work queued on this stream; a kernel failure surfaces here, naming it.
+    /// The PE's other streams are not waited for.
+    pub fn synchronize(&self) -> Result<()> {
+        self.shmem.inner.synchronize_stream(self.id)
+    }
+
+    /// Makes the work queued on this stream from now on wait until the work queued on
+    /// `other` so far has finished (`cuEventRecord` + `cuStreamWaitEvent`); returns at once.
+    /// Both streams must belong to the same PE.
+    pub fn wait_for(&self, other: &Stream<'_>) -> Result<()> {
+        self.same_pe("Stream::wait_for", other.shmem)?;
+        if other.id == self.id {
+            return Ok(());
+        }
+        self.shmem.inner.stream_wait(self.id, other.id)
+    }
+
+    /// Runs `f` and returns how long this stream took for the work `f` queued on it (CUDA
+    /// events on GPUs, wall time on the simulator). Waits for that work.
+    pub fn time(&self, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+        self.shmem.inner.time(self.id, &mut f)
+    }
+
+    /// Refuses `shmem` unless it is the PE this stream belongs to: a stream is a handle of one
+    /// PE (one GPU context), meaningless to another.
+    pub(crate) fn same_pe(&self, call: &'static str, shmem: &Shmem) -> Result<()> {
+        if std::ptr::eq(self.shmem, shmem) {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            call,
+            message: format!(
+                "a stream of PE {} was used with PE {}: each PE queues work on its own streams",
+                self.shmem.my_pe(),
+                shmem.my_pe()
+            ),
+        })
+    }
+}
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        if self.id != StreamId::PE {
+            self.shmem.inner.destroy_stream(self.id);
+        }
+    }
+}
+
+impl std::fmt::Debug for Stream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("pe", &self.shmem.my_pe())
+            .field("id", &self.id.0)
+            .finish()
+    }
+}
