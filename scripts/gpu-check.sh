@@ -49,11 +49,13 @@ if [ "$NGPU" -lt 2 ]; then
     export RSHMEM_GPU_OVERSUBSCRIBE=1
 fi
 
-# 1. The seed's programs, in Rust end to end, and the queue example (seed + pipeline).
+# 1. The seed's programs, in Rust end to end, and the queue example (seed + pipeline), on
+# every GPU (2 PEs sharing one GPU in smoke mode).
 if want examples; then
-    step hello_symmetric env RSHMEM_NPES=2 $BIN/hello_symmetric
-    step ring env RSHMEM_NPES=2 $BIN/ring
-    step symmetric_queue env RSHMEM_NPES=2 $BIN/symmetric_queue
+    EX_NPES=$((NGPU >= 2 ? NGPU : 2))
+    step hello_symmetric env RSHMEM_NPES=$EX_NPES $BIN/hello_symmetric
+    step ring env RSHMEM_NPES=$EX_NPES $BIN/ring
+    step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
 fi
 [ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
 
