@@ -186,8 +186,15 @@ fn stress<E: Tagged + Pod, K: StressKernel<E>>(shmem: &Shmem, s: Stress) -> Outc
         (Backend::Gpu, Mode::Thread | Mode::Try) => (16, 128),
         (Backend::Gpu, _) => (16, 128),
     };
+    // Fewer blocks per PE on more PEs, so every producer gets a tag (`u32` elements tag at
+    // most 4096 producers: 2 GPUs × 2048 threads).
+    let producers_of = |grid: u32| s.mode.groups(grid, block) as u64 * n as u64;
+    let grid = (1..=grid)
+        .rev()
+        .find(|&g| producers_of(g) <= E::MAX_PRODUCERS as u64)
+        .unwrap_or(1);
     let groups = s.mode.groups(grid, block);
-    let producers = groups as u64 * n as u64;
+    let producers = producers_of(grid);
     let items = (stress_items(shmem.backend(), s.scale_down) / producers).max(1) as u32;
     assert!(
         producers <= E::MAX_PRODUCERS as u64 && items <= E::MAX_SEQ,

@@ -31,6 +31,17 @@
 //! the same time as another collective over the same team, whichever streams they are on: that
 //! is NVSHMEM's rule, and two streams do not lift it.
 //!
+//! # Kernels that wait for each other
+//!
+//! CUDA does not promise that work on two streams runs at once, but on a GPU with room for
+//! both it does, and fused communication kernels rely on it (a consumer spinning on what a
+//! producer on another stream writes). One thing breaks it: CUDA loads a kernel's code lazily
+//! (the default since CUDA 12.2), and loading may wait for the whole context, i.e. for the
+//! kernel already running. [`Shmem::load`] therefore loads the code of every kernel of the
+//! image up front; load the modules before launching such pairs. NVSHMEM's own on-stream
+//! collectives are kernels of its host library, loaded at their first use: issue one of each
+//! kind before a kernel that waits for it is running, or run with `CUDA_MODULE_LOADING=EAGER`.
+//!
 //! # On the simulator
 //!
 //! The simulator runs every launch and on-stream operation to completion when it is queued, so

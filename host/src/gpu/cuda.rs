@@ -438,7 +438,7 @@ impl Module {
         self.raw
     }
 
-    /// Looks up kernel `name`.
+    /// Looks up kernel `name` and loads its code.
     pub(crate) fn function(&self, name: &str) -> CudaResult<Function> {
         self.ctx.bind()?;
         let name = std::ffi::CString::new(name).map_err(|_| CudaError {
@@ -448,6 +448,12 @@ impl Module {
         // SAFETY: `raw` is a loaded module of the bound context.
         let raw =
             unsafe { result::module::get_function(self.raw, name) }.call("cuModuleGetFunction")?;
+        // Under lazy loading the handle may come before the code; load it now, not at a launch
+        // (rshmem needs a 13.0+ driver, which has `cuFuncLoad`).
+        // SAFETY: `raw` is a function of this loaded module.
+        unsafe { sys::cuFuncLoad(raw) }
+            .result()
+            .call("cuFuncLoad")?;
         Ok(Function { raw })
     }
 }

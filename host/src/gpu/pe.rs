@@ -493,6 +493,20 @@ impl PeBackend for GpuPe {
                 }
             ),
         })?;
+        // Resolve every kernel now: under CUDA's lazy loading (the default since 12.2) a
+        // kernel's code is loaded when its handle is first taken, and loading may synchronise
+        // the context. Taken at its first launch instead, a kernel meant to run beside one
+        // already running on another stream (a producer beside its consumer) would wait for
+        // that one to finish first — or forever, if that one waits for it.
+        let functions = image
+            .kernels
+            .iter()
+            .map(|&name| Ok((name, module.function(name)?)))
+            .collect::<std::result::Result<HashMap<_, _>, CudaError>>()
+            .map_err(|e| Error::Module {
+                module: image.name.to_string(),
+                message: format!("resolving its kernels failed: {}", e.message()),
+            })?;
         let nvshmem_registered = image.nvshmem_version.is_some();
         if nvshmem_registered {
             let _serial = lock(&sh.serial);
@@ -502,7 +516,7 @@ impl PeBackend for GpuPe {
         }
         Ok(Box::new(GpuModule {
             shared: self.shared.clone(),
-            functions: Mutex::new(HashMap::new()),
+            functions: Mutex::new(functions),
             nvshmem_registered,
             module,
         }))
@@ -811,7 +825,8 @@ pub(crate) struct GpuModule {
 }
 
 impl GpuModule {
-    /// The kernel's handle, looked up once.
+    /// The kernel's handle: resolved at load for the image's kernels, looked up once for any
+    /// other.
     fn function(&self, kernel: &'static str) -> Result<Function> {
         let mut functions = lock(&self.functions);
         if let Some(f) = functions.get(kernel) {
