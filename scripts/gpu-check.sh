@@ -8,8 +8,9 @@
 # PARTs (default: all of them): `examples` (the seed's programs and the queue example),
 # `tests` (every `gpu::` test of every carried test binary, one process per test with its own
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests), `bandwidth` (Rust put bandwidth beside the
-# CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; 2
-# GPUs). Split the parts over several device calls to stay under the per-call limit.
+# CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
+# PE per GPU, RSHMEM_NPES of them, default all). Split the parts over several device calls to
+# stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -105,14 +106,18 @@ want bandwidth && bandwidth
 
 # 4. Perftest: every row of the Rust perftest (testkit/examples/perftest.rs) and of its CUDA C++
 # NVSHMEM twin (scripts/cuda/perftest.cu), running the same plan (the Rust binary prints it with
-# --plan gpu: grids, iterations, sizes, repetitions); both check their data first. Writes
-# $OUT/perftest_{rust,cuda}.log, $OUT/perf.csv (row,param,unit,rust,cpp,ratio with ratio =
-# rust / cpp) and $OUT/perf_*.png (scripts/plot_perf.py; copy them to docs/).
+# --plan gpu: grids, iterations, sizes, bandwidth slots, repetitions); both check their data
+# first. N PEs, one per GPU: N = RSHMEM_NPES, else every GPU. Point-to-point rows run between
+# PE 0 and PE 1 whatever N; barrier and collectives over all N. Writes, with N in each name,
+# $OUT/perftest_{rust,cuda}_<N>pe.log, $OUT/perf_<N>pe.csv (row,param,unit,rust,cpp,ratio with
+# ratio = rust / cpp) and $OUT/perf_<N>pe/perf_*.png (scripts/plot_perf.py; copy them to docs/).
 perftest() {
-    if [ "$NGPU" -lt 2 ]; then
-        echo "perftest: needs 2 GPUs (Rust and CUDA C++ side by side over NVLink); skipped"
+    local np=${RSHMEM_NPES:-$NGPU}
+    if [ "$np" -lt 2 ] || [ "$np" -gt "$NGPU" ]; then
+        echo "perftest: needs 2 to $NGPU PEs, one per GPU (RSHMEM_NPES=$np); skipped"
         return
     fi
+    local tag=${np}pe
     $BIN/perftest --plan gpu >"$OUT/perf-plan.csv"
     # nvcc needs minutes for NVSHMEM's collectives: compile while the Rust side runs.
     local t0=$SECONDS
@@ -122,18 +127,23 @@ perftest() {
         -o /tmp/perftest_cu -L"$NVS/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -lcuda \
         >"$OUT/nvcc-perftest.log" 2>&1 &
     local nvcc_pid=$!
-    step perftest_rust env RSHMEM_NPES=2 $BIN/perftest
+    step perftest_rust_$tag env RSHMEM_NPES=$np $BIN/perftest
     wait $nvcc_pid || { echo "nvcc perftest.cu failed"; tail -n 40 "$OUT/nvcc-perftest.log"; return; }
     echo "nvcc perftest.cu: $((SECONDS - t0)) s (started with the Rust run)"
     PERF_UID=/tmp/rshmem-perf-uid.$$
     rm -f "$PERF_UID"
-    export PERF_UID OUT
-    # The twin takes its rank, the unique-ID rendezvous file and the plan on the command line.
-    step perftest_cuda bash -c '/tmp/perftest_cu 0 2 "$PERF_UID" "$OUT/perf-plan.csv" & p0=$!
-        /tmp/perftest_cu 1 2 "$PERF_UID" "$OUT/perf-plan.csv"; r1=$?; wait $p0; exit $(($? | r1))'
+    export PERF_UID OUT PERF_NP=$np
+    # The twin takes its rank (= its GPU: it calls cudaSetDevice(rank)), the PE count, the
+    # unique-ID rendezvous file and the plan on the command line: N processes, all waited for;
+    # the step fails if any of them does.
+    step perftest_cuda_$tag bash -c 'pids=()
+        for ((r = 0; r < PERF_NP; r++)); do
+            /tmp/perftest_cu $r $PERF_NP "$PERF_UID" "$OUT/perf-plan.csv" & pids+=($!)
+        done
+        rc=0; for p in "${pids[@]}"; do wait $p || rc=1; done; exit $rc'
     echo
-    echo "== perftest: Rust vs CUDA C++ (ratio = rust/cpp; rust_speed > 1: Rust faster)"
-    python3 - "$OUT/perftest_rust.log" "$OUT/perftest_cuda.log" "$OUT/perf.csv" <<'PY'
+    echo "== perftest on $np PEs: Rust vs CUDA C++ (ratio = rust/cpp; rust_speed > 1: Rust faster)"
+    python3 - "$OUT/perftest_rust_$tag.log" "$OUT/perftest_cuda_$tag.log" "$OUT/perf_$tag.csv" <<'PY'
 import csv, re, sys
 def load(path, tag):
     # The Rust launcher prefixes PE output with "[PE k] ".
@@ -166,7 +176,7 @@ with open(sys.argv[3], "w", newline="") as f:
         print("%-22s %10d %-7s %12s %12s %7s %11s" % (key[0], key[1], unit, fmt(r and r[0], 3),
               fmt(c and c[0], 3), fmt(ratio, 3), fmt(speed, 3)))
 PY
-    python3 .gpu/scripts/plot_perf.py "$OUT/perf.csv" "$OUT" || echo "plotting failed (is matplotlib installed?)"
+    python3 .gpu/scripts/plot_perf.py "$OUT/perf_$tag.csv" "$OUT/perf_$tag" || echo "plotting failed (is matplotlib installed?)"
 }
 want perftest && perftest
 

@@ -1,12 +1,13 @@
 // CUDA C++ NVSHMEM twin of testkit/examples/perftest.rs. Each kernel below mirrors, line for line,
-// the Rust kernel of the same name in kernels/perftest/src/lib.rs (put_bw:
-// kernels/src/bandwidth.rs); the host side runs the cases the Rust driver prints with `--plan gpu`
-// (grid, block, iterations, sizes, repetitions), with the same warm-up, checks (fresh random data
-// over poisoned destinations), timing (CUDA events around each launch after a host barrier; median
-// of the repetitions) and units, and prints `PTC,<row>,<param>,<value>,<unit>` on PE 0.
+// the Rust kernel of the same name in kernels/perftest/src/lib.rs; the host side runs the cases
+// the Rust driver prints with `--plan gpu` (grid, block, iterations, sizes, bandwidth slots,
+// repetitions), with the same warm-up, checks (fresh random data over poisoned destinations),
+// timing (CUDA events around each launch after a host barrier; median of the repetitions) and
+// units, and prints `PTC,<row>,<param>,<value>,<unit>` on PE 0.
 //
-// Built with nvcc -rdc on the GPU machine by scripts/gpu-check.sh; two processes bootstrap by
-// unique ID through a file, as put_bw.cu does.
+// Built with nvcc -rdc on the GPU machine by scripts/gpu-check.sh; NPES >= 2 processes, one per
+// GPU (rank = device), bootstrap by unique ID through a file, as put_bw.cu does. Point-to-point
+// rows run between PE 0 and PE 1; barrier and collectives over all NPES.
 //
 //   perftest RANK NPES UIDFILE PLANFILE
 #include <cuda_runtime.h>
@@ -39,36 +40,53 @@
 // ---------------------------------------------------------------------------------------------
 // Kernels (see kernels/perftest/src/lib.rs for what each one does and why).
 
+// Block shares are 16-byte aligned: NVSHMEM's block copy uses 16-byte vectors only then.
+constexpr unsigned long long SHARE_ALIGN = 16;
+
 __device__ __forceinline__ void block_share(unsigned long long bytes, size_t *start, size_t *len) {
     unsigned long long blocks = gridDim.x;
     unsigned long long chunk = (bytes + blocks - 1) / blocks;
+    chunk = (chunk + SHARE_ALIGN - 1) / SHARE_ALIGN * SHARE_ALIGN;
     unsigned long long s = min((unsigned long long)blockIdx.x * chunk, bytes);
     *start = s;
     *len = min(chunk, bytes - s);
 }
 
-__global__ void put_bw(char *dst, const char *src, unsigned long long bytes, unsigned iters,
-                       int from, int to) {
-    if (nvshmem_my_pe() != from) return;
+// Iteration i moves `bytes` at offset (i % slots) * stride of dst and src (so no cache can answer
+// a repeated transfer), each block its share; then one quiet.
+template <class Copy>
+__device__ __forceinline__ void rotating_copy(char *dst, const char *src, unsigned long long bytes,
+                                              unsigned long long stride, unsigned slots,
+                                              unsigned iters, Copy copy) {
     size_t start, len;
     block_share(bytes, &start, &len);
+    unsigned slot = 0;
     for (unsigned i = 0; i < iters; i++) {
-        if (len > 0) nvshmemx_putmem_nbi_block(dst + start, src + start, len, to);
+        if (len > 0) {
+            size_t at = (size_t)((unsigned long long)slot * stride) + start;
+            copy(dst + at, src + at, len);
+        }
+        slot++;  // a compare, not %: a 64-bit division per iteration would be measured too
+        if (slot >= slots) slot = 0;
     }
     __syncthreads();
     if (threadIdx.x == 0) nvshmem_quiet();
 }
 
-__global__ void get_bw(char *dst, const char *src, unsigned long long bytes, unsigned iters,
-                       int from, int to) {
+__global__ void put_bw(char *dst, const char *src, unsigned long long bytes,
+                       unsigned long long stride, unsigned slots, unsigned iters, int from, int to) {
     if (nvshmem_my_pe() != from) return;
-    size_t start, len;
-    block_share(bytes, &start, &len);
-    for (unsigned i = 0; i < iters; i++) {
-        if (len > 0) nvshmemx_getmem_nbi_block(dst + start, src + start, len, to);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) nvshmem_quiet();
+    rotating_copy(dst, src, bytes, stride, slots, iters, [=](char *d, const char *s, size_t n) {
+        nvshmemx_putmem_nbi_block(d, s, n, to);
+    });
+}
+
+__global__ void get_bw(char *dst, const char *src, unsigned long long bytes,
+                       unsigned long long stride, unsigned slots, unsigned iters, int from, int to) {
+    if (nvshmem_my_pe() != from) return;
+    rotating_copy(dst, src, bytes, stride, slots, iters, [=](char *d, const char *s, size_t n) {
+        nvshmemx_getmem_nbi_block(d, s, n, to);
+    });
 }
 
 __device__ __forceinline__ unsigned index_1d() { return blockIdx.x * blockDim.x + threadIdx.x; }
@@ -152,10 +170,18 @@ __global__ void reduce_lat(int32_t *dest, const int32_t *src, unsigned long long
 struct Case {
     std::string family, row;
     unsigned long long param = 0, arg = 0;
-    unsigned grid = 0, block = 0, iters = 0, reps = 0;
+    unsigned grid = 0, block = 0, iters = 0, slots = 1, reps = 0;
 };
 
-// PLAN,family,row,param,grid,block,iters,arg,reps (testkit/examples/perftest.rs: Case::plan_line).
+// Slot starts are multiples of this (SLOT_ALIGN in testkit/examples/perftest.rs).
+static const unsigned long long SLOT_ALIGN = 256;
+// Bytes from one bandwidth slot's start to the next (Case::stride).
+static unsigned long long stride_of(const Case &c) {
+    return (c.arg + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
+}
+
+// PLAN,family,row,param,grid,block,iters,arg,slots,reps (testkit/examples/perftest.rs:
+// Case::plan_line).
 static std::vector<Case> read_plan(const char *path) {
     std::ifstream in(path);
     if (!in) {
@@ -170,7 +196,7 @@ static std::vector<Case> read_plan(const char *path) {
         std::stringstream ss(line);
         std::string item;
         while (std::getline(ss, item, ',')) f.push_back(item);
-        if (f.size() != 9) {
+        if (f.size() != 10) {
             fprintf(stderr, "bad plan line: %s\n", line.c_str());
             exit(2);
         }
@@ -182,7 +208,8 @@ static std::vector<Case> read_plan(const char *path) {
         c.block = (unsigned)std::stoul(f[5]);
         c.iters = (unsigned)std::stoul(f[6]);
         c.arg = std::stoull(f[7]);
-        c.reps = (unsigned)std::stoul(f[8]);
+        c.slots = (unsigned)std::stoul(f[8]);
+        c.reps = (unsigned)std::stoul(f[9]);
         cases.push_back(c);
     }
     return cases;
@@ -345,27 +372,33 @@ static size_t max_arg(const std::vector<Case> &cases) {
 }
 
 std::vector<double> Bench::bandwidth(bool get, const std::vector<Case> &cases) {
-    size_t max = max_arg(cases);
-    char *src = (char *)nvshmem_malloc(max);
-    char *dst = (char *)nvshmem_malloc(max + GUARD);
-    upload(src, rng(me).bytes(max));
-    std::vector<char> poison(max + GUARD, (char)POISON);
+    size_t len = 0;  // every case's slots lie in the first len bytes of src and dst
+    for (auto &c : cases) len = std::max<size_t>(len, stride_of(c) * c.slots);
+    char *src = (char *)nvshmem_malloc(len);
+    char *dst = (char *)nvshmem_malloc(len + GUARD);
+    upload(src, rng(me).bytes(len));
+    std::vector<char> poison(len + GUARD, (char)POISON);
     upload(dst, poison);
     int checker = get ? 0 : 1, sender = get ? 1 : 0;
-    std::vector<char> expected = rng(sender).bytes(max);
+    std::vector<char> sent = rng(sender).bytes(len);
     std::vector<double> values;
     for (auto &c : cases) {
-        size_t size = c.arg;
+        size_t size = c.arg, stride = stride_of(c);
         if (me == checker) upload(dst, poison);
         barrier();
         auto run = [&] {
-            if (get) launch(c, false, get_bw, dst, src, c.arg, c.iters, 0, 1);
-            else launch(c, false, put_bw, dst, src, c.arg, c.iters, 0, 1);
+            if (get) launch(c, false, get_bw, dst, src, c.arg, stride, c.slots, c.iters, 0, 1);
+            else launch(c, false, put_bw, dst, src, c.arg, stride, c.slots, c.iters, 0, 1);
         };
         warm_up(run);
-        if (me == checker)
-            expect(c.row + " " + std::to_string(size) + " B", download(dst, max + GUARD),
-                   std::vector<char>(expected.begin(), expected.begin() + size));
+        if (me == checker) {
+            // Written slots hold the sender's bytes at the same offsets; the rest stays poison.
+            std::vector<char> want(stride * c.slots, (char)POISON);
+            for (size_t slot = 0; slot < std::min(c.slots, c.iters); slot++)
+                std::copy(sent.begin() + slot * stride, sent.begin() + slot * stride + size,
+                          want.begin() + slot * stride);
+            expect(c.row + " " + std::to_string(size) + " B", download(dst, len + GUARD), want);
+        }
         values.push_back(median(c, [] {}, run));
     }
     barrier();
@@ -611,9 +644,14 @@ int main(int argc, char **argv) {
     b.me = nvshmem_my_pe();
     b.npes = nvshmem_n_pes();
     if (b.npes < 2) {
-        fprintf(stderr, "perftest needs 2 PEs\n");
+        fprintf(stderr, "perftest needs at least 2 PEs\n");
         return 2;
     }
+    if (b.me == 0)  // the header of testkit/examples/perftest.rs
+        printf("perftest on %d PEs: point-to-point rows (put_bw, get_bw, p_lat, g_lat, amo_lat, "
+               "amo_tput, pingpong) between PE 0 and PE 1%s; barrier_all, fcollect and reduce_sum "
+               "over all %d PEs\n",
+               b.npes, b.npes > 2 ? ", the others idle" : "", b.npes);
     // Fresh data: PE 0 picks a seed, every PE reads it from PE 0.
     uint64_t *seed = (uint64_t *)nvshmem_malloc(8);
     uint64_t my_seed = (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();

@@ -1,30 +1,32 @@
-//! Perftest: each kernel of `kernels/perftest` timed on 2 PEs — put and get bandwidth,
-//! `p`/`g`/atomic latency, atomic throughput, put-with-signal ping-pong, device barrier, and
-//! fcollect / reduce latency — beside its CUDA C++ NVSHMEM twin (`scripts/cuda/perftest.cu`,
-//! run by `scripts/gpu-check.sh`, which joins both outputs into Rust / C++ ratios).
+//! Perftest: each kernel of `kernels/perftest` timed on 2 or more PEs — put and get
+//! bandwidth, `p`/`g`/atomic latency, atomic throughput, put-with-signal ping-pong, device
+//! barrier, and fcollect / reduce latency — beside its CUDA C++ NVSHMEM twin
+//! (`scripts/cuda/perftest.cu`, run by `scripts/gpu-check.sh`, which joins both outputs into
+//! Rust / C++ ratios).
 //!
 //! ```text
-//! cargo run --release -p rshmem-testkit --example perftest      # every row, 2 GPUs
-//! cargo run --release -p rshmem-testkit --example perftest -- --rows g_lat,pingpong --reps 9
+//! cargo run --release -p rshmem-testkit --example perftest      # every row, one PE per GPU
+//! RSHMEM_NPES=2 cargo run --release -p rshmem-testkit --example perftest -- --rows g_lat,pingpong --reps 9
 //! cargo run --release -p rshmem-testkit --example perftest -- --plan gpu   # the C++ twin's plan
 //! ```
 //!
-//! The kernels come from two images: the perftest's own (`rshmem_testkit::perftest::IMAGE`,
-//! sm_90 only) and rshmem's, whose `put_bw` (the kernel of `examples/put_bandwidth.rs`) is the
-//! `put_bw` row.
+//! The point-to-point rows (bandwidth, latencies, atomic throughput, ping-pong) run between
+//! PE 0 and PE 1 whatever the job's size (the other PEs launch and return); the barrier and
+//! the collectives run over all PEs. The kernels come from the perftest's own image
+//! (`rshmem_testkit::perftest::IMAGE`, sm_90 only); rshmem's image supplies the seed's read.
 //!
-//! Every case is one [`Case`]: grid, block, iterations and size. `--plan` prints them as
-//! `PLAN,...` lines; the C++ driver runs exactly those, so both sides always agree. Each case
-//! runs once to warm up, is checked where it moves data (fresh random data, poisoned
-//! destinations), then timed with CUDA events: the median of `--reps` (default 5) launches,
-//! each after a host barrier. PE 0 prints `PT,<row>,<param>,<value>,<unit>` per case and a
-//! table at the end.
+//! Every case is one [`Case`]: grid, block, iterations, size and, for bandwidth, how many
+//! slots its iterations rotate over. `--plan` prints them as `PLAN,...` lines; the C++ driver
+//! runs exactly those, so both sides always agree. Each case runs once to warm up, is checked
+//! where it moves data (fresh random data, poisoned destinations), then timed with CUDA
+//! events: the median of `--reps` (default 5) launches, each after a host barrier. PE 0 prints
+//! `PT,<row>,<param>,<value>,<unit>` per case and a table at the end.
 //!
 //! On the simulator the sizes, grids and iteration counts are tiny: it checks correctness
 //! only, and says so.
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
-use rshmem::kernels::{bandwidth, hello};
+use rshmem::kernels::hello;
 use rshmem::{Backend, LaunchConfig, Module, Shmem};
 use rshmem_testkit::perftest;
 use std::time::Duration;
@@ -121,8 +123,30 @@ impl Unit {
     }
 }
 
+/// Bytes a GPU bandwidth case spreads its iterations over, in the source and again in the
+/// destination (`rotating_copy` in `kernels/perftest`): repeating one transfer let caches
+/// answer it (gets of 256 KiB – 4 MiB beat the NVLink rate several times over). 256 MiB is 5
+/// times an H200's 50 MB L2 and far beyond its L1s, and no more heap than the largest size
+/// needs anyway.
+const GPU_WINDOW: u64 = 256 << 20;
+
+/// The simulator's window: a few slots of its small sizes, so that a partial window, a wrap
+/// and a single slot are all checked.
+const SIM_WINDOW: u64 = 5000;
+
+/// Slots start at multiples of this: each has slot 0's alignment, and no cache line holds
+/// bytes of two slots.
+const SLOT_ALIGN: u64 = 256;
+
+/// Bytes from one slot's start to the next for transfers of `bytes` bytes.
+fn slot_stride(bytes: u64) -> u64 {
+    bytes.next_multiple_of(SLOT_ALIGN)
+}
+
 /// One measurement. `arg` is the family's size argument: bytes (bandwidth, ping-pong), chain
-/// length (`g_lat`), elements per PE (collectives), 1 for "same word" (`amo_tput`).
+/// length (`g_lat`), elements per PE (collectives), 1 for "same word" (`amo_tput`). `slots`:
+/// a bandwidth case's iteration `i` moves `arg` bytes at offset `(i % slots) * stride()` of
+/// source and destination; 1 for the other rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Case {
     family: Family,
@@ -132,10 +156,21 @@ struct Case {
     block: u32,
     iters: u32,
     arg: u64,
+    slots: u32,
     reps: u32,
 }
 
 impl Case {
+    /// Bytes from one slot's start to the next.
+    fn stride(&self) -> u64 {
+        slot_stride(self.arg)
+    }
+
+    /// Bytes of source and of destination the case touches: all its slots.
+    fn span(&self) -> u64 {
+        self.stride() * u64::from(self.slots)
+    }
+
     fn config(&self) -> LaunchConfig {
         let cfg = LaunchConfig::new(self.grid, self.block);
         if self.family.cooperative() {
@@ -160,7 +195,7 @@ impl Case {
     /// The line `scripts/cuda/perftest.cu` reads.
     fn plan_line(&self) -> String {
         format!(
-            "PLAN,{},{},{},{},{},{},{},{}",
+            "PLAN,{},{},{},{},{},{},{},{},{}",
             self.family.name(),
             self.row,
             self.param,
@@ -168,6 +203,7 @@ impl Case {
             self.block,
             self.iters,
             self.arg,
+            self.slots,
             self.reps
         )
     }
@@ -186,8 +222,16 @@ fn plan(gpu: bool, families: &[Family], reps: u32) -> Vec<Case> {
             }
         };
     }
+    let window = pick!(GPU_WINDOW, SIM_WINDOW);
     let mut cases = Vec::new();
-    let mut add = |family: Family, row: String, param: u64, grid, block, iters, arg| {
+    let mut add = |family: Family, row: String, param: u64, grid, block, iters, arg: u64| {
+        let slots = match family {
+            // As many slots as fit the window, at least one (a size beyond it uses offset 0).
+            Family::PutBw | Family::GetBw => {
+                (window / slot_stride(arg)).clamp(1, u32::MAX.into()) as u32
+            }
+            _ => 1,
+        };
         cases.push(Case {
             family,
             row,
@@ -196,6 +240,7 @@ fn plan(gpu: bool, families: &[Family], reps: u32) -> Vec<Case> {
             block,
             iters,
             arg,
+            slots,
             reps,
         })
     };
@@ -203,14 +248,15 @@ fn plan(gpu: bool, families: &[Family], reps: u32) -> Vec<Case> {
         let name = f.name();
         match f {
             Family::PutBw | Family::GetBw => {
+                // Simulator: 4 slots for 3 iterations, 2 slots wrapped, 1 slot.
                 let sizes: Vec<u64> = pick!(
                     (0..9).map(|i| 4096u64 << (2 * i)).collect(),
-                    vec![1000, 4099]
+                    vec![1000, 1800, 4099]
                 );
                 for ctas in pick!(vec![8, 32, 132], vec![1, 2]) {
                     for &size in &sizes {
                         // Enough bytes per launch that the launch itself does not count.
-                        let iters = pick!((512u64 << 20).div_ceil(size).clamp(4, 20_000) as u32, 2);
+                        let iters = pick!((512u64 << 20).div_ceil(size).clamp(4, 20_000) as u32, 3);
                         let row = format!("{name}_{ctas}ctas");
                         add(f, row, size, ctas, pick!(512, 64), iters, size);
                     }
@@ -406,8 +452,6 @@ struct Bench<'s> {
     shmem: &'s Shmem,
     /// The perftest's image.
     module: Module<'s>,
-    /// rshmem's image: `put_bw` and the seed's remote read.
-    shipped: Module<'s>,
     seed: u64,
     me: usize,
 }
@@ -459,40 +503,56 @@ impl<'s> Bench<'s> {
     }
 
     /// Put: PE 0's data into PE 1's `dst`; get: PE 1's data into PE 0's `dst`. Each PE's
-    /// source holds its own data, so reading the wrong PE shows.
+    /// source holds its own data, so reading the wrong PE shows. The warm-up's iterations
+    /// fill the case's first `min(iters, slots)` slots; the check covers the whole buffer.
     fn bandwidth(&self, get: bool, cases: &[Case]) -> Result<Vec<f64>> {
         let (shmem, me) = (self.shmem, self.me);
-        let max = cases.iter().map(|c| c.arg as usize).max().unwrap_or(0);
-        let src = shmem.alloc_from(&self.rng(me).bytes(max))?;
-        let poison = vec![POISON; max + GUARD];
+        let len = cases.iter().map(|c| c.span() as usize).max().unwrap_or(0);
+        let src = shmem.alloc_from(&self.rng(me).bytes(len))?;
+        let poison = vec![POISON; len + GUARD];
         let mut dst = shmem.alloc_from(&poison)?;
         let (checker, sender) = if get { (0, 1) } else { (1, 0) };
-        let expected = self.rng(sender).bytes(max);
+        let sent = self.rng(sender).bytes(len);
         let (dst_ptr, src_ptr) = (dst.as_mut_ptr(), src.as_ptr());
         let mut values = Vec::new();
         for case in cases {
-            let size = case.arg as usize;
+            let (size, stride) = (case.arg as usize, case.stride() as usize);
             if me == checker {
                 dst.copy_from_host(&poison)?;
             }
             shmem.barrier_all()?;
-            let args = (dst_ptr, src_ptr, case.arg, case.iters, 0, 1);
+            let args = (
+                dst_ptr,
+                src_ptr,
+                case.arg,
+                case.stride(),
+                case.slots,
+                case.iters,
+                0,
+                1,
+            );
             let mut launch = || {
-                // SAFETY: src and dst are symmetric with at least `size` bytes; the kernel
-                // reads src on one PE and writes dst on one PE, nothing else.
+                // SAFETY: src and dst are symmetric with `span()` bytes or more, all that the
+                // case's slots cover; the kernel reads src on one PE and writes dst on one PE.
                 unsafe {
                     if get {
                         self.module.launch::<perftest::get_bw>(case.config(), args)
                     } else {
-                        self.shipped
-                            .launch::<bandwidth::put_bw>(case.config(), args)
+                        self.module.launch::<perftest::put_bw>(case.config(), args)
                     }
                 }
             };
             self.warm_up(&mut launch)?;
             if me == checker {
+                // Written slots hold the sender's bytes at the same offsets; the gaps between
+                // them, the slots not reached and everything after stay poison.
+                let mut want = vec![POISON; case.span() as usize];
+                for slot in 0..case.slots.min(case.iters) as usize {
+                    let at = slot * stride;
+                    want[at..at + size].copy_from_slice(&sent[at..at + size]);
+                }
                 let what = format!("{} {size} B, PE {checker}", case.row);
-                check_poisoned(&what, &dst.to_vec()?, &expected[..size], POISON)?;
+                check_poisoned(&what, &dst.to_vec()?, &want, POISON)?;
             }
             values.push(self.median(case, || Ok(()), launch)?);
         }
@@ -779,7 +839,11 @@ fn main() -> Result<()> {
         return Ok(());
     }
     rshmem::run(|shmem: &Shmem| -> Result<()> {
-        ensure!(shmem.n_pes() >= 2, "perftest needs 2 PEs (RSHMEM_NPES=2)");
+        let npes = shmem.n_pes();
+        ensure!(
+            npes >= 2,
+            "perftest needs at least 2 PEs (RSHMEM_NPES=2 or more)"
+        );
         let gpu = shmem.backend() == Backend::Gpu;
         let cases = plan(gpu, &opts.families, opts.reps);
         let me = shmem.my_pe();
@@ -789,12 +853,14 @@ fn main() -> Result<()> {
         let bench = Bench {
             shmem,
             module,
-            shipped,
             seed,
             me,
         };
-        if me == 0 && !gpu {
-            println!("CPU simulator: tiny sizes and iteration counts, correctness only");
+        if me == 0 {
+            println!("{}", header(npes));
+            if !gpu {
+                println!("CPU simulator: tiny sizes and iteration counts, correctness only");
+            }
         }
         let mut results = Vec::new();
         for &family in &opts.families {
@@ -839,6 +905,16 @@ fn main() -> Result<()> {
         Ok(())
     })?;
     Ok(())
+}
+
+/// What runs where, printed first (`scripts/cuda/perftest.cu` prints the same line).
+fn header(npes: usize) -> String {
+    let idle = if npes > 2 { ", the others idle" } else { "" };
+    format!(
+        "perftest on {npes} PEs: point-to-point rows (put_bw, get_bw, p_lat, g_lat, amo_lat, \
+         amo_tput, pingpong) between PE 0 and PE 1{idle}; barrier_all, fcollect and reduce_sum \
+         over all {npes} PEs"
+    )
 }
 
 /// Fresh data every run: PE 0 picks the seed, the others read it from PE 0 with a remote get.

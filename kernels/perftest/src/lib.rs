@@ -1,8 +1,7 @@
 //! Perftest kernels: one per row of `testkit/examples/perftest.rs`, each mirrored line for
 //! line by a CUDA C++ kernel of the same name in `scripts/cuda/perftest.cu`, so the two builds
 //! of one algorithm (Rust through rshmem-builder, C++ through `nvcc -rdc`) can be timed side
-//! by side. The `put_bw` row is the shipped `rshmem_kernels::bandwidth::put_bw` (the kernel of
-//! `examples/put_bandwidth.rs`), launched from rshmem's own image.
+//! by side.
 //!
 //! The shapes follow NVSHMEM's own perftests (`perftest/device/`): bandwidth with block-scoped
 //! non-blocking RMA split over the grid; single-thread latency loops; a round trip of
@@ -12,7 +11,8 @@
 //! result can be checked on the host.
 //!
 //! The point-to-point kernels take the initiating PE (`from`) and its target (`to`); every PE
-//! launches them and the others return at once.
+//! launches them and the others return at once, so a job of any size runs them (the driver
+//! uses PE 0 and PE 1).
 //!
 //! `testkit/build.rs` builds this crate for sm_90 alone: the perftest measures H200s beside a
 //! twin compiled for sm_90, and its block-scoped collectives cost minutes of ptxas for every
@@ -23,39 +23,117 @@
 
 use rshmem_device::prelude::*;
 
-/// This block's share `[start, start + len)` of `bytes` bytes split evenly over the grid, the
-/// last blocks taking what is left (possibly nothing): the split `put_bw` uses.
+/// Alignment of every block's share: NVSHMEM's block copy (`nvshmemi_memcpy_threadgroup`) moves
+/// 16-byte vectors only where source and destination are both 16-byte aligned, else 8, 4 or
+/// single bytes. An unrounded split (e.g. 64 MiB over 132 blocks: 508 401 bytes each) would
+/// time byte copies in most blocks instead of the link.
+const SHARE_ALIGN: u64 = 16;
+
+/// This block's share `[start, start + len)` of `bytes` bytes split over the grid in
+/// [`SHARE_ALIGN`]-aligned pieces, the last blocks taking what is left (possibly nothing).
 #[inline(always)]
 fn block_share(bytes: u64) -> (usize, usize) {
     let blocks = thread::grid_dim_x() as u64;
-    let chunk = bytes.div_ceil(blocks);
+    let chunk = bytes.div_ceil(blocks).next_multiple_of(SHARE_ALIGN);
     let start = (thread::block_idx_x() as u64 * chunk).min(bytes);
     (start as usize, chunk.min(bytes - start) as usize)
 }
 
-/// Get bandwidth, the mirror of `put_bw`: PE `from` reads `bytes` bytes of `src` on PE `to`
-/// into its own `dst`, `iters` times, each block its `block_share` with block-scoped
-/// non-blocking gets, then one `quiet`.
+/// The bandwidth loop shared by [`put_bw`] and [`get_bw`]: iteration `i` moves `bytes` bytes
+/// at offset `(i % slots) * stride` of both `dst` and `src` through `copy` (each block its
+/// [`block_share`], block-scoped), then thread 0 waits for all of them (`quiet`).
+///
+/// Why the offsets rotate: repeating one transfer lets caches answer it (repeated gets of one
+/// source read back from the reading GPU's caches at several times the NVLink rate), so the
+/// host picks `slots` to spread the iterations over more memory than any cache holds.
 ///
 /// # Safety
 ///
-/// `src` symmetric with `bytes` bytes, `dst` valid for `bytes` bytes on PE `from`; `from` and
-/// `to` are PEs.
-#[kernel]
-pub unsafe fn get_bw(dst: *mut u8, src: *const u8, bytes: u64, iters: u32, from: i32, to: i32) {
-    if shmem::my_pe() != from {
-        return;
-    }
+/// `dst` and `src` valid for `(slots - 1) * stride + bytes` bytes where `copy` accesses them.
+#[inline(always)]
+unsafe fn rotating_copy(
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u64,
+    stride: u64,
+    slots: u32,
+    iters: u32,
+    copy: impl Fn(*mut u8, *const u8, usize),
+) {
     let (start, len) = block_share(bytes);
+    let mut slot = 0u32;
     for _ in 0..iters {
         if len > 0 {
-            shmem::getmem_nbi::<Block>(dst.add(start), src.add(start), len, to);
+            let at = (u64::from(slot) * stride) as usize + start;
+            copy(dst.add(at), src.add(at), len);
+        }
+        // A compare, not `%`: a 64-bit division per iteration would be measured too.
+        slot += 1;
+        if slot >= slots {
+            slot = 0;
         }
     }
     thread::sync_threads();
     if thread::thread_idx_x() == 0 {
         shmem::quiet();
     }
+}
+
+/// Put bandwidth: PE `from` writes `bytes` bytes of its `src` into `dst` on PE `to`, `iters`
+/// times, iteration `i` at offset `(i % slots) * stride` of both (see [`rotating_copy`]), each
+/// block its share with block-scoped non-blocking puts, then one `quiet`. rshmem's shipped
+/// `put_bw` (`examples/put_bandwidth.rs`) is this without the rotation and the aligned split.
+///
+/// # Safety
+///
+/// `dst` symmetric and `src` valid on PE `from`, both for `(slots - 1) * stride + bytes`
+/// bytes; `from` and `to` are PEs.
+#[allow(clippy::too_many_arguments)]
+#[kernel]
+pub unsafe fn put_bw(
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u64,
+    stride: u64,
+    slots: u32,
+    iters: u32,
+    from: i32,
+    to: i32,
+) {
+    if shmem::my_pe() != from {
+        return;
+    }
+    rotating_copy(dst, src, bytes, stride, slots, iters, |d, s, n| {
+        shmem::putmem_nbi::<Block>(d, s, n, to)
+    });
+}
+
+/// Get bandwidth, the mirror of [`put_bw`]: PE `from` reads `bytes` bytes of `src` on PE `to`
+/// into its own `dst`, `iters` times with rotating offsets, block-scoped non-blocking gets,
+/// then one `quiet`.
+///
+/// # Safety
+///
+/// `src` symmetric and `dst` valid on PE `from`, both for `(slots - 1) * stride + bytes`
+/// bytes; `from` and `to` are PEs.
+#[allow(clippy::too_many_arguments)]
+#[kernel]
+pub unsafe fn get_bw(
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u64,
+    stride: u64,
+    slots: u32,
+    iters: u32,
+    from: i32,
+    to: i32,
+) {
+    if shmem::my_pe() != from {
+        return;
+    }
+    rotating_copy(dst, src, bytes, stride, slots, iters, |d, s, n| {
+        shmem::getmem_nbi::<Block>(d, s, n, to)
+    });
 }
 
 /// `p` latency: thread 0 of PE `from` writes `base + i` into `dst` on PE `to` and waits for it
