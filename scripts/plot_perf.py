@@ -15,6 +15,7 @@ docs/perf.md shows them (copied to docs/).
 import csv
 import math
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -82,6 +83,9 @@ def main():
         sys.exit(__doc__)
     rows = load(sys.argv[1])
     out = sys.argv[2]
+    # perf_<N>pe.csv, as gpu-check.sh names it.
+    npes = re.search(r"_(\d+)pe\.csv$", sys.argv[1])
+    gpus = "%s GPUs" % npes.group(1) if npes else "GPUs"
     os.makedirs(out, exist_ok=True)
 
     bw = series(rows, lambda r: r["unit"] == "GB/s")
@@ -133,7 +137,7 @@ def main():
         hi = max(speed + [1.0])
         ax.set_xlim(max(0.0, math.floor(lo * 10) / 10 - 0.1), math.ceil(hi * 10) / 10 + 0.1)
         ax.set_xlabel("Rust speed relative to CUDA C++ (>1: Rust faster)")
-        ax.set_title("rshmem perftest: Rust vs CUDA C++ NVSHMEM, 2 GPUs")
+        ax.set_title("rshmem perftest: Rust vs CUDA C++ NVSHMEM, %s" % gpus)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "perf_ratio.png"), dpi=120)
 
