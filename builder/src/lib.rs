@@ -29,8 +29,10 @@
 //! 3. `ptxas` to a cubin, failing the build with ptxas's message on error.
 //!
 //! Steps 2 and 3 are skipped when the nested build left every rlib as it was and nothing else
-//! they read changed (`src/reuse.rs`): a `build.rs` that builds several kernel crates reruns
-//! when any of them changes, and then links only the one that changed again.
+//! they read changed (`src/reuse.rs`): their outputs are kept beside the nested build and
+//! copied from there. A `build.rs` that builds several kernel crates reruns when any of them
+//! changes, and then links only the one that changed; `cargo test`, `cargo clippy` and
+//! `cargo build --release`, each with a build-script output folder of its own, link once.
 //!
 //! It writes `<name>.sm_XX.ptx`/`.cubin` and `rshmem-image-<name>.rs` into `OUT_DIR`, and
 //! prints `cargo:rerun-if-changed` for every local crate the kernels are built from.
@@ -271,7 +273,7 @@ impl Builder {
         let mut kernels = Vec::new();
         let mut nvshmem_version = None;
         let mut assembling = Vec::new();
-        let mut records = Vec::new();
+        let mut finished = Vec::new();
         for arch in archs {
             let nested = nested_build(&tc, &manifest, &target_root.join(arch.name()), arch, debug)?;
             for dir in &nested.local_packages {
@@ -286,24 +288,23 @@ impl Builder {
             let cubin = ptxas
                 .as_ref()
                 .map(|_| out_dir.join(format!("{name}.{arch}.cubin")));
-            let record_path = reuse::Record::path(&out_dir, &name, arch);
+            let store = reuse::Store::new(target_root.join(arch.name()).join("images"));
             let inputs = reuse::Inputs::new(&nested.rlibs, arch.sm(), debug, ptxas.as_deref());
-            if let (Some(inputs), Some(record)) = (&inputs, reuse::Record::load(&record_path)) {
-                let nvshmem_now = || locate::nvshmem().ok().map(|n| n.bitcode);
-                if record.reusable(inputs, nvshmem_now, &ptx, cubin.as_deref()) {
-                    if let Some(bc) = &record.nvshmem {
-                        println!("cargo:rerun-if-changed={}", bc.path.display());
-                    }
-                    let text = std::fs::read_to_string(&ptx)
-                        .map_err(io(format!("reading {}", ptx.display())))?;
-                    nvshmem_version = nvshmem_version.or(link::nvshmem_version_in_ptx(&text));
-                    kernels = record.kernels;
-                    targets.push(TargetOutput { arch, ptx, cubin });
-                    continue;
+            let nvshmem_now = || locate::nvshmem().ok().map(|n| n.bitcode);
+            if let Some(record) = inputs
+                .as_ref()
+                .and_then(|i| store.fetch(&name, i, nvshmem_now, &ptx, cubin.as_deref()))
+            {
+                if let Some(bc) = &record.nvshmem {
+                    println!("cargo:rerun-if-changed={}", bc.path.display());
                 }
+                let text = std::fs::read_to_string(&ptx)
+                    .map_err(io(format!("reading {}", ptx.display())))?;
+                nvshmem_version = nvshmem_version.or(link::nvshmem_version_in_ptx(&text));
+                kernels = record.kernels;
+                targets.push(TargetOutput { arch, ptx, cubin });
+                continue;
             }
-            // Outputs are about to change: no record may vouch for them until they are done.
-            let _ = std::fs::remove_file(&record_path);
 
             let work = out_dir.join(format!("{name}.{arch}.link"));
             let _ = std::fs::remove_dir_all(&work);
@@ -373,14 +374,12 @@ impl Builder {
             if let Some(inputs) = inputs {
                 let nvshmem = nvshmem.as_deref().and_then(reuse::FileStamp::of);
                 let kernels = kernels.clone();
-                records.push((
-                    record_path,
-                    reuse::Record {
-                        inputs,
-                        nvshmem,
-                        kernels,
-                    },
-                ));
+                let record = reuse::Record {
+                    inputs,
+                    nvshmem,
+                    kernels,
+                };
+                finished.push((store, record, ptx.clone(), cubin.clone()));
             }
             targets.push(TargetOutput { arch, ptx, cubin });
         }
@@ -390,9 +389,15 @@ impl Builder {
                 message: "the thread running it panicked".into(),
             })??;
         }
-        // Only now is every output of these builds complete.
-        for (path, record) in records {
-            record.save(&path)?;
+        // Only now is every output of these builds complete. Keeping them is an optimisation:
+        // a failure costs the next build script its reuse, not this build.
+        for (store, record, ptx, cubin) in finished {
+            if let Err(e) = store.publish(&name, &record, &ptx, cubin.as_deref()) {
+                println!(
+                    "cargo:warning=rshmem-builder: could not keep {name}'s {} code for reuse: {e}",
+                    ptx.display()
+                );
+            }
         }
         let image_rs = out_dir.join(format!("rshmem-image-{name}.rs"));
         let output = Output {

@@ -107,8 +107,13 @@ impl Scaffold {
 
     /// `cargo run` of the app, with extra environment.
     fn run(&self, envs: &[(&str, &str)]) -> Output {
+        self.cargo(&["run", "--quiet"], envs)
+    }
+
+    /// A cargo command on the app, with extra environment.
+    fn cargo(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["run", "--quiet"])
+        cmd.args(args)
             .current_dir(self.root.join("user-app"))
             .env("CARGO_TARGET_DIR", shared_target());
         for (k, v) in envs {
@@ -272,27 +277,57 @@ fn kernel_signature_errors_come_from_the_macro() {
     assert!(t.contains("a #[kernel] cannot return a value"), "{t}");
 }
 
+/// A `ptxas` of the test's own, to put first on `PATH`.
+struct FakePtxas {
+    dir: tempfile::TempDir,
+}
+
+impl FakePtxas {
+    /// One that runs the shell script `body` (ptxas's arguments: `-arch=sm_XX PTX -o CUBIN`).
+    fn new(body: impl FnOnce(&Path) -> String) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ptxas = dir.path().join("ptxas");
+        std::fs::write(&ptxas, format!("#!/bin/sh\n{}", body(dir.path()))).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Self { dir }
+    }
+
+    /// One that notes every PTX it is given (one per link) and writes a stand-in cubin.
+    fn counting() -> Self {
+        Self::new(|dir| {
+            format!(
+                "echo \"$2\" >>'{}'\nprintf '\\177ELF' >\"$4\"\n",
+                dir.join("assembled").display()
+            )
+        })
+    }
+
+    /// `PATH` with this ptxas first.
+    fn path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap()
+        )
+    }
+
+    /// How many times crate `krate`'s sm_90 PTX was assembled, i.e. linked.
+    fn assembled(&self, krate: &str) -> usize {
+        let log = std::fs::read_to_string(self.dir.path().join("assembled")).unwrap_or_default();
+        let ptx = format!("/{krate}.sm_90.ptx");
+        log.lines().filter(|l| l.ends_with(&ptx)).count()
+    }
+}
+
 #[test]
 fn ptxas_errors_fail_the_build_with_its_message() {
-    let fake = tempfile::tempdir().unwrap();
-    let ptxas = fake.path().join("ptxas");
-    std::fs::write(
-        &ptxas,
-        "#!/bin/sh\necho 'ptxas fatal   : planted failure' >&2\nexit 255\n",
-    )
-    .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let path = format!(
-        "{}:{}",
-        fake.path().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let fake = FakePtxas::new(|_| "echo 'ptxas fatal   : planted failure' >&2\nexit 255\n".into());
     let s = Scaffold::bare(PLAIN_KERNEL);
-    let out = s.run(&[("PATH", &path)]);
+    let out = s.run(&[("PATH", &fake.path())]);
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
     assert!(
@@ -301,47 +336,31 @@ fn ptxas_errors_fail_the_build_with_its_message() {
     );
 }
 
-/// The newest `<crate>.sm_90.ptx` under the shared target's build-script outputs.
-fn newest_ptx(krate: &str) -> PathBuf {
-    let build = shared_target().join("debug/build");
-    let mut found: Vec<_> = std::fs::read_dir(&build)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .flat_map(|e| {
-            std::fs::read_dir(e.path().join("out"))
-                .into_iter()
-                .flatten()
-        })
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().unwrap().to_string_lossy() == format!("{krate}.sm_90.ptx"))
-        .collect();
-    found.sort_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap());
-    found.pop().unwrap()
-}
-
-fn modified(path: &Path) -> std::time::SystemTime {
-    std::fs::metadata(path).unwrap().modified().unwrap()
-}
-
 #[test]
 fn rebuilds_exactly_when_kernel_sources_change() {
     let s = Scaffold::bare(PLAIN_KERNEL);
-    let env = [("RSHMEM_NO_PTXAS", "1")];
+    let ptxas = FakePtxas::counting();
+    let path = ptxas.path();
+    let env = [("PATH", path.as_str())];
     let first = s.run(&env);
     assert!(first.status.success(), "{}", text(&first));
-    let ptx = newest_ptx(&s.kernel_name);
-    let before = modified(&ptx);
+    assert_eq!(ptxas.assembled(&s.kernel_name), 1);
 
-    // No change: the build script does not run again, the PTX is untouched.
+    // No change: the build script does not run again.
     let again = s.run(&env);
     assert!(again.status.success());
-    assert_eq!(modified(&ptx), before);
+    assert_eq!(ptxas.assembled(&s.kernel_name), 1);
 
     // The build script reruns (a variable it watches changed) but the kernel crate did not:
-    // its PTX is reused, not linked again.
-    let rerun = s.run(&[("RSHMEM_NO_PTXAS", "1"), ("RSHMEM_OFFLINE", "1")]);
-    assert!(rerun.status.success(), "{}", text(&rerun));
-    assert_eq!(modified(&ptx), before);
+    // the code is reused, not linked again.
+    let rerun = s.run(&[("PATH", path.as_str()), ("RSHMEM_OFFLINE", "1")]);
+    let t = text(&rerun);
+    assert!(rerun.status.success(), "{t}");
+    assert!(
+        t.contains("kernels=[\"scale\"]") && t.contains("cubin=true"),
+        "{t}"
+    );
+    assert_eq!(ptxas.assembled(&s.kernel_name), 1);
 
     // A new kernel in the source: rebuilt, and the new entry is in the PTX.
     let mut src = std::fs::read_to_string(s.kernel_file()).unwrap();
@@ -351,9 +370,8 @@ fn rebuilds_exactly_when_kernel_sources_change() {
     let t = text(&edited);
     assert!(edited.status.success(), "{t}");
     assert!(t.contains("kernels=[\"added_later\", \"scale\"]"), "{t}");
-    assert!(std::fs::read_to_string(newest_ptx(&s.kernel_name))
-        .unwrap()
-        .contains(".entry added_later("));
+    assert!(t.contains("sm_90 entries=2 cubin=true"), "{t}");
+    assert_eq!(ptxas.assembled(&s.kernel_name), 2);
 }
 
 #[test]
@@ -376,24 +394,45 @@ fn one_build_script_relinks_only_the_kernel_crate_that_changed() {
          rshmem_builder::Builder::new(k).build().unwrap_or_else(|e| panic!(\"{e}\"));\n    }\n}\n",
     )
     .unwrap();
-    let env = [("RSHMEM_NO_PTXAS", "1")];
+    let ptxas = FakePtxas::counting();
+    let path = ptxas.path();
+    let env = [("PATH", path.as_str())];
     let first = s.run(&env);
     assert!(first.status.success(), "{}", text(&first));
-    let (user_ptx, other_ptx) = (newest_ptx(&s.kernel_name), newest_ptx(&other));
-    let (user_before, other_before) = (modified(&user_ptx), modified(&other_ptx));
+    assert_eq!(ptxas.assembled(&s.kernel_name), 1);
+    assert_eq!(ptxas.assembled(&other), 1);
 
     // Editing the first crate reruns the build script for both; only the first is linked.
     let mut src = std::fs::read_to_string(s.kernel_file()).unwrap();
     src.push_str("\n#[kernel]\npub unsafe fn added_later(x: *mut u32) { *x = 7; }\n");
     std::fs::write(s.kernel_file(), src).unwrap();
     let edited = s.run(&env);
-    assert!(edited.status.success(), "{}", text(&edited));
-    assert!(modified(&user_ptx) > user_before);
-    assert!(std::fs::read_to_string(&user_ptx)
-        .unwrap()
-        .contains(".entry added_later("));
-    assert_eq!(modified(&other_ptx), other_before);
-    assert!(std::fs::read_to_string(&other_ptx)
-        .unwrap()
-        .contains(".entry to_right("));
+    let t = text(&edited);
+    assert!(edited.status.success(), "{t}");
+    assert!(t.contains("kernels=[\"added_later\", \"scale\"]"), "{t}");
+    assert_eq!(ptxas.assembled(&s.kernel_name), 2);
+    assert_eq!(ptxas.assembled(&other), 1);
+}
+
+#[test]
+fn every_profile_and_mode_reuses_one_link() {
+    let s = Scaffold::bare(PLAIN_KERNEL);
+    let ptxas = FakePtxas::counting();
+    let path = ptxas.path();
+    let env = [("PATH", path.as_str())];
+    // `cargo run`, `cargo run --release` and `cargo check` run the build script each in an
+    // output folder of its own; the code is linked once.
+    for args in [
+        &["run", "--quiet"][..],
+        &["run", "--quiet", "--release"],
+        &["check", "--quiet"],
+    ] {
+        let out = s.cargo(args, &env);
+        let t = text(&out);
+        assert!(out.status.success(), "{args:?}: {t}");
+        if args[0] == "run" {
+            assert!(t.contains("sm_90 entries=1 cubin=true"), "{args:?}: {t}");
+        }
+    }
+    assert_eq!(ptxas.assembled(&s.kernel_name), 1);
 }
