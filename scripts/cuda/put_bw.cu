@@ -31,7 +31,9 @@
 __global__ void put_bw(char *dst, const char *src, unsigned long long bytes, unsigned iters, int from, int to) {
     if (nvshmem_my_pe() != from) return;
     unsigned long long blocks = gridDim.x, b = blockIdx.x;
-    unsigned long long chunk = (bytes + blocks - 1) / blocks;
+    // Rounded up to 16 bytes, as in the Rust kernel: NVSHMEM's block copy is vectorised only
+    // for 16-byte-aligned addresses.
+    unsigned long long chunk = ((bytes + blocks - 1) / blocks + 15) / 16 * 16;
     unsigned long long start = min(b * chunk, bytes);
     size_t len = min(chunk, bytes - start);
     for (unsigned i = 0; i < iters; i++) {

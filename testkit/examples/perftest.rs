@@ -536,9 +536,11 @@ impl<'s> Bench<'s> {
                 // case's slots cover; the kernel reads src on one PE and writes dst on one PE.
                 unsafe {
                     if get {
-                        self.module.launch::<perftest::get_bw>(case.config(), args)
+                        self.module
+                            .launch::<perftest::get_bw_rotating>(case.config(), args)
                     } else {
-                        self.module.launch::<perftest::put_bw>(case.config(), args)
+                        self.module
+                            .launch::<perftest::put_bw_rotating>(case.config(), args)
                     }
                 }
             };

@@ -33,7 +33,13 @@ fn images() -> [Expected; 4] {
         Expected {
             image: &rshmem_testkit::perftest::IMAGE,
             sms: &[90],
-            kernels: &["get_bw", "g_lat", "pingpong", "fcollect_lat", "reduce_lat"],
+            kernels: &[
+                "get_bw_rotating",
+                "g_lat",
+                "pingpong",
+                "fcollect_lat",
+                "reduce_lat",
+            ],
         },
     ]
 }

@@ -39,7 +39,7 @@ fn block_share(bytes: u64) -> (usize, usize) {
     (start as usize, chunk.min(bytes - start) as usize)
 }
 
-/// The bandwidth loop shared by [`put_bw`] and [`get_bw`]: iteration `i` moves `bytes` bytes
+/// The bandwidth loop shared by [`put_bw_rotating`] and [`get_bw_rotating`]: iteration `i` moves `bytes` bytes
 /// at offset `(i % slots) * stride` of both `dst` and `src` through `copy` (each block its
 /// [`block_share`], block-scoped), then thread 0 waits for all of them (`quiet`).
 ///
@@ -82,7 +82,7 @@ unsafe fn rotating_copy(
 /// Put bandwidth: PE `from` writes `bytes` bytes of its `src` into `dst` on PE `to`, `iters`
 /// times, iteration `i` at offset `(i % slots) * stride` of both (see [`rotating_copy`]), each
 /// block its share with block-scoped non-blocking puts, then one `quiet`. rshmem's shipped
-/// `put_bw` (`examples/put_bandwidth.rs`) is this without the rotation and the aligned split.
+/// `put_bw` (`examples/put_bandwidth.rs`) is this without the rotation.
 ///
 /// # Safety
 ///
@@ -90,7 +90,7 @@ unsafe fn rotating_copy(
 /// bytes; `from` and `to` are PEs.
 #[allow(clippy::too_many_arguments)]
 #[kernel]
-pub unsafe fn put_bw(
+pub unsafe fn put_bw_rotating(
     dst: *mut u8,
     src: *const u8,
     bytes: u64,
@@ -108,7 +108,7 @@ pub unsafe fn put_bw(
     });
 }
 
-/// Get bandwidth, the mirror of [`put_bw`]: PE `from` reads `bytes` bytes of `src` on PE `to`
+/// Get bandwidth, the mirror of [`put_bw_rotating`]: PE `from` reads `bytes` bytes of `src` on PE `to`
 /// into its own `dst`, `iters` times with rotating offsets, block-scoped non-blocking gets,
 /// then one `quiet`.
 ///
@@ -118,7 +118,7 @@ pub unsafe fn put_bw(
 /// bytes; `from` and `to` are PEs.
 #[allow(clippy::too_many_arguments)]
 #[kernel]
-pub unsafe fn get_bw(
+pub unsafe fn get_bw_rotating(
     dst: *mut u8,
     src: *const u8,
     bytes: u64,
