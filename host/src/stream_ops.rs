@@ -400,90 +400,38 @@ impl Stream<'_> {
     }
 }
 
-/// The same operations on the PE's own stream ([`Shmem::stream`]).
-impl Shmem {
-    /// [`Stream::put`] on the PE's stream.
-    pub fn put_on_stream<'a, T: Pod>(
-        &self,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-        pe: usize,
-    ) -> Result<()> {
-        self.stream().put(dest, src, pe)
-    }
+/// Makes `Shmem::NAME_on_stream`, each [`Stream`]'s `METHOD` on the PE's own stream
+/// ([`Shmem::stream`]): `NAME => METHOD [generics] (parameters);`.
+macro_rules! on_pe_stream {
+    ($($name:ident => $method:ident [$($generics:tt)*] ($($arg:ident: $ty:ty),*);)*) => {
+        impl Shmem {
+            $(
+                #[doc = concat!("[`Stream::", stringify!($method), "`] on the PE's stream.")]
+                pub fn $name<$($generics)*>(&self, $($arg: $ty),*) -> Result<()> {
+                    self.stream().$method($($arg),*)
+                }
+            )*
+        }
+    };
+}
 
-    /// [`Stream::get`] on the PE's stream.
-    pub fn get_on_stream<'a, T: Pod>(
-        &self,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-        pe: usize,
-    ) -> Result<()> {
-        self.stream().get(dest, src, pe)
-    }
-
-    /// [`Stream::barrier_all`] on the PE's stream.
-    pub fn barrier_all_on_stream(&self) -> Result<()> {
-        self.stream().barrier_all()
-    }
-
-    /// [`Stream::barrier`] on the PE's stream.
-    pub fn barrier_on_stream(&self, team: Team) -> Result<()> {
-        self.stream().barrier(team)
-    }
-
-    /// [`Stream::broadcast`] on the PE's stream.
-    pub fn broadcast_on_stream<'a, T: CollElem>(
-        &self,
-        team: Team,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-        root: usize,
-    ) -> Result<()> {
-        self.stream().broadcast(team, dest, src, root)
-    }
-
-    /// [`Stream::fcollect`] on the PE's stream.
-    pub fn fcollect_on_stream<'a, T: CollElem>(
-        &self,
-        team: Team,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-    ) -> Result<()> {
-        self.stream().fcollect(team, dest, src)
-    }
-
-    /// [`Stream::alltoall`] on the PE's stream.
-    pub fn alltoall_on_stream<'a, T: CollElem>(
-        &self,
-        team: Team,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-    ) -> Result<()> {
-        self.stream().alltoall(team, dest, src)
-    }
-
-    /// [`Stream::reduce`] on the PE's stream.
-    pub fn reduce_on_stream<'a, T: CollElem>(
-        &self,
-        team: Team,
-        op: ReduceOp,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-    ) -> Result<()> {
-        self.stream().reduce(team, op, dest, src)
-    }
-
-    /// [`Stream::reducescatter`] on the PE's stream.
-    pub fn reducescatter_on_stream<'a, T: CollElem>(
-        &self,
-        team: Team,
-        op: ReduceOp,
-        dest: impl Into<SymRange<'a, T>>,
-        src: impl Into<SymRange<'a, T>>,
-    ) -> Result<()> {
-        self.stream().reducescatter(team, op, dest, src)
-    }
+on_pe_stream! {
+    put_on_stream => put ['a, T: Pod]
+        (dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>, pe: usize);
+    get_on_stream => get ['a, T: Pod]
+        (dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>, pe: usize);
+    barrier_all_on_stream => barrier_all [] ();
+    barrier_on_stream => barrier [] (team: Team);
+    broadcast_on_stream => broadcast ['a, T: CollElem]
+        (team: Team, dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>, root: usize);
+    fcollect_on_stream => fcollect ['a, T: CollElem]
+        (team: Team, dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>);
+    alltoall_on_stream => alltoall ['a, T: CollElem]
+        (team: Team, dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>);
+    reduce_on_stream => reduce ['a, T: CollElem]
+        (team: Team, op: ReduceOp, dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>);
+    reducescatter_on_stream => reducescatter ['a, T: CollElem]
+        (team: Team, op: ReduceOp, dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>);
 }
 
 /// Checks a collective's lengths (in elements) on a team of `size` PEs and returns its
