@@ -516,7 +516,7 @@ impl PeBackend for GpuPe {
         }
         Ok(Box::new(GpuModule {
             shared: self.shared.clone(),
-            functions: Mutex::new(functions),
+            functions,
             nvshmem_registered,
             module,
         }))
@@ -818,23 +818,23 @@ pub(crate) fn check_cooperative_fit(
 /// A module loaded on one PE.
 pub(crate) struct GpuModule {
     shared: Arc<PeShared>,
-    functions: Mutex<HashMap<&'static str, Function>>,
+    /// Every kernel of the image, resolved and loaded at `load`.
+    functions: HashMap<&'static str, Function>,
     nvshmem_registered: bool,
     // Declared last: unloaded after everything above is gone.
     module: Module,
 }
 
 impl GpuModule {
-    /// The kernel's handle: resolved at load for the image's kernels, looked up once for any
-    /// other.
+    /// The kernel's handle (`Module::launch_on` launches only kernels of the image).
     fn function(&self, kernel: &'static str) -> Result<Function> {
-        let mut functions = lock(&self.functions);
-        if let Some(f) = functions.get(kernel) {
-            return Ok(*f);
-        }
-        let f = self.module.function(kernel)?;
-        functions.insert(kernel, f);
-        Ok(f)
+        self.functions
+            .get(kernel)
+            .copied()
+            .ok_or_else(|| Error::Launch {
+                kernel,
+                message: "not a kernel of this module's image".into(),
+            })
     }
 }
 
