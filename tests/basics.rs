@@ -141,15 +141,9 @@ fn printf_and_device_assert(shmem: &Shmem) -> Outcome {
     // A failed device assertion traps: the launch (or the next synchronisation) fails, naming
     // the kernel and the PE.
     // SAFETY: as above.
-    let failed = unsafe {
+    let launched = unsafe {
         module.launch::<basics::checked_div>(LaunchConfig::new(1, 32), (1, 0, out.as_mut_ptr()))
-    }
-    .and_then(|()| shmem.synchronize())
-    .expect_err("dividing by zero must trap");
-    let msg = failed.to_string();
-    assert!(
-        msg.contains("checked_div") && msg.contains(&format!("PE {}", shmem.my_pe())),
-        "{msg}"
-    );
+    };
+    common::expect_kernel_failure(shmem, launched, "checked_div");
     Ok(())
 }

@@ -223,19 +223,13 @@ fn fault_on_a_made_stream_names_the_kernel(shmem: &Shmem) -> Outcome {
     let mut out = shmem.alloc_zeroed::<i32>(1)?;
     shmem.barrier_all()?;
     // SAFETY: `out` holds one i32.
-    let failed = unsafe {
+    let launched = unsafe {
         module.launch_on::<basics::checked_div>(
             &stream,
             LaunchConfig::new(1, 32),
             (1, 0, out.as_mut_ptr()),
         )
-    }
-    .and_then(|()| shmem.synchronize())
-    .expect_err("dividing by zero must trap");
-    let msg = failed.to_string();
-    assert!(
-        msg.contains("checked_div") && msg.contains(&format!("PE {}", shmem.my_pe())),
-        "{msg}"
-    );
+    };
+    common::expect_kernel_failure(shmem, launched, "checked_div");
     Ok(())
 }

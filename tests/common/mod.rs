@@ -92,6 +92,19 @@ pub fn agreed_seed(shmem: &Shmem) -> Result<u64, rshmem::Error> {
     Ok(seed)
 }
 
+/// Checks that `launched` (a launch of `kernel` that traps) fails, at once or at the PE's next
+/// synchronisation, with an error naming the kernel and the PE.
+pub fn expect_kernel_failure(shmem: &Shmem, launched: Result<(), rshmem::Error>, kernel: &str) {
+    let failed = launched
+        .and_then(|()| shmem.synchronize())
+        .expect_err("the kernel must trap");
+    let msg = failed.to_string();
+    assert!(
+        msg.contains(kernel) && msg.contains(&format!("PE {}", shmem.my_pe())),
+        "{msg}"
+    );
+}
+
 /// An example binary `cargo test` built next to this test binary (`target/<profile>/examples/`).
 pub fn example(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
