@@ -11,6 +11,7 @@ per_backend! {
     hello => [2, 3, 4];
     ring => [2, 3, 4];
     put_bw_moves_exact_bytes => [2];
+    alloc_from_is_visible_to_peers_on_return => [2, 3, 4];
     asymmetric_alloc_fails_on_every_pe => [2, 3];
     heap_exhaustion_names_the_fix => [2];
 }
@@ -69,7 +70,8 @@ fn put_bw_moves_exact_bytes(shmem: &Shmem) -> Outcome {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_nanos() as u64;
     let mut seed_buf = shmem.alloc_from(&[seed as i32, 0])?;
-    // Every PE takes PE 0's seed.
+    // Every PE takes PE 0's seed, with no barrier: `alloc_from` returns once every PE's data
+    // is in place (`alloc_from_is_visible_to_peers_on_return` pins that down).
     // SAFETY: two symmetric i32s.
     unsafe {
         module.launch::<hello::hello_read>(
@@ -111,6 +113,37 @@ fn put_bw_moves_exact_bytes(shmem: &Shmem) -> Outcome {
         assert_eq!(&got[b..], &poison[b..], "bytes past the end were written");
     }
     shmem.barrier_all()?;
+    Ok(())
+}
+
+/// `alloc_from`'s promise: when it returns, every peer's copy already holds that peer's data,
+/// so a kernel may read it at once. Many rounds, so that a copy made after the allocation's
+/// barrier (the old behaviour: a race) is caught; each round's values are new.
+fn alloc_from_is_visible_to_peers_on_return(shmem: &Shmem) -> Outcome {
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let module = shmem.load(&IMAGE)?;
+    let mut got = shmem.alloc_zeroed::<i32>(1)?;
+    let len = 37u32;
+    for round in 0..100i32 {
+        let value = |pe: usize, i: u32| (round << 16) + (pe as i32) * 1000 + i as i32;
+        let mine: Vec<i32> = (0..len).map(|i| value(me, i)).collect();
+        let buf = shmem.alloc_from(&mine)?;
+        let (from, index) = ((me + 1 + round as usize) % n, (round as u32 * 7) % len);
+        // SAFETY: `index < len`, `buf` holds `len` i32s on every PE, `got` one i32.
+        unsafe {
+            module.launch::<hello::hello_read>(
+                LaunchConfig::new(1, 1),
+                (buf.as_ptr(), index, from as i32, got.as_mut_ptr()),
+            )?
+        };
+        assert_eq!(
+            got.to_vec()?[0],
+            value(from, index),
+            "round {round}: PE {me} read PE {from}[{index}] right after alloc_from"
+        );
+        // Nobody frees (or reallocates) a buffer a peer is still reading.
+        shmem.barrier_all()?;
+    }
     Ok(())
 }
 

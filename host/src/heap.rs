@@ -19,6 +19,17 @@ pub struct SymBuffer<'s, T: Pod> {
 
 impl<'s, T: Pod> SymBuffer<'s, T> {
     pub(crate) fn new_zeroed(shmem: &'s Shmem, len: usize) -> Result<Self> {
+        Self::allocate(shmem, len, None)
+    }
+
+    /// A collective allocation holding `data` on this PE (each PE its own `data`, the same
+    /// length): the contents are written before the allocation's closing barrier, so every
+    /// peer's copy holds its data when this returns.
+    pub(crate) fn new_from(shmem: &'s Shmem, data: &[T]) -> Result<Self> {
+        Self::allocate(shmem, data.len(), Some(bytemuck::cast_slice(data)))
+    }
+
+    fn allocate(shmem: &'s Shmem, len: usize, init: Option<&[u8]>) -> Result<Self> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or(Error::HeapExhausted {
@@ -26,7 +37,7 @@ impl<'s, T: Pod> SymBuffer<'s, T> {
                 available: 0,
                 heap_size: 0,
             })?;
-        let addr = shmem.inner.alloc(bytes)?;
+        let addr = shmem.inner.alloc(bytes, init)?;
         Ok(Self {
             shmem,
             addr,

@@ -22,8 +22,10 @@ pub(crate) trait PeBackend: Send + Sync {
     fn barrier_all(&self) -> Result<()>;
     /// Collective: every PE calls with the same `bytes`, or every PE gets
     /// [`Error::AsymmetricAlloc`]. Returns the local address of the allocation (a device
-    /// address on GPUs), zero-filled.
-    fn alloc(&self, bytes: usize) -> Result<u64>;
+    /// address on GPUs), holding `init` (exactly `bytes` long) or zero-filled. The contents
+    /// are in place on every PE before the allocation's closing barrier, so when `alloc`
+    /// returns on any PE, every peer's copy already holds its data.
+    fn alloc(&self, bytes: usize, init: Option<&[u8]>) -> Result<u64>;
     /// Collective free of an address returned by `alloc`.
     fn free(&self, addr: u64);
     fn copy_to_host(&self, addr: u64, dst: &mut [u8]) -> Result<()>;
@@ -198,11 +200,12 @@ impl Shmem {
     }
 
     /// Allocates a symmetric buffer holding a copy of `data`. Collective, like
-    /// [`Shmem::alloc_zeroed`]: every PE passes a slice of the same length.
+    /// [`Shmem::alloc_zeroed`]: every PE passes a slice of the same length (its own values).
+    ///
+    /// Every PE's data is in place before the allocation's closing barrier: when this returns
+    /// on any PE, a kernel it launches may read any peer's copy without a further barrier.
     pub fn alloc_from<T: Pod>(&self, data: &[T]) -> Result<SymBuffer<'_, T>> {
-        let mut buf = SymBuffer::new_zeroed(self, data.len())?;
-        buf.copy_from_host(data)?;
-        Ok(buf)
+        SymBuffer::new_from(self, data)
     }
 
     /// Loads a kernel image on this PE (cubin for this GPU, else PTX; NVSHMEM version

@@ -404,7 +404,7 @@ impl PeBackend for GpuPe {
         Ok(())
     }
 
-    fn alloc(&self, bytes: usize) -> Result<u64> {
+    fn alloc(&self, bytes: usize, init: Option<&[u8]>) -> Result<u64> {
         let sh = &*self.shared;
         let mut state = lock(&sh.serial);
         sh.ctx().bind()?;
@@ -429,10 +429,16 @@ impl PeBackend for GpuPe {
             heap_size: self.limit_bytes(),
         })?;
         state.accounting.allocated(addr, bytes);
-        // SAFETY: `addr..addr + bytes` was just allocated on this PE's GPU and is unused.
-        unsafe { sh.stream.zero(addr, bytes) }.map_err(|e| sh.fault(e, StreamId::PE))?;
-        // Queued behind the memset on the same stream: once it completes, every PE's copy is
-        // zero, so no peer can write into this PE's copy before it is cleared.
+        match init {
+            // SAFETY: `addr..addr + bytes` was just allocated on this PE's GPU and is unused;
+            // `data` is `bytes` long (the trait's contract) and outlives the sync below.
+            Some(data) => unsafe { sh.stream.copy_to_device(addr, data) },
+            // SAFETY: as above.
+            None => unsafe { sh.stream.zero(addr, bytes) },
+        }
+        .map_err(|e| sh.fault(e, StreamId::PE))?;
+        // Queued behind the fill on the same stream: once it completes, every PE's copy holds
+        // its contents, so no peer can read or write this PE's copy before it is filled.
         // SAFETY: NVSHMEM is initialised, the stream is on its context, and every PE queues
         // this barrier at the same point (right after the same allocation).
         unsafe { nv::barrier_all_on_stream(sh.lib(), sh.stream.raw()) };

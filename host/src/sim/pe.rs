@@ -162,7 +162,7 @@ impl PeBackend for SimPe {
             .map_err(|e| collective_error(self.pe, "barrier_all", e))
     }
 
-    fn alloc(&self, bytes: usize) -> Result<u64> {
+    fn alloc(&self, bytes: usize, init: Option<&[u8]>) -> Result<u64> {
         self.check_symmetric(bytes)?;
         // Identical heaps and requests: every PE gets the same offset, or the same error.
         let offset = self.heap().alloc(bytes).map_err(|e| match e {
@@ -181,8 +181,14 @@ impl PeBackend for SimPe {
                 heap_size: size,
             },
         })?;
-        self.heap().zero(offset, bytes);
-        // Nobody may write into a peer's new buffer before the peer has zeroed it.
+        match init {
+            Some(data) => self
+                .heap()
+                .write(self.heap().base() as usize + offset, data)
+                .unwrap_or_else(|why| panic!("rshmem simulator: alloc_from fill failed: {why}")),
+            None => self.heap().zero(offset, bytes),
+        }
+        // Nobody may touch a peer's new buffer before the peer has filled it.
         if let Err(e) = self.job.barrier(self.pe, "alloc") {
             self.heap().free(offset);
             return Err(collective_error(self.pe, "alloc", e));
