@@ -43,6 +43,7 @@ mod module;
 mod queue;
 mod runtime;
 mod sim;
+mod size;
 pub mod stream;
 mod stream_ops;
 mod team;
