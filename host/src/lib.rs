@@ -34,30 +34,39 @@
 
 #![warn(missing_docs)]
 
-mod backend;
-mod error;
+// The bottom layer: the backend contract, imported by everything below and importing none of it.
+mod contract;
+mod size;
+
+// The backends, beside each other on the contract; and the PE launcher the GPU backend uses.
 mod gpu;
-mod heap;
 pub mod launch;
+mod sim;
+
+// The safe API over the contract.
+mod job;
 mod module;
 mod queue;
-mod runtime;
-mod sim;
-mod size;
+mod select;
+mod shmem;
 pub mod stream;
 mod stream_ops;
+mod sym_buffer;
 mod team;
 
-pub use backend::Backend;
-pub use error::{Error, Result};
-pub use heap::SymBuffer;
-pub use module::{KernelImage, LaunchConfig, Module, TargetImage};
+pub use contract::{
+    BoxError, CollElem, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
+};
+pub use job::{run, Job};
+pub use module::Module;
 pub use queue::{
     DeviceQueue, Placement, QueueBuilder, QueueError, QueueSnapshot, SymQueue, MAX_SPINS_ENV,
 };
-pub use runtime::{run, BoxError, Job, Shmem};
+pub use select::Backend;
+pub use shmem::Shmem;
 pub use stream::Stream;
-pub use stream_ops::{CollElem, ElemKind, SymRange};
+pub use stream_ops::SymRange;
+pub use sym_buffer::SymBuffer;
 pub use team::TeamHandle;
 
 pub use bytemuck::Pod;

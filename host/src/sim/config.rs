@@ -1,6 +1,6 @@
 //! The simulator's settings, from the environment.
 
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
 use crate::size::parse_size;
 
 /// Symmetric heap per PE when nothing is set.

@@ -18,7 +18,7 @@
 //! allocations are not seen here, so "room" is an upper bound that errs on the side of
 //! letting NVSHMEM decide.
 
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
 use crate::size::parse_size;
 use std::collections::HashMap;
 use std::ffi::OsString;
