@@ -28,9 +28,24 @@
 //! has its own stream ([`Shmem::stream`]) and may make more ([`Shmem::new_stream`]) to overlap
 //! independent work ([`Module::launch_on`], [`Stream::wait_for`]).
 //!
-//! Layers, as in cudarc: `gpu::nvshmem::sys` (raw symbols) → `gpu::nvshmem::result` (checked
-//! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`],
-//! [`SymQueue`]).
+//! # Layout
+//!
+//! Three layers, each importing only those below it:
+//!
+//! * **the contract** (`contract/`, and `size.rs`): the traits a backend implements for one PE
+//!   (`PeBackend` and the per-concern traits it gathers, `ModuleBackend`), one launch as every
+//!   backend reads it (`KernelCall`), and the types they speak in ([`Error`], [`KernelImage`],
+//!   [`LaunchConfig`], [`ElemKind`], ...). It imports nothing of the crate.
+//! * **the backends**, beside each other on the contract: `gpu/` (CUDA and NVSHMEM; the per-PE
+//!   backend in `gpu/pe/`) and `sim/` (over `rshmem_device::sim`); [`launch`], the PE launcher
+//!   the GPU backend uses. Each runs the PEs given a closure over a boxed per-PE backend, and
+//!   never sees [`Shmem`].
+//! * **the safe API**: [`run`]/[`Job`] (`job.rs`, which picks the [`Backend`] and wraps each
+//!   PE's backend in its [`Shmem`]), [`SymBuffer`], [`Module`], [`Stream`], [`TeamHandle`],
+//!   [`SymQueue`].
+//!
+//! Inside the GPU backend, as in cudarc: `gpu::nvshmem::sys` (raw symbols) →
+//! `gpu::nvshmem::result` (checked calls returning [`Error`]) → `gpu::pe`.
 
 #![warn(missing_docs)]
 

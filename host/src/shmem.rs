@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 /// One PE's view of the runtime: its number, the symmetric heap, modules and launches.
 ///
-/// Created by [`run`] for each PE; everything allocated through it borrows it, so nothing
-/// outlives the runtime (NVSHMEM is finalised when the PE's closure returns).
+/// Created by [`run`](crate::run) for each PE; everything allocated through it borrows it, so
+/// nothing outlives the runtime (NVSHMEM is finalised when the PE's closure returns).
 pub struct Shmem {
     pub(crate) inner: Box<dyn PeBackend>,
     backend: Backend,

@@ -18,8 +18,8 @@
 //! Failures of device code surface asynchronously, and, the context being dead from then on,
 //! on whichever stream is waited for next; the PE remembers the last kernel queued on each
 //! stream since that stream was last synchronised without error and names it in
-//! [`Error::KernelFailed`] (with those in flight on its other streams, which may be the
-//! culprits).
+//! [`Error::KernelFailed`](crate::Error::KernelFailed) (with those in flight on its other
+//! streams, which may be the culprits).
 
 mod alloc;
 mod lifecycle;

@@ -56,7 +56,7 @@ pub(super) struct UserStreams {
 #[derive(Default)]
 pub(super) struct HeapState {
     pub(super) accounting: Accounting,
-    /// Allocations dropped but not yet passed to `nvshmem_free` (see [`GpuPe::free`]).
+    /// Allocations dropped but not yet passed to `nvshmem_free` (see `free` in `alloc.rs`).
     pub(super) pending_frees: Vec<u64>,
     /// Counts size exchanges; its parity picks the control block's bank.
     pub(super) exchanges: u64,
