@@ -220,6 +220,36 @@ def cycles(mods, edges):
     return out
 
 
+def shortest_loop(comp, edges):
+    """The shortest cycle inside strongly connected `comp`, as [m0, m1, ..., m0]."""
+    members = set(comp)
+    succ = {m: sorted(b for (a, b) in edges if a == m and b in members) for m in comp}
+    best = None
+    for start in comp:
+        # Breadth first from `start` until an edge leads back to it.
+        prev, frontier, last = {start: None}, [start], None
+        while frontier and last is None:
+            nxt = []
+            for v in frontier:
+                if start in succ[v]:
+                    last = v
+                    break
+                for w in succ[v]:
+                    if w not in prev:
+                        prev[w] = v
+                        nxt.append(w)
+            frontier = nxt
+        if last is None:
+            continue
+        path = [last]
+        while prev[path[-1]] is not None:
+            path.append(prev[path[-1]])
+        loop = path[::-1] + [start]
+        if best is None or len(loop) < len(best):
+            best = loop
+    return best
+
+
 def name(path):
     return "crate" if not path else "::".join(path)
 
@@ -228,12 +258,12 @@ def check(src):
     mods, edges = graph(src)
     found = cycles(mods, edges)
     for comp in found:
-        print(f"{src}: import loop among {', '.join(name(m) for m in comp)}:")
-        members = set(comp)
-        for (a, b), where in sorted(edges.items()):
-            if a in members and b in members:
-                file, line = where[0]
-                print(f"  {name(a)} -> {name(b)}  ({file}:{line})")
+        print(f"{src}: import loop among {len(comp)} modules: {', '.join(name(m) for m in comp)}")
+        print("  the shortest loop among them:")
+        loop = shortest_loop(comp, edges)
+        for a, b in zip(loop, loop[1:]):
+            file, line = edges[(a, b)][0]
+            print(f"  {name(a)} -> {name(b)}  ({file}:{line})")
     if not found:
         print(f"{src}: {len(mods)} modules, {len(edges)} imports, no loops")
     return not found

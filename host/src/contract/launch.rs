@@ -151,3 +151,44 @@ impl<'a> KernelCall<'a> {
         unsafe { self.args.run_sim() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// What `Probe::run_sim` was called with.
+    static RAN: Mutex<Vec<(u32, u64)>> = Mutex::new(Vec::new());
+
+    struct Probe;
+
+    impl Kernel for Probe {
+        const NAME: &'static str = "probe";
+        type Args = (u32, u64);
+
+        unsafe fn run_sim((a, b): (u32, u64)) {
+            RAN.lock().unwrap().push((a, b));
+        }
+    }
+
+    #[test]
+    fn a_call_gives_each_backend_its_part_of_the_same_arguments() {
+        let args = BoundArgs::<Probe>::new((7, 1 << 40));
+        let call = KernelCall::new(StreamId(3), LaunchConfig::new(2, 32), &args);
+        assert_eq!((call.kernel, call.stream), ("probe", StreamId(3)));
+        assert_eq!(call.config, LaunchConfig::new(2, 32));
+
+        // The GPU's part: one pointer per parameter, to the values themselves.
+        let mut buf = [std::ptr::null_mut(); MAX_PARAMS];
+        let params = call.params(&mut buf);
+        assert_eq!(params.len(), 2);
+        // SAFETY: the pointers point into `args`, alive here, at a u32 and a u64.
+        let read = unsafe { (*(params[0] as *const u32), *(params[1] as *const u64)) };
+        assert_eq!(read, (7, 1 << 40));
+
+        // The simulator's part: the body, with the same values.
+        // SAFETY: `Probe`'s body only records its arguments.
+        unsafe { call.run_sim_thread() };
+        assert_eq!(RAN.lock().unwrap().as_slice(), &[(7, 1 << 40)]);
+    }
+}
