@@ -28,35 +28,60 @@
 //! has its own stream ([`Shmem::stream`]) and may make more ([`Shmem::new_stream`]) to overlap
 //! independent work ([`Module::launch_on`], [`Stream::wait_for`]).
 //!
-//! Layers, as in cudarc: `gpu::nvshmem::sys` (raw symbols) → `gpu::nvshmem::result` (checked
-//! calls returning [`Error`]) → the safe types here ([`Shmem`], [`SymBuffer`], [`Module`],
-//! [`SymQueue`]).
+//! # Layout
+//!
+//! Three layers, each importing only those below it:
+//!
+//! * **the contract** (`contract/`, and `size.rs`): the traits a backend implements for one PE
+//!   (`PeBackend` and the per-concern traits it gathers, `ModuleBackend`), one launch as every
+//!   backend reads it (`KernelCall`), and the types they speak in ([`Error`], [`KernelImage`],
+//!   [`LaunchConfig`], [`ElemKind`], ...). It imports nothing of the crate.
+//! * **the backends**, beside each other on the contract: `gpu/` (CUDA and NVSHMEM; the per-PE
+//!   backend in `gpu/pe/`) and `sim/` (over `rshmem_device::sim`); [`launch`], the PE launcher
+//!   the GPU backend uses. Each runs the PEs given a closure over a boxed per-PE backend, and
+//!   never sees [`Shmem`].
+//! * **the safe API**: [`run`]/[`Job`] (`job.rs`, which picks the [`Backend`] and wraps each
+//!   PE's backend in its [`Shmem`]), [`SymBuffer`], [`Module`], [`Stream`], [`TeamHandle`],
+//!   [`SymQueue`].
+//!
+//! Inside the GPU backend, as in cudarc: `gpu::nvshmem::sys` (raw symbols) →
+//! `gpu::nvshmem::result` (checked calls returning [`Error`]) → `gpu::pe`.
 
 #![warn(missing_docs)]
 
-mod backend;
-mod error;
+// The bottom layer: the backend contract, imported by everything below and importing none of it.
+mod contract;
+mod size;
+
+// The backends, beside each other on the contract; and the PE launcher the GPU backend uses.
 mod gpu;
-mod heap;
 pub mod launch;
+mod sim;
+
+// The safe API over the contract.
+mod job;
 mod module;
 mod queue;
-mod runtime;
-mod sim;
+mod select;
+mod shmem;
 pub mod stream;
 mod stream_ops;
+mod sym_buffer;
 mod team;
 
-pub use backend::Backend;
-pub use error::{Error, Result};
-pub use heap::SymBuffer;
-pub use module::{KernelImage, LaunchConfig, Module, TargetImage};
+pub use contract::{
+    BoxError, CollElem, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
+};
+pub use job::{run, Job};
+pub use module::Module;
 pub use queue::{
     DeviceQueue, Placement, QueueBuilder, QueueError, QueueSnapshot, SymQueue, MAX_SPINS_ENV,
 };
-pub use runtime::{run, BoxError, Job, Shmem};
+pub use select::Backend;
+pub use shmem::Shmem;
 pub use stream::Stream;
-pub use stream_ops::{CollElem, ElemKind, SymRange};
+pub use stream_ops::SymRange;
+pub use sym_buffer::SymBuffer;
 pub use team::TeamHandle;
 
 pub use bytemuck::Pod;

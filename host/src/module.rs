@@ -1,144 +1,17 @@
-//! Kernel images (what rshmem-builder embeds), loaded modules and launches.
+//! Loaded modules and launches: [`Module`], a kernel image loaded on one PE.
 
-use crate::error::{Error, Result};
-use crate::runtime::{ModuleBackend, Shmem};
+use crate::contract::{
+    BoundArgs, Error, KernelCall, KernelImage, LaunchConfig, ModuleBackend, Result,
+};
+use crate::shmem::Shmem;
 use crate::stream::Stream;
-use rshmem_device::{Kernel, KernelArgs};
-use std::ffi::c_void;
+use rshmem_device::Kernel;
 
-/// A kernel crate as built by rshmem-builder: PTX (and cubin where ptxas ran) per GPU
-/// architecture, the kernel names, and the NVSHMEM version linked in. Made by
-/// [`crate::include_kernels!`].
-#[derive(Clone, Copy, Debug)]
-pub struct KernelImage {
-    /// The kernel crate's name.
-    pub name: &'static str,
-    /// `(major, minor, patch)` of the NVSHMEM device library linked in; `None` if the
-    /// kernels call no NVSHMEM function.
-    pub nvshmem_version: Option<(u32, u32, u32)>,
-    /// The `#[kernel]` entry points in the PTX.
-    pub kernels: &'static [&'static str],
-    /// Code per architecture.
-    pub targets: &'static [TargetImage],
-}
-
-/// The code for one GPU architecture.
-#[derive(Clone, Copy, Debug)]
-pub struct TargetImage {
-    /// Compute capability as `major * 10 + minor` (90 for `sm_90`).
-    pub sm: u32,
-    /// The PTX text.
-    pub ptx: &'static str,
-    /// The cubin ptxas made from it, where ptxas was available at build time.
-    pub cubin: Option<&'static [u8]>,
-}
-
-/// Which code of an image a device runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Code {
-    Cubin(&'static [u8]),
-    Ptx(&'static str),
-}
-
-impl KernelImage {
-    /// Picks code for a device of compute capability `sm`: an exact cubin, else the PTX of
-    /// the highest architecture not above `sm` (the driver JIT-compiles it).
-    pub(crate) fn code_for(&self, sm: u32) -> Result<(u32, Code)> {
-        if let Some(t) = self
-            .targets
-            .iter()
-            .find(|t| t.sm == sm && t.cubin.is_some())
-        {
-            return Ok((t.sm, Code::Cubin(t.cubin.unwrap())));
-        }
-        self.targets
-            .iter()
-            .filter(|t| t.sm <= sm)
-            .max_by_key(|t| t.sm)
-            .map(|t| (t.sm, Code::Ptx(t.ptx)))
-            .ok_or_else(|| Error::Module {
-                module: self.name.to_string(),
-                message: format!(
-                    "no code for this GPU (sm_{sm}): the image has {}; add Arch::Sm{sm} to the builder",
-                    self.targets
-                        .iter()
-                        .map(|t| format!("sm_{}", t.sm))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })
-    }
-
-    /// The NVSHMEM version as `major.minor.patch`, if linked.
-    pub fn nvshmem_version_string(&self) -> Option<String> {
-        self.nvshmem_version.map(|(a, b, c)| format!("{a}.{b}.{c}"))
-    }
-
-    pub(crate) fn check_has(&self, kernel: &str) -> Result<()> {
-        if self.kernels.contains(&kernel) {
-            Ok(())
-        } else {
-            Err(Error::Module {
-                module: self.name.to_string(),
-                message: format!(
-                    "no kernel `{kernel}` in this image (it has: {})",
-                    self.kernels.join(", ")
-                ),
-            })
-        }
-    }
-}
-
-/// Grid, block, dynamic shared memory and launch mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Blocks in the grid `(x, y, z)`.
-    pub grid: (u32, u32, u32),
-    /// Threads per block `(x, y, z)`.
-    pub block: (u32, u32, u32),
-    /// Dynamic shared memory per block, in bytes.
-    pub shared_mem_bytes: u32,
-    /// Launch cooperatively (all blocks resident at once, checked against occupancy): needed
-    /// by kernels that synchronise across blocks or PEs (device barriers, waits, collectives).
-    pub cooperative: bool,
-}
-
-impl LaunchConfig {
-    /// A 1-D launch of `grid` blocks of `block` threads.
-    pub const fn new(grid: u32, block: u32) -> Self {
-        Self {
-            grid: (grid, 1, 1),
-            block: (block, 1, 1),
-            shared_mem_bytes: 0,
-            cooperative: false,
-        }
-    }
-
-    /// Enough 1-D blocks of `block` threads to cover `n` threads.
-    pub const fn for_num_elems(n: u32, block: u32) -> Self {
-        Self::new(n.div_ceil(block), block)
-    }
-
-    /// The same configuration, launched cooperatively.
-    pub const fn cooperative(mut self) -> Self {
-        self.cooperative = true;
-        self
-    }
-
-    /// The same configuration with `bytes` of dynamic shared memory per block.
-    pub const fn shared_mem(mut self, bytes: u32) -> Self {
-        self.shared_mem_bytes = bytes;
-        self
-    }
-
-    /// Threads per block.
-    pub const fn block_threads(&self) -> u64 {
-        self.block.0 as u64 * self.block.1 as u64 * self.block.2 as u64
-    }
-
-    /// Blocks in the grid.
-    pub const fn grid_blocks(&self) -> u64 {
-        self.grid.0 as u64 * self.grid.1 as u64 * self.grid.2 as u64
+impl Shmem {
+    /// Loads a kernel image on this PE (cubin for this GPU, else PTX; NVSHMEM version
+    /// checked). On the simulator it checks the image and runs the host-compiled kernels.
+    pub fn load(&self, image: &KernelImage) -> Result<Module<'_>> {
+        Ok(Module::new(self, image, self.inner.load(image)?))
     }
 }
 
@@ -204,74 +77,10 @@ impl<'s> Module<'s> {
                 message: format!("empty grid or block ({config:?})"),
             });
         }
-        let mut params = [std::ptr::null_mut::<c_void>(); 12];
-        args.param_ptrs(&mut params);
-        let args = AssertSync(args);
-        let sim_thread = move || {
-            let args = &args;
-            // SAFETY: forwarded from this function's contract.
-            unsafe { K::run_sim(args.0) }
-        };
-        // SAFETY: `params` point at `args`, whose types `K::Args` ties to the kernel's
-        // parameters; the rest is this function's contract.
-        unsafe {
-            self.inner.launch(
-                stream.id,
-                K::NAME,
-                &config,
-                &mut params[..K::Args::COUNT],
-                &sim_thread,
-            )
-        }
-    }
-}
-
-/// Kernel arguments are raw pointers and plain values; the simulator hands them to its
-/// threads exactly as a GPU hands them to its threads.
-struct AssertSync<T>(T);
-// SAFETY: see above; the pointed-to memory's safety is the launch's contract.
-unsafe impl<T> Sync for AssertSync<T> {}
-unsafe impl<T> Send for AssertSync<T> {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    static IMG: KernelImage = KernelImage {
-        name: "k",
-        nvshmem_version: Some((3, 4, 5)),
-        kernels: &["a", "b"],
-        targets: &[
-            TargetImage {
-                sm: 80,
-                ptx: "ptx80",
-                cubin: Some(b"c80"),
-            },
-            TargetImage {
-                sm: 90,
-                ptx: "ptx90",
-                cubin: None,
-            },
-        ],
-    };
-
-    #[test]
-    fn picks_exact_cubin_then_best_ptx() {
-        assert_eq!(IMG.code_for(80).unwrap(), (80, Code::Cubin(b"c80")));
-        assert_eq!(IMG.code_for(90).unwrap(), (90, Code::Ptx("ptx90")));
-        assert_eq!(IMG.code_for(100).unwrap(), (90, Code::Ptx("ptx90")));
-        assert_eq!(IMG.code_for(86).unwrap(), (80, Code::Ptx("ptx80")));
-        let err = IMG.code_for(75).unwrap_err().to_string();
-        assert!(
-            err.contains("sm_75") && err.contains("sm_80, sm_90"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn names_missing_kernels() {
-        assert!(IMG.check_has("a").is_ok());
-        let err = IMG.check_has("zz").unwrap_err().to_string();
-        assert!(err.contains("`zz`") && err.contains("a, b"), "{err}");
+        let args = BoundArgs::<K>::new(args);
+        let call = KernelCall::new(stream.id, config, &args);
+        // SAFETY: `call` ties the arguments to the kernel by type (`K::Args`); what they point
+        // to is this function's contract.
+        unsafe { self.inner.launch(&call) }
     }
 }

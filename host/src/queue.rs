@@ -19,9 +19,9 @@
 //! # Ok::<(), rshmem_host::Error>(())
 //! ```
 
-use crate::error::Error;
-use crate::heap::SymBuffer;
-use crate::runtime::Shmem;
+use crate::contract::Error;
+use crate::shmem::Shmem;
+use crate::sym_buffer::SymBuffer;
 use bytemuck::Pod;
 use rshmem_device::queue::layout;
 use std::fmt;

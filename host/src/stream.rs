@@ -49,18 +49,9 @@
 //! that needs two kernels to run at the same time (one waits for what the other does) is
 //! wrong on GPUs too (CUDA does not promise concurrency), and hangs, or times out, there.
 
-use crate::error::{Error, Result};
-use crate::runtime::Shmem;
+use crate::contract::{Error, Result, StreamId};
+use crate::shmem::Shmem;
 use std::time::Duration;
-
-/// Which of a PE's streams: its own ([`StreamId::PE`]) or one made by [`Shmem::new_stream`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct StreamId(pub(crate) u32);
-
-impl StreamId {
-    /// The PE's own stream, made with the PE and never destroyed before it.
-    pub(crate) const PE: StreamId = StreamId(0);
-}
 
 /// A queue of device work on one PE: kernel launches ([`crate::Module::launch_on`]) and
 /// on-stream operations (puts, gets, barriers, collectives), run in the order queued.
@@ -82,6 +73,13 @@ impl Shmem {
             shmem: self,
             id: StreamId::PE,
         }
+    }
+
+    /// Runs `f` and returns how long the PE's stream took for the work it launched (CUDA
+    /// events on GPUs, wall time on the simulator): [`Stream::time`](crate::Stream::time) on
+    /// [`Shmem::stream`].
+    pub fn time(&self, f: impl FnMut() -> Result<()>) -> Result<Duration> {
+        self.stream().time(f)
     }
 
     /// Makes a new stream of this PE (`cuStreamCreate`, non-blocking). Its work may overlap

@@ -25,8 +25,8 @@
 //! (predefined, or split and not yet dropped) to the backend: NVSHMEM indexes its team table
 //! with a handle unchecked.
 
-use crate::error::{Error, Result};
-use crate::runtime::Shmem;
+use crate::contract::{Error, Result};
+use crate::shmem::Shmem;
 use rshmem_device::shmem::Team;
 
 /// The predefined teams, which are never destroyed.
@@ -99,25 +99,6 @@ impl std::fmt::Debug for TeamHandle<'_> {
             .field("n_pes", &self.n_pes)
             .finish()
     }
-}
-
-/// Which team of a 2-D split a strided split makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Axis {
-    /// `xrange` consecutive parent PEs (NVSHMEM's x axis).
-    Row = 0,
-    /// Parent PEs `xrange` apart (the y axis).
-    Column = 1,
-}
-
-/// The strided splits that make a 2-D split of an `n`-PE parent into rows of `xrange`
-/// (clamped to `n`, as NVSHMEM does), in NVSHMEM's order: every row, then every column. The
-/// last row and the last columns are short when `xrange` does not divide `n`.
-pub(crate) fn split_2d_triplets(n: usize, xrange: usize) -> Vec<(Axis, [usize; 3])> {
-    let x = xrange.clamp(1, n.max(1));
-    let rows = (0..n.div_ceil(x)).map(|r| (Axis::Row, [r * x, 1, x.min(n - r * x)]));
-    let columns = (0..x.min(n)).map(|c| (Axis::Column, [c, x, (n - c).div_ceil(x)]));
-    rows.chain(columns).collect()
 }
 
 /// Checks a strided split's triplet (parent PEs `start + stride * i`, `i < size`) against a
@@ -322,6 +303,7 @@ impl Shmem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{split_2d_triplets, Axis};
 
     #[test]
     fn strided_triplets_are_checked_with_the_reason() {

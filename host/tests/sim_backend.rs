@@ -19,6 +19,10 @@ use rshmem_host::{Error, KernelImage, LaunchConfig, Shmem};
 /// thread, warp or block (`scope` 0, 1, 2). `op`: 0 putmem, 1 putmem_nbi, 2 getmem,
 /// 3 getmem_nbi. Puts go from local `src` to the neighbour's `dst`; gets fetch the
 /// neighbour's `src` into local `dst`.
+///
+/// # Safety
+///
+/// `dst` and `src` are symmetric and hold `bytes` bytes on every PE; launched on every PE.
 #[kernel]
 pub unsafe fn rma_chunks(dst: *mut u8, src: *const u8, bytes: u64, scope: u32, op: u32) {
     let right = (shmem::my_pe() + 1) % shmem::n_pes();
@@ -45,6 +49,12 @@ pub unsafe fn rma_chunks(dst: *mut u8, src: *const u8, bytes: u64, scope: u32, o
     }
 }
 
+/// One chunk of [`rma_chunks`] at scope `S`.
+///
+/// # Safety
+///
+/// `d` and `s` are symmetric and hold `len` bytes on this PE and on `pe`; every thread of
+/// the scope calls it alike.
 unsafe fn rma_in<S: Scope>(op: u32, d: *mut u8, s: *const u8, len: usize, pe: i32) {
     match op {
         0 => shmem::putmem::<S>(d, s, len, pe),
@@ -60,6 +70,10 @@ unsafe fn rma_in<S: Scope>(op: u32, d: *mut u8, s: *const u8, len: usize, pe: i3
 /// Each thread passes values around its block `rounds` times through `scratch`, with
 /// `sync_threads` between writes and reads; `out[i]` ends as
 /// `block_start + (t + rounds) % block_dim`.
+///
+/// # Safety
+///
+/// `scratch` and `out` hold one `u32` per thread of the grid.
 #[kernel]
 pub unsafe fn rotate(scratch: *mut u32, out: *mut u32, rounds: u32) {
     let (t, bd) = (thread::thread_idx_x(), thread::block_dim_x());
@@ -75,6 +89,10 @@ pub unsafe fn rotate(scratch: *mut u32, out: *mut u32, rounds: u32) {
 }
 
 /// Threads below `leave` return early; the rest wait in `sync_threads`: a divergent barrier.
+///
+/// # Safety
+///
+/// None beyond a launch's; it exists to be refused (the barrier is divergent).
 #[kernel]
 pub unsafe fn diverge(leave: u32) {
     if thread::thread_idx_x() < leave {
@@ -85,6 +103,11 @@ pub unsafe fn diverge(leave: u32) {
 
 /// Thread 3 of block 1 writes `buf[index]` on PE `pe`, by `p` (`how` 0), `g` (1) or a
 /// byte-shifted, misaligned `p` (2).
+///
+/// # Safety
+///
+/// `buf` is a symmetric buffer. `index`, `pe` and `how` may aim outside it or misalign the
+/// access: those are the accesses the simulator must refuse, and only it may run them.
 #[kernel]
 pub unsafe fn poke(buf: *mut i32, index: u32, pe: i32, how: u32) {
     if thread::block_idx_x() != 1 || thread::thread_idx_x() != 3 {
@@ -101,6 +124,10 @@ pub unsafe fn poke(buf: *mut i32, index: u32, pe: i32, how: u32) {
 }
 
 /// Thread 0 waits in a device-side barrier over all PEs.
+///
+/// # Safety
+///
+/// Launched on every PE (else it waits for the missing ones).
 #[kernel]
 pub unsafe fn wait_all() {
     if thread::index_1d() == 0 {
@@ -110,6 +137,10 @@ pub unsafe fn wait_all() {
 
 /// Every PE puts its id into its right neighbour's `dst[0]`, synchronising with
 /// `barrier_all` at scope `scope` (0 thread, 1 warp, 2 block) called by block 0.
+///
+/// # Safety
+///
+/// `dst` is symmetric and holds one `i32`; launched on every PE.
 #[kernel]
 pub unsafe fn ring_scoped(dst: *mut i32, scope: u32) {
     if thread::block_idx_x() != 0 {
@@ -141,6 +172,10 @@ pub unsafe fn ring_scoped(dst: *mut i32, scope: u32) {
 }
 
 /// All threads of the block call `putmem::<Block>`, but thread 5 with a different size.
+///
+/// # Safety
+///
+/// `dst` and `src` are symmetric and hold 4 bytes; the mismatch is what must be refused.
 #[kernel]
 pub unsafe fn block_put_mismatch(dst: *mut u8, src: *const u8) {
     let bytes = if thread::thread_idx_x() == 5 { 3 } else { 4 };

@@ -6,7 +6,7 @@
 //! if one killed it), with a message naming the PE on stderr; 2 for a usage error; 126/127
 //! if the program cannot be executed / found; 1 for other launcher errors.
 
-use rshmem_host::launch::{self, Job};
+use rshmem_host::launch::{self, PeGroup};
 use rshmem_host::Error;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match Job::new(npes, program).args(args).status() {
+    match PeGroup::new(npes, program).args(args).status() {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(failure)) => {
             let ended = if npes > 1 { " (the job was ended)" } else { "" };

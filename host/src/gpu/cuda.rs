@@ -5,7 +5,7 @@
 //! Every handle type holds an `Arc<Context>` and binds it to the calling thread before use
 //! (and in `Drop`), like cudarc's safe layer, so the handles can be used from any thread.
 //! Failures are [`CudaError`]s (the call and the driver's code); the PE layer turns them into
-//! [`crate::Error`], attributing asynchronous faults to the kernel that caused them.
+//! [`crate::contract::Error`], attributing asynchronous faults to the kernel that caused them.
 
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
@@ -50,9 +50,9 @@ impl CudaError {
     }
 }
 
-impl From<CudaError> for crate::Error {
+impl From<CudaError> for crate::contract::Error {
     fn from(e: CudaError) -> Self {
-        crate::Error::Cuda {
+        crate::contract::Error::Cuda {
             call: e.call,
             message: e.message(),
         }

@@ -10,7 +10,7 @@
 //!    `$HOME/.cache/rshmem` — the same rule the builder uses to store the wheel;
 //! 4. the dynamic loader's own search (`LD_LIBRARY_PATH`, `ld.so.cache`) by soname.
 //!
-//! If all fail, [`Error::NvshmemNotFound`](crate::Error::NvshmemNotFound) lists every place
+//! If all fail, [`Error::NvshmemNotFound`](crate::contract::Error::NvshmemNotFound) lists every place
 //! tried. The search itself ([`locate`]) is a pure function of an environment lookup, a Python
 //! query and a file test, so it is unit-tested with temporary folders.
 
@@ -270,7 +270,7 @@ pub(crate) mod tests {
         let Located::Soname { searched } = run(&env, Some(t.0.join("pkg"))) else {
             panic!("nothing exists, so nothing can be found");
         };
-        let msg = crate::Error::NvshmemNotFound { searched }.to_string();
+        let msg = crate::contract::Error::NvshmemNotFound { searched }.to_string();
         for expected in [
             t.0.join("nv/lib/libnvshmem_host.so.3"),
             t.0.join("nv/lib64/libnvshmem_host.so.3"),

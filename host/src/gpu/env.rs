@@ -28,7 +28,7 @@ use std::path::Path;
 
 /// How the PE was started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Job<'a> {
+pub(crate) enum StartedBy<'a> {
     /// By rshmem's launcher, on one node, bootstrapped by unique ID.
     Local,
     /// By srun/mpirun; the value is the NVSHMEM bootstrap to use (`PMI`, `PMI2`, `PMIX`,
@@ -98,7 +98,7 @@ pub(crate) const UID_PLUGIN: &str = "nvshmem_bootstrap_uid.so.3";
 /// folder of the loaded host library (where NVSHMEM's plugins live) and a file test.
 pub(crate) fn plan(
     env: &dyn Fn(&str) -> Option<OsString>,
-    job: Job<'_>,
+    started_by: StartedBy<'_>,
     plugin_dir: Option<&Path>,
     is_file: &dyn Fn(&Path) -> bool,
 ) -> Vec<(&'static str, OsString)> {
@@ -118,15 +118,15 @@ pub(crate) fn plan(
     set("NVSHMEM_DISABLE_NVLS", "1".into());
     set("NVSHMEM_DISABLE_NCCL", "1".into());
     set("NCCL_NVLS_ENABLE", "0".into());
-    match job {
-        Job::Local => {
+    match started_by {
+        StartedBy::Local => {
             set("NVSHMEM_REMOTE_TRANSPORT", "none".into());
             if let Some(path) = plugin(UID_PLUGIN) {
                 set("NVSHMEM_BOOTSTRAP_UID_PLUGIN", path);
             }
         }
-        Job::External(_) if env("NVSHMEM_BOOTSTRAP").is_some() => {}
-        Job::External(kind) => {
+        StartedBy::External(_) if env("NVSHMEM_BOOTSTRAP").is_some() => {}
+        StartedBy::External(kind) => {
             let known = BOOTSTRAPS
                 .iter()
                 .find(|b| b.names.iter().any(|n| n.eq_ignore_ascii_case(kind)));
@@ -166,14 +166,14 @@ mod tests {
 
     fn plan_with(
         set: &[(&str, &str)],
-        job: Job<'_>,
+        started_by: StartedBy<'_>,
         dir: Option<&Path>,
     ) -> HashMap<&'static str, String> {
         let env: HashMap<String, OsString> = set
             .iter()
             .map(|(k, v)| (k.to_string(), (*v).into()))
             .collect();
-        plan(&|k| env.get(k).cloned(), job, dir, &|p| p.is_file())
+        plan(&|k| env.get(k).cloned(), started_by, dir, &|p| p.is_file())
             .into_iter()
             .map(|(k, v)| (k, v.into_string().unwrap()))
             .collect()
@@ -183,7 +183,7 @@ mod tests {
     fn local_job_disables_nvls_and_remote_transport_and_pins_the_uid_plugin() {
         let t = TempDir::new("env");
         let plugin = t.touch("lib/nvshmem_bootstrap_uid.so.3");
-        let vars = plan_with(&[], Job::Local, Some(&t.0.join("lib")));
+        let vars = plan_with(&[], StartedBy::Local, Some(&t.0.join("lib")));
         assert_eq!(vars["NVSHMEM_DISABLE_NVLS"], "1");
         assert_eq!(vars["NVSHMEM_DISABLE_NCCL"], "1");
         assert_eq!(vars["NCCL_NVLS_ENABLE"], "0");
@@ -194,7 +194,7 @@ mod tests {
         );
         assert!(!vars.contains_key("NVSHMEM_BOOTSTRAP"));
         // No plugin file there: leave the name to NVSHMEM's default.
-        let vars = plan_with(&[], Job::Local, Some(&t.0.join("elsewhere")));
+        let vars = plan_with(&[], StartedBy::Local, Some(&t.0.join("elsewhere")));
         assert!(!vars.contains_key("NVSHMEM_BOOTSTRAP_UID_PLUGIN"));
     }
 
@@ -207,11 +207,15 @@ mod tests {
                 ("NCCL_NVLS_ENABLE", "1"),
                 ("NVSHMEM_REMOTE_TRANSPORT", "ibrc"),
             ],
-            Job::Local,
+            StartedBy::Local,
             None,
         );
         assert!(vars.is_empty(), "{vars:?}");
-        let vars = plan_with(&[("NVSHMEM_BOOTSTRAP", "MPI")], Job::External("PMIX"), None);
+        let vars = plan_with(
+            &[("NVSHMEM_BOOTSTRAP", "MPI")],
+            StartedBy::External("PMIX"),
+            None,
+        );
         assert!(!vars.contains_key("NVSHMEM_BOOTSTRAP"), "{vars:?}");
         assert!(!vars.contains_key("NVSHMEM_BOOTSTRAP_PMI"), "{vars:?}");
     }
@@ -220,7 +224,7 @@ mod tests {
     fn external_jobs_get_a_valid_nvshmem_bootstrap() {
         let t = TempDir::new("env-ext");
         let pmix = t.touch("lib/nvshmem_bootstrap_pmix.so.3");
-        let vars = plan_with(&[], Job::External("PMIX"), Some(&t.0.join("lib")));
+        let vars = plan_with(&[], StartedBy::External("PMIX"), Some(&t.0.join("lib")));
         assert_eq!(vars["NVSHMEM_BOOTSTRAP"], "PMI");
         assert_eq!(vars["NVSHMEM_BOOTSTRAP_PMI"], "PMIX");
         assert_eq!(
@@ -231,13 +235,13 @@ mod tests {
 
         let vars = plan_with(
             &[("NVSHMEM_BOOTSTRAP_PMI", "PMI")],
-            Job::External("pmi-2"),
+            StartedBy::External("pmi-2"),
             None,
         );
         assert_eq!(vars["NVSHMEM_BOOTSTRAP"], "PMI");
         assert!(!vars.contains_key("NVSHMEM_BOOTSTRAP_PMI"));
 
-        let vars = plan_with(&[], Job::External("MPI"), None);
+        let vars = plan_with(&[], StartedBy::External("MPI"), None);
         assert_eq!(vars["NVSHMEM_BOOTSTRAP"], "MPI");
         assert!(!vars.contains_key("NVSHMEM_BOOTSTRAP_PMI"));
     }

@@ -6,7 +6,9 @@
 //! * [`nvshmem::sys`] raw symbols and `#[repr(C)]` structs → [`nvshmem::result`] checked calls
 //!   → [`nvshmem::Nvshmem`] the loaded library;
 //! * [`cuda`]: RAII types over cudarc's `driver::result`;
-//! * [`pe`]: the per-PE backend the safe API (`Shmem`, `SymBuffer`, `Module`) runs on.
+//! * [`heap_accounting`]: rshmem's own bookkeeping of NVSHMEM's symmetric heap;
+//! * [`pe`]: the per-PE backend, the contract's traits (`crate::contract`) over all of the
+//!   above; the safe API (`Shmem`, `SymBuffer`, `Module`) runs on it without naming it.
 //!
 //! # Finding NVSHMEM
 //!
@@ -33,16 +35,13 @@
 mod cuda;
 mod discover;
 mod env;
-mod heap;
+mod heap_accounting;
 mod nvshmem;
 mod pe;
 
-use crate::backend::Backend;
-use crate::error::{Error, Result};
+use crate::contract::{pe_error, Error, PeMain, Result};
 use crate::launch::{self, External, PeInfo, Role};
-use crate::runtime::{self, BoxError, Shmem};
 use nvshmem::{result as nv, sys, Nvshmem};
-use std::sync::atomic::Ordering;
 
 /// Whether a GPU can be used by this process; the reason if not: a CUDA driver (13.0+) with at
 /// least one device, and NVSHMEM's host library.
@@ -59,7 +58,7 @@ pub(crate) fn probe() -> std::result::Result<(), String> {
 pub(crate) fn run(
     npes: Option<usize>,
     pe_args: Option<&[std::ffi::OsString]>,
-    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+    pe_main: PeMain<'_>,
 ) -> Result<()> {
     match launch::role()? {
         Role::Launcher => {
@@ -119,20 +118,20 @@ fn run_pe(
     pe: usize,
     npes: usize,
     local_rank: usize,
-    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
+    pe_main: PeMain<'_>,
 ) -> Result<()> {
     let nvshmem = Nvshmem::get()?;
-    let job = match &start {
-        Start::UniqueId(_) => env::Job::Local,
+    let started_by = match &start {
+        Start::UniqueId(_) => env::StartedBy::Local,
         // The PMI flavour (PMI-2, PMIX) where the launcher has one, else the bootstrap (MPI).
-        Start::External(kind) => env::Job::External(
+        Start::External(kind) => env::StartedBy::External(
             kind.nvshmem_bootstrap_pmi()
                 .unwrap_or(kind.nvshmem_bootstrap()),
         ),
     };
     env::apply(&env::plan(
         &|k| std::env::var_os(k),
-        job,
+        started_by,
         nvshmem.dir(),
         &|p| p.is_file(),
     ));
@@ -161,26 +160,10 @@ fn run_pe(
         Start::External(_) => nv::init_with_bootstrap_env(lib)?,
     }
 
+    // `GpuPe::finish` decides, from the closure's verdict and the GPU's state, whether the
+    // collective teardown runs when the PE is dropped at the end of `pe_main`.
     let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes)?;
-    let abandoned = gpu_pe.abandon_flag();
-    let faulted = gpu_pe.fault_flag();
-    let shmem = Shmem::new(Box::new(gpu_pe), Backend::Gpu);
-    // A kernel fault the closure did not wait for is this PE's failure too, and must be
-    // known before deciding whether the collective teardown may run. A fault the closure was
-    // told about and handled (a test of the failure itself) is not reported again, but the
-    // dead context still rules out the teardown.
-    let outcome = pe_main(&shmem).and_then(|()| {
-        let handled = faulted.load(Ordering::SeqCst);
-        match shmem.synchronize() {
-            Err(_) if handled => Ok(()),
-            other => other.map_err(BoxError::from),
-        }
-    });
-    if outcome.is_err() || faulted.load(Ordering::SeqCst) {
-        abandoned.store(true, Ordering::SeqCst);
-    }
-    drop(shmem);
-    outcome.map_err(|e| runtime::pe_error(pe, e))
+    pe_main(Box::new(gpu_pe)).map_err(|e| pe_error(pe, e))
 }
 
 /// The unique ID as PE 0 published it.
@@ -197,24 +180,6 @@ fn uid_from_bytes(bytes: &[u8]) -> Result<sys::nvshmemx_uniqueid_t> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{resolve, Request};
-
-    #[test]
-    fn forced_gpu_backend_without_gpu_names_the_cause_and_the_fix() {
-        match resolve(Request::Gpu, probe) {
-            Err(e @ Error::NoGpu(_)) => {
-                let msg = e.to_string();
-                assert!(msg.contains("RSHMEM_BACKEND"), "{msg}");
-                assert!(
-                    msg.contains("libcuda") || msg.contains("CUDA") || msg.contains("NVSHMEM"),
-                    "{msg}"
-                );
-            }
-            Err(other) => panic!("expected NoGpu, got {other}"),
-            // A machine with a driver, a GPU and NVSHMEM: then it must say GPU.
-            Ok((backend, _)) => assert_eq!(backend, Backend::Gpu),
-        }
-    }
 
     #[test]
     fn unique_id_round_trips_as_bytes() {

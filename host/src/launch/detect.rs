@@ -9,27 +9,16 @@
 //! `mpirun` inside a Slurm allocation starts its ranks from daemons that `srun` placed, so the
 //! MPI variables beat the Slurm ones.
 
-use super::rendezvous::Address;
-use crate::error::{Error, Result};
+use super::rendezvous::{Address, PeInfo};
+use super::vars::{
+    DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+};
+use crate::contract::{Error, Result};
 use std::fmt;
 use std::time::Duration;
 
 /// Reads one environment variable; `None` when unset.
 pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-/// The PE index, set by rshmem's launcher.
-pub const PE_VAR: &str = "RSHMEM_PE";
-/// The number of PEs: set by rshmem's launcher for each PE, or by the user to choose it.
-pub const NPES_VAR: &str = "RSHMEM_NPES";
-/// The PE's index among the PEs of its node, set by rshmem's launcher.
-pub const LOCAL_RANK_VAR: &str = "RSHMEM_LOCAL_RANK";
-/// Where the launcher's rendezvous listens, set by rshmem's launcher.
-pub const RENDEZVOUS_VAR: &str = "RSHMEM_RENDEZVOUS";
-/// How long [`PeInfo::fetch_uid`] waits for PE 0, in seconds (default 60).
-pub const TIMEOUT_VAR: &str = "RSHMEM_RENDEZVOUS_TIMEOUT";
-
-/// How long a PE waits for PE 0's unique ID unless `RSHMEM_RENDEZVOUS_TIMEOUT` says otherwise.
-pub const DEFAULT_UID_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What this process is in a GPU job.
 #[derive(Debug)]
@@ -40,20 +29,6 @@ pub enum Role {
     Pe(PeInfo),
     /// A PE started by an external launcher (`srun`, `mpirun`, ...): NVSHMEM bootstraps itself.
     External(External),
-}
-
-/// A PE started by rshmem's launcher: its place in the job and the way to exchange
-/// NVSHMEM's unique ID.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeInfo {
-    /// This PE's index, `0..npes`.
-    pub pe: usize,
-    /// The number of PEs in the job.
-    pub npes: usize,
-    /// Index among the PEs on this node: the GPU this PE drives.
-    pub local_rank: usize,
-    pub(super) rendezvous: Address,
-    pub(super) timeout: Duration,
 }
 
 /// The external launcher detected from the environment.

@@ -95,17 +95,19 @@
 //! running the program directly) acts as a launcher and starts one PE per GPU of its node.
 
 mod detect;
-mod job;
+mod pe_group;
 mod rendezvous;
 mod sys;
+mod vars;
 
-pub use detect::{
-    parse_npes, External, MpiLauncher, PeInfo, Pmi, Role, DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR,
-    NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+pub use detect::{parse_npes, External, MpiLauncher, Pmi, Role};
+pub use pe_group::{PeExit, PeFailure, PeGroup, DEFAULT_GRACE};
+pub use rendezvous::PeInfo;
+pub use vars::{
+    DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
 };
-pub use job::{Job, PeExit, PeFailure, DEFAULT_GRACE};
 
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -134,13 +136,15 @@ pub fn role() -> Result<Role> {
 /// # Errors
 ///
 /// [`Error::PeFailed`] for the first PE that failed; the launcher's own errors as
-/// [`Job::status`].
+/// [`PeGroup::status`].
 pub fn launch_self(npes: usize) -> Result<()> {
     let exe = std::env::current_exe().map_err(|source| Error::Io {
         context: "finding this program's executable to start it as the PEs".into(),
         source,
     })?;
-    Job::new(npes, exe).args(std::env::args_os().skip(1)).run()
+    PeGroup::new(npes, exe)
+        .args(std::env::args_os().skip(1))
+        .run()
 }
 
 /// Starts `program args...` as `npes` PEs (the `rshmem-run` binary) and waits, as
@@ -150,5 +154,5 @@ pub fn launch_self(npes: usize) -> Result<()> {
 ///
 /// As [`launch_self`].
 pub fn launch(npes: usize, program: &Path, args: &[OsString]) -> Result<()> {
-    Job::new(npes, program).args(args).run()
+    PeGroup::new(npes, program).args(args).run()
 }

@@ -12,8 +12,8 @@
 //!
 //! A get is answered once PE 0 has published; the client's read timeout bounds its wait.
 
-use super::detect::{PeInfo, RENDEZVOUS_VAR};
-use crate::error::{Error, Result};
+use super::vars::RENDEZVOUS_VAR;
+use crate::contract::{Error, Result};
 use std::ffi::OsString;
 use std::fs::DirBuilder;
 use std::io::{self, Read, Write};
@@ -98,6 +98,20 @@ enum Failure {
     Connect(io::Error),
     Exchange(io::Error),
     Refused(String),
+}
+
+/// A PE started by rshmem's launcher: its place in the job and the way to exchange
+/// NVSHMEM's unique ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeInfo {
+    /// This PE's index, `0..npes`.
+    pub pe: usize,
+    /// The number of PEs in the job.
+    pub npes: usize,
+    /// Index among the PEs on this node: the GPU this PE drives.
+    pub local_rank: usize,
+    pub(super) rendezvous: Address,
+    pub(super) timeout: Duration,
 }
 
 impl PeInfo {

@@ -3,7 +3,8 @@
 //! a GPU).
 //!
 //! [`run`] creates the job (`npes` symmetric heaps), runs each PE's closure on its own
-//! thread with a [`Shmem`] over [`pe::SimPe`], and reports the first PE that failed. A
+//! thread over a [`pe::SimPe`] (the job runner wraps it in the PE's `Shmem`), and reports the
+//! first PE that failed. A
 //! failing PE poisons the job, so PEs waiting for it in a collective (host or device side)
 //! fail too instead of hanging, and `run` returns.
 //!
@@ -22,6 +23,7 @@
 //! destruction is local (as NVSHMEM's).
 
 mod config;
+mod module;
 mod pe;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -29,17 +31,12 @@ use std::sync::Arc;
 
 use rshmem_device::sim::{HeapError, Job};
 
-use crate::backend::Backend;
-use crate::error::{Error, Result};
-use crate::runtime::{BoxError, Shmem};
+use crate::contract::{Error, PeMain, Result};
 use config::SimConfig;
 use pe::SimPe;
 
 /// Runs `npes` PEs as threads of this process and returns the first PE's failure, if any.
-pub(crate) fn run(
-    npes: usize,
-    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
-) -> Result<()> {
+pub(crate) fn run(npes: usize, pe_main: PeMain<'_>) -> Result<()> {
     let config = SimConfig::from_env()?;
     if npes == 0 {
         return Err(Error::BadEnv {
@@ -72,23 +69,14 @@ pub(crate) fn run(
 }
 
 /// One PE: its closure, then its verdict for the job.
-fn pe_thread(
-    job: Arc<Job>,
-    pe: usize,
-    config: SimConfig,
-    pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),
-) {
-    let shmem = Shmem::new(
-        Box::new(SimPe {
-            job: Arc::clone(&job),
-            pe,
-            config,
-            last_stream: Default::default(),
-        }),
-        Backend::Sim,
-    );
-    let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(&shmem)));
-    drop(shmem);
+fn pe_thread(job: Arc<Job>, pe: usize, config: SimConfig, pe_main: PeMain<'_>) {
+    let sim_pe = Box::new(SimPe {
+        job: Arc::clone(&job),
+        pe,
+        config,
+        last_stream: Default::default(),
+    });
+    let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(sim_pe)));
     match outcome {
         Ok(Ok(())) => job.pe_finished(pe),
         Ok(Err(e)) => job.pe_failed(pe, e.to_string()),

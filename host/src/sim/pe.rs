@@ -1,28 +1,18 @@
-//! One simulated PE ([`SimPe`]) and a module loaded on it ([`SimModule`]).
+//! One simulated PE ([`SimPe`]): the backend contract over the job of `rshmem_device::sim`.
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rshmem_device::shmem::Team;
-use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, Job, LaunchSpec};
-use rshmem_device::thread::Dim3;
+use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, Job};
 
 use super::config::SimConfig;
-use crate::error::{Error, Result};
-use crate::module::{KernelImage, LaunchConfig};
-use crate::runtime::{ModuleBackend, PeBackend};
-use crate::stream::StreamId;
-use crate::stream_ops::{CollOp, ElemKind};
-
-/// The most threads a GPU runs in one block, and per dimension.
-const MAX_BLOCK_THREADS: u64 = 1024;
-const MAX_BLOCK_DIM: (u32, u32, u32) = (1024, 1024, 64);
-/// The largest grid a GPU accepts, per dimension.
-const MAX_GRID_DIM: (u32, u32, u32) = (i32::MAX as u32, 65535, 65535);
-/// The most dynamic shared memory a block can opt into on sm_90 (227 KiB).
-const MAX_SHARED_MEM: u32 = 227 * 1024;
+use super::module::SimModule;
+use crate::contract::{
+    BoxError, CollOp, ElemKind, Error, HeapBackend, KernelImage, ModuleBackend, OnStreamBackend,
+    PeBackend, Result, StreamBackend, StreamId, TeamBackend,
+};
 
 /// One PE of a simulated job, as the host runtime sees it.
 pub(crate) struct SimPe {
@@ -162,6 +152,24 @@ impl PeBackend for SimPe {
             .map_err(|e| collective_error(self.pe, "barrier_all", e))
     }
 
+    fn load(&self, _image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
+        // The kernels are compiled into this program; the image's PTX and NVSHMEM version
+        // matter only on GPUs, and `Module::launch` checks each kernel is in the image.
+        Ok(Box::new(SimModule::new(
+            Arc::clone(&self.job),
+            self.pe,
+            self.config.max_threads,
+        )))
+    }
+
+    fn finish(&self, outcome: Result<(), BoxError>) -> Result<(), BoxError> {
+        // Launches run to completion and report their failure before returning: nothing is
+        // left to wait for.
+        outcome
+    }
+}
+
+impl HeapBackend for SimPe {
     fn alloc(&self, bytes: usize, init: Option<&[u8]>) -> Result<u64> {
         self.check_symmetric(bytes)?;
         // Identical heaps and requests: every PE gets the same offset, or the same error.
@@ -218,17 +226,9 @@ impl PeBackend for SimPe {
             .unwrap_or_else(|why| panic!("rshmem simulator: SymBuffer write failed: {why}"));
         Ok(())
     }
+}
 
-    fn load(&self, _image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
-        // The kernels are compiled into this program; the image's PTX and NVSHMEM version
-        // matter only on GPUs, and `Module::launch` checks each kernel is in the image.
-        Ok(Box::new(SimModule {
-            job: Arc::clone(&self.job),
-            pe: self.pe,
-            max_threads: self.config.max_threads,
-        }))
-    }
-
+impl StreamBackend for SimPe {
     fn synchronize(&self) -> Result<()> {
         // Launches run to completion and report their failure before returning.
         Ok(())
@@ -256,7 +256,9 @@ impl PeBackend for SimPe {
         f()?;
         Ok(start.elapsed())
     }
+}
 
+impl TeamBackend for SimPe {
     /// The job's split: a rendezvous over the parent even for invalid arguments, so that
     /// members that passed different ones are told so, and all fail alike.
     fn team_split_strided(
@@ -318,7 +320,9 @@ impl PeBackend for SimPe {
         let (to, _) = self.job.team_view(self.pe, dest.raw()).ok()?;
         (pe < from.size).then(|| to.rank_of(from.pe(pe))).flatten()
     }
+}
 
+impl OnStreamBackend for SimPe {
     fn rma_on_stream(
         &self,
         _stream: StreamId,
@@ -369,88 +373,5 @@ impl PeBackend for SimPe {
         let (pe, team, dest, src) = (self.pe, team.raw(), dest as usize, src as usize);
         with_elem_type!(elem, T => self.job.collective::<T>(pe, team, coll, dest, src, n))
             .map_err(|e| host_op_error(self.pe, coll.name(), e))
-    }
-}
-
-/// A kernel image "loaded" on a simulated PE: the kernels are host functions already.
-pub(crate) struct SimModule {
-    job: Arc<Job>,
-    pe: usize,
-    max_threads: u32,
-}
-
-fn dim3((x, y, z): (u32, u32, u32)) -> Dim3 {
-    Dim3 { x, y, z }
-}
-
-/// Checks `config` against what a GPU accepts and what the simulator can run.
-pub(crate) fn check_config(
-    kernel: &'static str,
-    config: &LaunchConfig,
-    max_threads: u32,
-) -> Result<LaunchSpec> {
-    let fail = |message: String| Err(Error::Launch { kernel, message });
-    let (g, b) = (config.grid, config.block);
-    if [g.0, g.1, g.2, b.0, b.1, b.2].contains(&0) {
-        return fail(format!(
-            "grid {g:?} and block {b:?} must have no zero extent"
-        ));
-    }
-    let block_threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-    if block_threads > MAX_BLOCK_THREADS
-        || b.0 > MAX_BLOCK_DIM.0
-        || b.1 > MAX_BLOCK_DIM.1
-        || b.2 > MAX_BLOCK_DIM.2
-    {
-        return fail(format!(
-            "block {b:?} ({block_threads} threads) is larger than a GPU allows: at most \
-             {MAX_BLOCK_THREADS} threads, and {MAX_BLOCK_DIM:?} per dimension; use more blocks"
-        ));
-    }
-    if g.0 > MAX_GRID_DIM.0 || g.1 > MAX_GRID_DIM.1 || g.2 > MAX_GRID_DIM.2 {
-        return fail(format!(
-            "grid {g:?} is larger than a GPU allows: at most {MAX_GRID_DIM:?} blocks per dimension"
-        ));
-    }
-    if config.shared_mem_bytes > MAX_SHARED_MEM {
-        return fail(format!(
-            "{} bytes of dynamic shared memory per block: GPUs allow at most {MAX_SHARED_MEM}",
-            config.shared_mem_bytes
-        ));
-    }
-    let threads = g.0 as u128 * g.1 as u128 * g.2 as u128 * block_threads as u128;
-    if threads > max_threads as u128 {
-        return fail(format!(
-            "{threads} threads (grid {g:?} of blocks {b:?}): the CPU simulator runs every thread \
-             of a launch at once as a host thread, and allows at most {max_threads} per launch; \
-             launch a smaller grid on the simulator, or raise RSHMEM_SIM_MAX_THREADS"
-        ));
-    }
-    Ok(LaunchSpec {
-        kernel,
-        grid: dim3(g),
-        block: dim3(b),
-        shared_mem_bytes: config.shared_mem_bytes as usize,
-    })
-}
-
-impl ModuleBackend for SimModule {
-    unsafe fn launch(
-        &self,
-        _stream: StreamId,
-        kernel: &'static str,
-        config: &LaunchConfig,
-        _params: &mut [*mut c_void],
-        sim_thread: &(dyn Fn() + Sync),
-    ) -> Result<()> {
-        // Cooperative or not, every block runs at once here, which is what cooperative asks.
-        let spec = check_config(kernel, config, self.max_threads)?;
-        self.job
-            .launch(self.pe, &spec, sim_thread)
-            .map_err(|failure| Error::KernelFailed {
-                kernel: kernel.to_string(),
-                pe: self.pe,
-                message: failure.to_string(),
-            })
     }
 }

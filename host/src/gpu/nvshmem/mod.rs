@@ -5,7 +5,7 @@ pub(crate) mod result;
 pub(crate) mod sys;
 
 use super::discover::{self, Located};
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -113,7 +113,7 @@ mod tests {
         let nv = Nvshmem::get().expect("NVSHMEM found and opened");
         let vars = crate::gpu::env::plan(
             &|k| std::env::var_os(k),
-            crate::gpu::env::Job::Local,
+            crate::gpu::env::StartedBy::Local,
             nv.dir(),
             &|p| p.is_file(),
         );

@@ -4,7 +4,7 @@
 //! Nothing above this module looks at raw NVSHMEM status codes.
 
 use super::sys::{self, Lib};
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
 use cudarc::driver::sys::{CUmodule, CUstream};
 use std::ffi::{c_int, c_void};
 
@@ -480,7 +480,7 @@ pub unsafe fn collective_on_stream(
             colls.ty
         )),
     };
-    // SAFETY (of every call): forwarded to the caller; each pointer was resolved for this
+    // SAFETY: every call is forwarded to the caller; each pointer was resolved for this
     // element type with this prototype.
     let (call, status) = unsafe {
         match coll {

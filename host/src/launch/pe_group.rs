@@ -1,14 +1,15 @@
-//! Running a job: the PEs as child processes, their output relayed line by line with a
-//! `[PE k] ` prefix, and the whole job ended as soon as one PE fails.
+//! The launcher's group of PE processes ([`PeGroup`]): the PEs as child processes, their
+//! output relayed line by line with a `[PE k] ` prefix, and the whole group ended as soon as
+//! one PE fails.
 //!
 //! Each PE leads its own process group, so one signal reaches everything it started. The
 //! launcher polls the PEs rather than blocking on one: it must notice the first failure
 //! whichever PE it is, and a forwarded signal, within a few milliseconds.
 
-use super::detect::{LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR};
 use super::rendezvous::{Address, Server};
 use super::sys::{self, Forwarding, Signal};
-use crate::error::{Error, Result};
+use super::vars::{LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR};
+use crate::contract::{Error, Result};
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
@@ -32,16 +33,16 @@ const MAX_LINE: u64 = 64 * 1024;
 /// The status a panicking Rust program exits with.
 const PANIC_STATUS: i32 = 101;
 
-/// A job to start: `npes` copies of a program, each told its PE index.
+/// The PE processes of a job, to start: `npes` copies of a program, each told its PE index.
 ///
 /// ```no_run
-/// use rshmem_host::launch::Job;
+/// use rshmem_host::launch::PeGroup;
 /// # fn main() -> rshmem_host::Result<()> {
-/// Job::new(4, "./my-app").args(["--size", "1M"]).run()?;
+/// PeGroup::new(4, "./my-app").args(["--size", "1M"]).run()?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct PeGroup {
     npes: usize,
     program: PathBuf,
     args: Vec<OsString>,
@@ -76,10 +77,10 @@ pub struct PeFailure {
     pub forwarded: Option<i32>,
 }
 
-impl Job {
+impl PeGroup {
     /// `npes` PEs of `program`, with no arguments.
-    pub fn new(npes: usize, program: impl Into<PathBuf>) -> Job {
-        Job {
+    pub fn new(npes: usize, program: impl Into<PathBuf>) -> PeGroup {
+        PeGroup {
             npes,
             program: program.into(),
             args: Vec::new(),
@@ -90,7 +91,7 @@ impl Job {
 
     /// Appends arguments for every PE.
     #[must_use]
-    pub fn args<I, S>(mut self, args: I) -> Job
+    pub fn args<I, S>(mut self, args: I) -> PeGroup
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
@@ -102,14 +103,14 @@ impl Job {
     /// Sets an environment variable for every PE. It overrides the launcher's own
     /// environment and `RSHMEM_BACKEND=gpu`, but not the variables that place the PE.
     #[must_use]
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Job {
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> PeGroup {
         self.env.push((key.into(), value.into()));
         self
     }
 
     /// How long PEs get to exit after SIGTERM before SIGKILL (default [`DEFAULT_GRACE`]).
     #[must_use]
-    pub fn grace(mut self, grace: Duration) -> Job {
+    pub fn grace(mut self, grace: Duration) -> PeGroup {
         self.grace = grace;
         self
     }
@@ -119,7 +120,7 @@ impl Job {
     ///
     /// # Errors
     ///
-    /// [`Error::PeFailed`] for the first PE that failed; the errors of [`Job::status`].
+    /// [`Error::PeFailed`] for the first PE that failed; the errors of [`PeGroup::status`].
     pub fn run(&self) -> Result<()> {
         self.status()?.map_err(Error::from)
     }
@@ -485,11 +486,11 @@ impl From<PeFailure> for Error {
 mod tests {
     use super::*;
 
-    fn sh(npes: usize, script: &str) -> Job {
-        Job::new(npes, "/bin/sh").args(["-c", script])
+    fn sh(npes: usize, script: &str) -> PeGroup {
+        PeGroup::new(npes, "/bin/sh").args(["-c", script])
     }
 
-    fn failure(job: &Job) -> (PeFailure, Duration) {
+    fn failure(job: &PeGroup) -> (PeFailure, Duration) {
         let start = Instant::now();
         let failure = job.status().unwrap().unwrap_err();
         (failure, start.elapsed())
@@ -544,7 +545,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_a_launcher_error() {
-        let err = Job::new(2, "/nonexistent/rshmem-program")
+        let err = PeGroup::new(2, "/nonexistent/rshmem-program")
             .run()
             .unwrap_err();
         assert!(
@@ -556,7 +557,7 @@ mod tests {
                 .contains("starting PE 0 as `/nonexistent/rshmem-program`"),
             "{err}"
         );
-        assert!(Job::new(0, "/bin/true")
+        assert!(PeGroup::new(0, "/bin/true")
             .run()
             .unwrap_err()
             .to_string()

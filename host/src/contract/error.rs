@@ -1,10 +1,21 @@
-//! The one error type of the host API. Each variant says what was expected, what was found,
-//! and what fixes it.
+//! The one error type of the host API, which the backends return too. Each variant says what
+//! was expected, what was found, and what fixes it.
 
 use std::path::PathBuf;
 
 /// Result alias for the host API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The error type a PE's closure may return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Converts a PE closure's error into the runtime's, naming the PE.
+pub(crate) fn pe_error(pe: usize, err: BoxError) -> Error {
+    Error::PeFailed {
+        pe,
+        reason: err.to_string(),
+    }
+}
 
 /// Everything the host runtime can fail with.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! Which backend runs the PEs: `RSHMEM_BACKEND` = `gpu`, `sim` or `auto` (default: GPUs if
 //! one is usable, else the simulator, said once on stderr).
 
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
 use std::sync::OnceLock;
 
 /// Where the PEs run.
@@ -109,5 +109,22 @@ mod tests {
             resolve(Request::Sim, || panic!("not probed")).unwrap(),
             (Backend::Sim, None)
         );
+    }
+
+    #[test]
+    fn forced_gpu_backend_without_gpu_names_the_cause_and_the_fix() {
+        match resolve(Request::Gpu, crate::gpu::probe) {
+            Err(e @ Error::NoGpu(_)) => {
+                let msg = e.to_string();
+                assert!(msg.contains("RSHMEM_BACKEND"), "{msg}");
+                assert!(
+                    msg.contains("libcuda") || msg.contains("CUDA") || msg.contains("NVSHMEM"),
+                    "{msg}"
+                );
+            }
+            Err(other) => panic!("expected NoGpu, got {other}"),
+            // A machine with a driver, a GPU and NVSHMEM: then it must say GPU.
+            Ok((backend, _)) => assert_eq!(backend, Backend::Gpu),
+        }
     }
 }

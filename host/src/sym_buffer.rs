@@ -1,9 +1,27 @@
-//! [`SymBuffer`]: a typed allocation on the symmetric heap.
+//! [`SymBuffer`]: a typed allocation on the symmetric heap, made by [`Shmem::alloc_zeroed`]
+//! and [`Shmem::alloc_from`].
 
-use crate::error::{Error, Result};
-use crate::runtime::Shmem;
+use crate::contract::{Error, Result};
+use crate::shmem::Shmem;
 use bytemuck::Pod;
 use std::marker::PhantomData;
+
+impl Shmem {
+    /// Allocates `len` elements on the symmetric heap, zero-filled. Collective: every PE must
+    /// call it with the same `len`, in the same order.
+    pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<SymBuffer<'_, T>> {
+        SymBuffer::new_zeroed(self, len)
+    }
+
+    /// Allocates a symmetric buffer holding a copy of `data`. Collective, like
+    /// [`Shmem::alloc_zeroed`]: every PE passes a slice of the same length (its own values).
+    ///
+    /// Every PE's data is in place before the allocation's closing barrier: when this returns
+    /// on any PE, a kernel it launches may read any peer's copy without a further barrier.
+    pub fn alloc_from<T: Pod>(&self, data: &[T]) -> Result<SymBuffer<'_, T>> {
+        SymBuffer::new_from(self, data)
+    }
+}
 
 /// `len` elements of `T` on the symmetric heap: the same allocation exists on every PE, so a
 /// kernel reaches a peer's copy through the local pointer plus the peer's PE number.

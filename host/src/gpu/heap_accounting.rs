@@ -18,7 +18,8 @@
 //! allocations are not seen here, so "room" is an upper bound that errs on the side of
 //! letting NVSHMEM decide.
 
-use crate::error::{Error, Result};
+use crate::contract::{Error, Result};
+use crate::size::parse_size;
 use std::collections::HashMap;
 use std::ffi::OsString;
 
@@ -33,53 +34,6 @@ const DEFAULT_MAX_MEMORY_PER_GPU: usize = 128 << 30;
 
 const SIZE_SYNTAX: &str =
     "a byte count with an optional k, M, G or T suffix (powers of 1024), e.g. 4G, 512M or 1.5G";
-
-/// Parses a size the way NVSHMEM does (`nvshmemi_atol_scaled`: `sscanf("%lf%c")`): a
-/// non-negative decimal number, then optionally one of `kKmMgGtT` (anything after the
-/// multiplier is ignored), rounded up to whole bytes. `None` where NVSHMEM would reject it
-/// (including a trailing space); hexadecimal and `inf` forms, which `sscanf` would read, are
-/// rejected too.
-pub(crate) fn parse_size(text: &str) -> Option<usize> {
-    let s = text.trim_start();
-    let b = s.as_bytes();
-    let digits_from = |mut i: usize| {
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        i
-    };
-    let mut end = usize::from(matches!(b.first(), Some(b'+' | b'-')));
-    let int_end = digits_from(end);
-    let mut digits = int_end - end;
-    end = int_end;
-    if b.get(end) == Some(&b'.') {
-        let frac_end = digits_from(end + 1);
-        digits += frac_end - (end + 1);
-        end = frac_end;
-    }
-    if digits == 0 {
-        return None;
-    }
-    if matches!(b.get(end), Some(b'e' | b'E')) {
-        let sign = usize::from(matches!(b.get(end + 1), Some(b'+' | b'-')));
-        let exp_end = digits_from(end + 1 + sign);
-        if exp_end > end + 1 + sign {
-            end = exp_end;
-        }
-    }
-    let value: f64 = s[..end].parse().ok()?;
-    let shift = match b.get(end) {
-        None => 0,
-        Some(b'k' | b'K') => 10,
-        Some(b'm' | b'M') => 20,
-        Some(b'g' | b'G') => 30,
-        Some(b't' | b'T') => 40,
-        Some(_) => return None,
-    };
-    let bytes = (value * (1u64 << shift) as f64).ceil();
-    // `usize::MAX as f64` rounds up to 2^64, itself out of range, hence `<`.
-    (value >= 0.0 && bytes < usize::MAX as f64).then_some(bytes as usize)
-}
 
 /// NVSHMEM's boolean environment rule: set and not starting with `0`, `n`, `N`, `f` or `F`.
 fn nvshmem_bool(value: &OsString) -> bool {
@@ -220,30 +174,6 @@ impl Accounting {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_sizes_like_nvshmem() {
-        let cases = [
-            ("1024", Some(1024)),
-            ("1G", Some(1 << 30)),
-            ("512m", Some(512 << 20)),
-            ("3.1M", Some(3_250_586)),
-            (".5m", Some(1 << 19)),
-            ("20kk", Some(20 << 10)),
-            ("1e3", Some(1000)),
-            ("2T", Some(2 << 40)),
-            (" 4g", Some(4 << 30)),
-            ("1024 ", None),
-            ("", None),
-            ("G", None),
-            ("-1", None),
-            ("1x", None),
-            ("99999999999T", None),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(parse_size(text), expected, "{text:?}");
-        }
-    }
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |k| {

@@ -1,0 +1,194 @@
+//! One kernel launch as every backend receives it: a [`KernelCall`], which the GPU backend
+//! reads as a parameter buffer for `cuLaunchKernel` and the simulator as the body each
+//! simulated thread runs; and its grid, block and mode ([`LaunchConfig`]).
+
+use super::stream_id::StreamId;
+use rshmem_device::{Kernel, KernelArgs};
+use std::ffi::c_void;
+
+/// The most parameters a kernel takes: rshmem-device implements `KernelArgs` for tuples of up
+/// to 12.
+pub(crate) const MAX_PARAMS: usize = 12;
+
+/// Grid, block, dynamic shared memory and launch mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid `(x, y, z)`.
+    pub grid: (u32, u32, u32),
+    /// Threads per block `(x, y, z)`.
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+    /// Launch cooperatively (all blocks resident at once, checked against occupancy): needed
+    /// by kernels that synchronise across blocks or PEs (device barriers, waits, collectives).
+    pub cooperative: bool,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `grid` blocks of `block` threads.
+    pub const fn new(grid: u32, block: u32) -> Self {
+        Self {
+            grid: (grid, 1, 1),
+            block: (block, 1, 1),
+            shared_mem_bytes: 0,
+            cooperative: false,
+        }
+    }
+
+    /// Enough 1-D blocks of `block` threads to cover `n` threads.
+    pub const fn for_num_elems(n: u32, block: u32) -> Self {
+        Self::new(n.div_ceil(block), block)
+    }
+
+    /// The same configuration, launched cooperatively.
+    pub const fn cooperative(mut self) -> Self {
+        self.cooperative = true;
+        self
+    }
+
+    /// The same configuration with `bytes` of dynamic shared memory per block.
+    pub const fn shared_mem(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// Threads per block.
+    pub const fn block_threads(&self) -> u64 {
+        self.block.0 as u64 * self.block.1 as u64 * self.block.2 as u64
+    }
+
+    /// Blocks in the grid.
+    pub const fn grid_blocks(&self) -> u64 {
+        self.grid.0 as u64 * self.grid.1 as u64 * self.grid.2 as u64
+    }
+}
+
+/// A kernel's arguments, bound to the kernel: what a [`KernelCall`] carries.
+pub(crate) struct BoundArgs<K: Kernel>(K::Args);
+
+impl<K: Kernel> BoundArgs<K> {
+    pub(crate) fn new(args: K::Args) -> Self {
+        Self(args)
+    }
+}
+
+// SAFETY: kernel arguments are raw pointers and plain values; the simulator hands them to its
+// threads exactly as a GPU hands them to its threads, and what they point to is the launch's
+// contract (`Module::launch`), not this type's.
+unsafe impl<K: Kernel> Sync for BoundArgs<K> {}
+
+/// What a backend reads of a call's arguments, whatever the kernel.
+trait CallArgs: Sync {
+    /// Writes a pointer to each argument into `out` and returns how many there are.
+    fn param_ptrs(&self, out: &mut [*mut c_void; MAX_PARAMS]) -> usize;
+
+    /// Runs the kernel's body once, as the current simulated thread.
+    ///
+    /// # Safety
+    ///
+    /// As [`KernelCall::run_sim_thread`].
+    unsafe fn run_sim(&self);
+}
+
+impl<K: Kernel> CallArgs for BoundArgs<K> {
+    fn param_ptrs(&self, out: &mut [*mut c_void; MAX_PARAMS]) -> usize {
+        self.0.param_ptrs(out);
+        K::Args::COUNT
+    }
+
+    unsafe fn run_sim(&self) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { K::run_sim(self.0) }
+    }
+}
+
+/// One launch: which kernel, on which stream, how, and with which arguments. Made once by
+/// `Module::launch_on`; each backend reads the part it needs ([`KernelCall::params`] on
+/// GPUs, [`KernelCall::run_sim_thread`] on the simulator).
+pub(crate) struct KernelCall<'a> {
+    /// The kernel's symbol name, checked to be in the module's image.
+    pub kernel: &'static str,
+    /// Where it is queued.
+    pub stream: StreamId,
+    /// Its grid, block, shared memory and mode, checked non-empty.
+    pub config: LaunchConfig,
+    args: &'a dyn CallArgs,
+}
+
+impl<'a> KernelCall<'a> {
+    /// The call of kernel `K` with `args` on `stream`.
+    pub(crate) fn new<K: Kernel>(
+        stream: StreamId,
+        config: LaunchConfig,
+        args: &'a BoundArgs<K>,
+    ) -> Self {
+        Self {
+            kernel: K::NAME,
+            stream,
+            config,
+            args,
+        }
+    }
+
+    /// The arguments as `cuLaunchKernel`'s `kernelParams`: a pointer to each, in parameter
+    /// order, written into `buf`. They point into the arguments this call borrows.
+    pub(crate) fn params<'b>(
+        &self,
+        buf: &'b mut [*mut c_void; MAX_PARAMS],
+    ) -> &'b mut [*mut c_void] {
+        let count = self.args.param_ptrs(buf);
+        &mut buf[..count]
+    }
+
+    /// Runs the kernel's body once, as the calling simulated thread.
+    ///
+    /// # Safety
+    ///
+    /// The caller is a simulator thread set up for this launch (its coordinates and PE), and
+    /// the kernel's own contract holds for the arguments (the contract of `Module::launch`).
+    pub(crate) unsafe fn run_sim_thread(&self) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.args.run_sim() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// What `Probe::run_sim` was called with.
+    static RAN: Mutex<Vec<(u32, u64)>> = Mutex::new(Vec::new());
+
+    struct Probe;
+
+    impl Kernel for Probe {
+        const NAME: &'static str = "probe";
+        type Args = (u32, u64);
+
+        unsafe fn run_sim((a, b): (u32, u64)) {
+            RAN.lock().unwrap().push((a, b));
+        }
+    }
+
+    #[test]
+    fn a_call_gives_each_backend_its_part_of_the_same_arguments() {
+        let args = BoundArgs::<Probe>::new((7, 1 << 40));
+        let call = KernelCall::new(StreamId(3), LaunchConfig::new(2, 32), &args);
+        assert_eq!((call.kernel, call.stream), ("probe", StreamId(3)));
+        assert_eq!(call.config, LaunchConfig::new(2, 32));
+
+        // The GPU's part: one pointer per parameter, to the values themselves.
+        let mut buf = [std::ptr::null_mut(); MAX_PARAMS];
+        let params = call.params(&mut buf);
+        assert_eq!(params.len(), 2);
+        // SAFETY: the pointers point into `args`, alive here, at a u32 and a u64.
+        let read = unsafe { (*(params[0] as *const u32), *(params[1] as *const u64)) };
+        assert_eq!(read, (7, 1 << 40));
+
+        // The simulator's part: the body, with the same values.
+        // SAFETY: `Probe`'s body only records its arguments.
+        unsafe { call.run_sim_thread() };
+        assert_eq!(RAN.lock().unwrap().as_slice(), &[(7, 1 << 40)]);
+    }
+}

@@ -1,0 +1,32 @@
+//! One PE on one GPU: [`GpuPe`] implements the contract's `PeBackend` and the traits it
+//! gathers, one file each, and `module::GpuModule` its `ModuleBackend`:
+//!
+//! * [`state`]: what the PE holds and shares with its modules (imports none of the others);
+//! * [`lifecycle`]: start on an initialised NVSHMEM, the verdict after the closure, teardown;
+//! * [`streams`]: streams, waits, timing, and which kernel a fault is pinned on;
+//! * [`alloc`]: the symmetric heap: the size exchange before each allocation, frees, copies;
+//! * [`module`]: module load (code for this GPU, NVSHMEM version) and kernel launch;
+//! * [`teams`]: team splits and queries; [`on_stream`]: puts, gets, barriers, collectives.
+//!
+//! Threading: NVSHMEM is initialised `NVSHMEM_THREAD_SERIALIZED`, so every NVSHMEM call is made
+//! under one lock (which also guards the heap accounting); CUDA handles bind the PE's context
+//! on whichever thread uses them.
+//!
+//! Streams: the PE's own stream (`StreamId::PE`, where heap copies and the allocation's
+//! barrier go) and those the program makes (`create_stream`), kept by id.
+//!
+//! Failures of device code surface asynchronously, and, the context being dead from then on,
+//! on whichever stream is waited for next; the PE remembers the last kernel queued on each
+//! stream since that stream was last synchronised without error and names it in
+//! [`Error::KernelFailed`](crate::Error::KernelFailed) (with those in flight on its other
+//! streams, which may be the culprits).
+
+mod alloc;
+mod lifecycle;
+mod module;
+mod on_stream;
+mod state;
+mod streams;
+mod teams;
+
+pub(crate) use state::GpuPe;

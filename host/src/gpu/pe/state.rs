@@ -1,0 +1,94 @@
+//! What a GPU PE holds ([`GpuPe`]) and shares with its modules ([`PeShared`]): the data the
+//! other files of `gpu::pe` work on, each through the contract's trait it implements.
+
+use super::super::cuda::{Context, Stream};
+use super::super::heap_accounting::{Accounting, HeapLimit};
+use super::super::nvshmem::{sys, Nvshmem};
+use crate::contract::{Error, Result, StreamId};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// One PE's backend on its GPU.
+pub(crate) struct GpuPe {
+    pub(super) shared: Arc<PeShared>,
+    pub(super) limit: HeapLimit,
+    /// Symmetric scratch for the size exchange before each allocation: two banks, used in
+    /// turn so a fast PE's next exchange never overwrites data a slow PE has yet to read.
+    pub(super) control: u64,
+    /// Set when this PE's closure failed: other PEs may be anywhere, so no collective
+    /// teardown may run.
+    pub(super) abandoned: AtomicBool,
+}
+
+/// What the PE and its modules share.
+pub(crate) struct PeShared {
+    pub(super) nvshmem: &'static Nvshmem,
+    /// The PE's own stream, `StreamId::PE`.
+    pub(super) stream: Arc<Stream>,
+    /// The streams made by `create_stream` that are not yet destroyed.
+    pub(super) user_streams: Mutex<UserStreams>,
+    pub(super) pe: usize,
+    pub(super) npes: usize,
+    /// Held around every NVSHMEM call (see the module docs).
+    pub(super) serial: Mutex<HeapState>,
+    /// Per stream, the last kernel (or NVSHMEM on-stream operation) queued since the stream
+    /// was last synchronised without error. A destroyed stream's entry stays if its final
+    /// wait failed, until every stream has been synchronised without error.
+    pub(super) pending: Mutex<BTreeMap<StreamId, &'static str>>,
+    /// Set once a kernel fault has been reported to the PE's code (the context is dead from
+    /// then on, and every later call reports the same sticky error).
+    pub(super) fault_reported: AtomicBool,
+    /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
+    /// where it ends the process on host-side team splits and collectives.
+    pub(super) limited_mpg: bool,
+}
+
+/// The program's streams, by id.
+#[derive(Default)]
+pub(super) struct UserStreams {
+    /// The last id handed out (ids are never reused, so a stale one cannot alias).
+    pub(super) last: u32,
+    pub(super) live: HashMap<StreamId, Arc<Stream>>,
+}
+
+/// The heap bookkeeping guarded by the NVSHMEM lock.
+#[derive(Default)]
+pub(super) struct HeapState {
+    pub(super) accounting: Accounting,
+    /// Allocations dropped but not yet passed to `nvshmem_free` (see `free` in `alloc.rs`).
+    pub(super) pending_frees: Vec<u64>,
+    /// Counts size exchanges; its parity picks the control block's bank.
+    pub(super) exchanges: u64,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; the PE is being torn down.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PeShared {
+    pub(super) fn ctx(&self) -> &Arc<Context> {
+        self.stream.context()
+    }
+
+    pub(super) fn lib(&self) -> &'static sys::Lib {
+        self.nvshmem.lib()
+    }
+
+    /// Refuses `call` where NVSHMEM would end the process for it (limited MPG mode).
+    pub(super) fn require_host_collectives(&self, call: &'static str) -> Result<()> {
+        if !self.limited_mpg {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            call,
+            reason: "in NVSHMEM's limited multi-process-per-GPU mode (several PEs share a GPU \
+                     without MPS, e.g. with RSHMEM_GPU_OVERSUBSCRIBE=1), where NVSHMEM ends the \
+                     process on host-side team splits and collectives; run one PE per GPU, or \
+                     start MPS (nvidia-cuda-mps-control -d) so that NVSHMEM runs in full MPG \
+                     mode. NVSHMEM does not refuse puts, gets and barrier_all_on_stream there"
+                .into(),
+        })
+    }
+}
