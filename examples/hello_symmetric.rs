@@ -8,8 +8,8 @@
 //! ```
 
 use anyhow::{ensure, Result};
-use rshmem::kernels::{hello, IMAGE};
 use rshmem::{LaunchConfig, Shmem};
+use rshmem_examplekit::{hello, IMAGE};
 
 const N: usize = 1024;
 

@@ -11,8 +11,8 @@
 //! On the simulator the sizes and grid are small: it checks correctness, not speed.
 
 use anyhow::{bail, ensure, Context, Result};
-use rshmem::kernels::{bandwidth, hello, IMAGE};
 use rshmem::{Backend, LaunchConfig, Shmem};
+use rshmem_examplekit::{bandwidth, hello, IMAGE};
 use std::time::Duration;
 
 struct Options {

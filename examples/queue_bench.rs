@@ -17,9 +17,9 @@
 //! On the simulator the grid and counts are small: it checks correctness, not speed.
 
 use anyhow::{bail, ensure, Context, Result};
-use rshmem::kernels::queue::{self as qk, status, Mode, Tagged};
-use rshmem::kernels::IMAGE;
 use rshmem::{Backend, DeviceQueue, Kernel, LaunchConfig, Module, Pod, Shmem, SymQueue};
+use rshmem_examplekit::queue::{self as qk, status, Mode, Tagged};
+use rshmem_examplekit::IMAGE;
 use std::time::Duration;
 
 struct Options {

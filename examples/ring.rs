@@ -8,8 +8,8 @@
 //! ```
 
 use anyhow::{ensure, Result};
-use rshmem::kernels::{ring, IMAGE};
 use rshmem::{LaunchConfig, Shmem};
+use rshmem_examplekit::{ring, IMAGE};
 
 fn main() -> Result<()> {
     rshmem::run(|shmem: &Shmem| -> Result<()> {

@@ -5,8 +5,10 @@
 #   .gpu/scripts/  gpu-check.sh and the CUDA C++ peers, compiled there with nvcc
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# rshmem's examples and tests, and rshmem-testkit's (the suites of the heavy kernel images).
-cargo build --release -p rshmem -p rshmem-testkit --examples --tests \
+# rshmem's examples and tests, rshmem-fixturekit's (the API suites over the test fixtures) and
+# rshmem-testkit's (the suites of the heavy kernel images). Test binaries keep their names
+# (test-basics, test-queue, ...) whichever package holds them.
+cargo build --release -p rshmem -p rshmem-fixturekit -p rshmem-testkit --examples --tests \
     --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/scripts
 python3 - <<'PY'

@@ -5,11 +5,15 @@
 //! the same program on GPUs or, where there are none, on the CPU simulator.
 //!
 //! This crate is what applications depend on: it re-exports the host API of
-//! [`rshmem_host`] and ships the project's own kernels in [`kernels`]. Kernel crates depend on
-//! [`rshmem_device`] (re-exported as [`device`]) and are built by `rshmem-builder`.
+//! [`rshmem_host`]. Kernel crates depend on [`rshmem_device`] (re-exported as [`device`]) and
+//! are built by `rshmem-builder` from the application's `build.rs`; this crate builds no
+//! kernel of its own. The examples below launch the examples' kernels (`kernels/examples`,
+//! whose image `rshmem-examplekit` builds: a dev-dependency, as an application's own kernel
+//! crate would be a dependency).
 //!
 //! ```no_run
-//! use rshmem::{kernels, LaunchConfig, Shmem};
+//! use rshmem::{LaunchConfig, Shmem};
+//! use rshmem_examplekit as kernels;
 //!
 //! fn main() -> Result<(), rshmem::BoxError> {
 //!     rshmem::run(|shmem: &Shmem| -> Result<(), rshmem::BoxError> {
@@ -30,7 +34,7 @@
 //!
 //! ```compile_fail,E0308
 //! # fn f(module: &rshmem::Module<'_>) -> rshmem::Result<()> {
-//! unsafe { module.launch::<rshmem::kernels::ring::ring>(rshmem::LaunchConfig::new(1, 1), (7u32,)) }
+//! unsafe { module.launch::<rshmem_examplekit::ring::ring>(rshmem::LaunchConfig::new(1, 1), (7u32,)) }
 //! # }
 //! ```
 //!
@@ -38,7 +42,7 @@
 //!
 //! ```compile_fail,E0308
 //! # fn f(module: &rshmem::Module<'_>, p: *mut i32) -> rshmem::Result<()> {
-//! unsafe { module.launch::<rshmem::kernels::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p, 1u32)) }
+//! unsafe { module.launch::<rshmem_examplekit::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p, 1u32)) }
 //! # }
 //! ```
 //!
@@ -46,17 +50,9 @@
 //!
 //! ```no_run
 //! # fn f(module: &rshmem::Module<'_>, p: *mut i32) -> rshmem::Result<()> {
-//! unsafe { module.launch::<rshmem::kernels::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p,)) }
+//! unsafe { module.launch::<rshmem_examplekit::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p,)) }
 //! # }
 //! ```
 
 pub use rshmem_device as device;
 pub use rshmem_host::*;
-
-/// The kernels rshmem ships, and [`kernels::IMAGE`], their PTX/cubin built by `build.rs`.
-pub mod kernels {
-    pub use rshmem_kernels::*;
-
-    /// PTX for sm_90 and sm_80 (and cubins where ptxas was available) of `kernels/`.
-    pub static IMAGE: crate::KernelImage = crate::include_kernels!("rshmem-kernels");
-}

@@ -51,3 +51,25 @@ fn put_bandwidth_rejects_bad_arguments() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown argument \"--frobnicate\""));
 }
+
+#[test]
+fn symmetric_queue_example_runs_the_seed_and_a_pipeline() {
+    for npes in [2, 3] {
+        let out = run_sim("symmetric_queue", npes, &[]);
+        assert!(out.contains("PE 1: popped 42"), "{out}");
+        assert!(out.contains("pipeline: checked"), "{out}");
+    }
+}
+
+#[test]
+fn queue_bench_example_prints_checked_rows() {
+    let out = run_sim("queue_bench", 2, &["--ctas", "1,2", "--items", "64"]);
+    for kind in [
+        "QB,queue_warp,8,",
+        "QB,queue_thread,1024,",
+        "QB,fetch_add,8,",
+    ] {
+        assert!(out.contains(kind), "{kind} missing:\n{out}");
+    }
+    assert!(out.contains("every element checked"), "{out}");
+}

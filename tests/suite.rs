@@ -4,8 +4,8 @@
 mod common;
 
 use common::Outcome;
-use rshmem::kernels::{bandwidth, hello, ring as ring_k, IMAGE};
 use rshmem::{Error, LaunchConfig, Shmem};
+use rshmem_examplekit::{bandwidth, hello, ring as ring_k, IMAGE};
 
 per_backend! {
     hello => [2, 3, 4];

@@ -2,6 +2,7 @@
 //! only what is needed of NVSHMEM's device bitcode → internalize everything but the kernels
 //! and NVSHMEM's state symbols → O3 → `llc` to PTX → `ptxas` to cubin where available.
 
+use crate::arch::Arch;
 use crate::error::{io, Error, Result};
 use crate::toolchain::Toolchain;
 use std::path::{Path, PathBuf};
@@ -116,7 +117,7 @@ pub(crate) struct LinkInputs<'a> {
     /// NVSHMEM's device bitcode, if the kernels call NVSHMEM.
     pub nvshmem: Option<&'a Path>,
     /// Target architecture.
-    pub sm: u32,
+    pub arch: Arch,
     /// Device debug info (O1 instead of O3).
     pub debug: bool,
     /// Where the PTX goes.
@@ -130,7 +131,7 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
         objects,
         kernels,
         nvshmem,
-        sm,
+        arch,
         debug,
         ptx_out,
     } = *inputs;
@@ -183,7 +184,7 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
     // NVSHMEM uses `.mmio` loads, which need PTX ISA 8.2 or later; 8.6 is what CUDA 12.6+
     // drivers accept and what ptxas 13 defaults to for sm_90.
     run(Command::new(tc.llvm("llc"))
-        .arg(format!("-mcpu=sm_{sm}"))
+        .arg(format!("-mcpu={arch}"))
         .arg("-mattr=+ptx86")
         .arg(&optimized)
         .arg("-o")
@@ -256,9 +257,9 @@ pub(crate) fn nvshmem_version_in_ptx(ptx: &str) -> Option<(u32, u32, u32)> {
 }
 
 /// Assembles PTX into a cubin with ptxas; fails with ptxas's own message.
-pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: u32, cubin: &Path) -> Result<()> {
+pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, arch: Arch, cubin: &Path) -> Result<()> {
     let out = Command::new(ptxas)
-        .arg(format!("-arch=sm_{sm}"))
+        .arg(format!("-arch={arch}"))
         .arg(ptx)
         .arg("-o")
         .arg(cubin)
@@ -268,7 +269,7 @@ pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: u32, cubin: &Path) -> Result<(
         return Err(Error::Ptxas {
             ptxas: ptxas.to_path_buf(),
             ptx: ptx.to_path_buf(),
-            arch: format!("sm_{sm}"),
+            arch: arch.name(),
             message: format!(
                 "{}{}",
                 String::from_utf8_lossy(&out.stdout),

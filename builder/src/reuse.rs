@@ -20,11 +20,16 @@ use std::path::{Path, PathBuf};
 /// The builder's source: part of every key, so a changed link recipe never reuses what an
 /// older one made. (`builder_source_is_all_of_src` checks that no file is missing.)
 const BUILDER_SOURCE: &[(&str, &str)] = &[
+    ("arch.rs", include_str!("arch.rs")),
     ("error.rs", include_str!("error.rs")),
     ("fetch.rs", include_str!("fetch.rs")),
+    ("image.rs", include_str!("image.rs")),
     ("lib.rs", include_str!("lib.rs")),
     ("link.rs", include_str!("link.rs")),
     ("locate.rs", include_str!("locate.rs")),
+    ("nested.rs", include_str!("nested.rs")),
+    ("per_arch.rs", include_str!("per_arch.rs")),
+    ("plan.rs", include_str!("plan.rs")),
     ("reuse.rs", include_str!("reuse.rs")),
     ("toolchain.rs", include_str!("toolchain.rs")),
 ];

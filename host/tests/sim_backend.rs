@@ -186,7 +186,7 @@ pub unsafe fn block_put_mismatch(dst: *mut u8, src: *const u8) {
 // Harness
 
 static SHIPPED: KernelImage = KernelImage {
-    name: "rshmem-kernels",
+    name: "rshmem-example-kernels",
     nvshmem_version: None,
     kernels: &["hello_fill", "hello_read", "ring", "put_bw"],
     targets: &[],
@@ -295,7 +295,7 @@ fn hello_fills_and_reads_the_neighbour() {
             let mut out = shmem.alloc_zeroed::<i32>(1)?;
             // SAFETY: `buf` holds 300 ints; the grid covers them; `out` holds one.
             unsafe {
-                module.launch::<rshmem_kernels::hello::hello_fill>(
+                module.launch::<rshmem_example_kernels::hello::hello_fill>(
                     LaunchConfig::for_num_elems(300, 128),
                     (buf.as_mut_ptr(), 300),
                 )?;
@@ -309,7 +309,7 @@ fn hello_fills_and_reads_the_neighbour() {
             let from = (me + 1) % n;
             // SAFETY: index 123 is in `buf` on every PE; `from` is a PE.
             unsafe {
-                module.launch::<rshmem_kernels::hello::hello_read>(
+                module.launch::<rshmem_example_kernels::hello::hello_read>(
                     LaunchConfig::new(1, 32),
                     (buf.as_ptr(), 123, from as i32, out.as_mut_ptr()),
                 )?;
@@ -332,7 +332,7 @@ fn ring_passes_ids_to_the_right() {
             shmem.barrier_all()?;
             // SAFETY: `dst` is symmetric, one int.
             unsafe {
-                module.launch::<rshmem_kernels::ring::ring>(
+                module.launch::<rshmem_example_kernels::ring::ring>(
                     LaunchConfig::new(1, 32).cooperative(),
                     (dst.as_mut_ptr(),),
                 )?;
@@ -442,7 +442,7 @@ fn put_bw_kernel_moves_the_data() {
         let mut dst = shmem.alloc_zeroed::<u8>(bytes)?;
         // SAFETY: both buffers hold `bytes` bytes on both PEs.
         unsafe {
-            module.launch::<rshmem_kernels::bandwidth::put_bw>(
+            module.launch::<rshmem_example_kernels::bandwidth::put_bw>(
                 LaunchConfig::new(3, 64),
                 (dst.as_mut_ptr(), src.as_ptr(), bytes as u64, 2, 0, 1),
             )?;

@@ -26,8 +26,8 @@
 //! only, and says so.
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
-use rshmem::kernels::hello;
 use rshmem::{Backend, LaunchConfig, Module, Shmem};
+use rshmem_examplekit::hello;
 use rshmem_testkit::perftest;
 use std::time::Duration;
 
@@ -867,7 +867,7 @@ fn main() -> Result<()> {
         let gpu = shmem.backend() == Backend::Gpu;
         let cases = plan(gpu, &opts.families, opts.reps);
         let me = shmem.my_pe();
-        let shipped = shmem.load(&rshmem::kernels::IMAGE)?;
+        let shipped = shmem.load(&rshmem_examplekit::IMAGE)?;
         let module = shmem.load(&perftest::IMAGE)?;
         let seed = share_seed(shmem, &shipped)?;
         let bench = Bench {

@@ -1,9 +1,10 @@
 //! # rshmem-testkit
 //!
 //! The kernel images that take minutes to build — kernels that inline NVSHMEM's collectives
-//! at many types and scopes — and the tests and the perftest that launch them. `rshmem` ships only the kernels
-//! that build in seconds ([`rshmem::kernels::IMAGE`]); this package's `build.rs` builds the
-//! rest, so only `cargo test --workspace` (or `-p rshmem-testkit`) pays for them.
+//! at many types and scopes — and the tests and the perftest that launch them. The kernels
+//! that build in seconds have light images of their own (`rshmem-examplekit`,
+//! `rshmem-fixturekit`); this package's `build.rs` builds the heavy ones, so only
+//! `cargo test --workspace` (or `-p rshmem-testkit`) pays for them.
 //!
 //! Each module re-exports a kernel crate (the launchable `Kernel` types, run by the simulator
 //! on the host) and holds its `IMAGE` (PTX and cubin for sm_90 and sm_80, unless said):

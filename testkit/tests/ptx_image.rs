@@ -1,8 +1,9 @@
-//! Every kernel image as its build script made it — the shipped kernels (`rshmem`'s
-//! `build.rs`) and the heavy ones (`testkit/build.rs`): PTX for each of its architectures
+//! Every kernel image as its build script made it — the examples' (`examplekit/build.rs`), the
+//! test fixtures' (`fixturekit/build.rs`) and the heavy ones (`testkit/build.rs`): PTX for each of its architectures
 //! (the perftest's: sm_90 alone) with an `.entry` per kernel, nothing unresolved but what the
 //! driver provides, unaligned block barriers, NVSHMEM's state and version linked in, cubins
-//! from ptxas for every architecture.
+//! from ptxas for every architecture. And `rshmem` itself, what applications depend on,
+//! builds no kernel image at all (so no test fixture reaches an application).
 
 use rshmem::KernelImage;
 
@@ -13,12 +14,29 @@ struct Expected {
     kernels: &'static [&'static str],
 }
 
-fn images() -> [Expected; 4] {
+fn images() -> [Expected; 5] {
     [
         Expected {
-            image: &rshmem::kernels::IMAGE,
+            image: &rshmem_examplekit::IMAGE,
             sms: &[80, 90],
-            kernels: &["hello_fill", "hello_read", "ring", "put_bw"],
+            kernels: &[
+                "hello_fill",
+                "hello_read",
+                "ring",
+                "put_bw",
+                "queue_pipeline",
+            ],
+        },
+        Expected {
+            image: &rshmem_fixturekit::IMAGE,
+            sms: &[80, 90],
+            kernels: &[
+                "checked_div",
+                "view_out_of_bounds",
+                "slow_fill",
+                "queue_stress_u32",
+                "queue_try_roundtrip",
+            ],
         },
         Expected {
             image: &rshmem_testkit::conformance::IMAGE,
@@ -187,4 +205,67 @@ fn images_are_apart() {
             );
         }
     }
+}
+
+/// The test fixtures are in their own image, not the examples' (which `rshmem`'s examples
+/// build): the examples pay for no fixture either.
+#[test]
+fn fixtures_stay_out_of_the_examples_image() {
+    let examples = rshmem_examplekit::IMAGE.kernels;
+    for fixture in rshmem_fixturekit::IMAGE.kernels {
+        assert!(
+            !examples.contains(fixture),
+            "test fixture {fixture} is in the examples' image {examples:?}"
+        );
+    }
+}
+
+/// `cargo build --release` of `rshmem` runs no kernel build: neither `rshmem` nor anything it
+/// depends on (normal and build dependencies, not dev-dependencies) depends on
+/// `rshmem-builder`, so it makes no PTX, let alone PTX with a test fixture. (The README test
+/// of `rshmem`, `tests/readme.rs`, also looks for PTX in a real application's build.)
+#[test]
+fn the_product_crate_builds_no_kernel_image() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(root)
+        .args(["tree", "--offline", "-p", "rshmem", "-e", "normal,build"])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let packages: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        packages.contains(&"rshmem-host") && packages.contains(&"rshmem-device"),
+        "not rshmem's dependency tree:\n{tree}"
+    );
+    for builds_kernels in [
+        "rshmem-builder",
+        "rshmem-examplekit",
+        "rshmem-fixturekit",
+        "rshmem-testkit",
+        "rshmem-example-kernels",
+        "rshmem-test-kernels",
+    ] {
+        assert!(
+            !packages.contains(&builds_kernels),
+            "rshmem depends on {builds_kernels}, so every application would build kernels \
+             it never launches:\n{tree}"
+        );
+    }
+    let manifest = std::fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("{root}/build.rs")).exists()
+            && !manifest.contains("build = "),
+        "rshmem has a build script again: kernels it builds reach every application"
+    );
 }

@@ -1,11 +1,9 @@
-//! Kernels of the symmetric queue's example, tests and benchmark (`examples/symmetric_queue.rs`,
-//! `tests/queue.rs`, `examples/queue_bench.rs`).
+//! Kernels of the symmetric queue's examples (`examples/symmetric_queue.rs`,
+//! `examples/queue_bench.rs`), and the vocabulary its tests share with them
+//! (`fixturekit/tests/queue.rs`, whose stress kernels live in `rshmem-test-kernels`).
 //!
 //! Elements are [`Tagged`]: each carries its producer and sequence number, and every other
-//! byte is derived from those two, so a consumer recognises a torn or foreign element. The
-//! stress kernels record every element they pop in a table on PE 0 (one remote
-//! compare-and-swap per element), which the host then checks for loss, duplication and
-//! per-producer order.
+//! byte is derived from those two, so a consumer recognises a torn or foreign element.
 //!
 //! Kernels cannot be generic, so each element type gets its own entry points (made by the
 //! macros below around one generic body).
@@ -167,16 +165,21 @@ impl Mode {
 }
 
 /// This thread's group: its index among the PE's groups, their number, the thread's rank in
-/// it and its size.
+/// it and its size. Public for the queue's stress kernels (`rshmem-test-kernels`).
 #[derive(Clone, Copy)]
-struct Group {
-    index: u32,
-    per_pe: u32,
-    rank: u32,
-    size: u32,
+pub struct Group {
+    /// The group's index among the PE's groups.
+    pub index: u32,
+    /// Groups per PE.
+    pub per_pe: u32,
+    /// This thread's rank in the group.
+    pub rank: u32,
+    /// Threads in the group.
+    pub size: u32,
 }
 
-fn group(mode: Mode) -> Group {
+/// The calling thread's [`Group`] under `mode`.
+pub fn group(mode: Mode) -> Group {
     let (bd, grid) = (thread::block_dim().size(), thread::grid_dim_x());
     let (b, rank) = (thread::block_idx_x(), thread::thread_rank_in_block());
     let per_pe = mode.groups(grid, bd);
@@ -218,171 +221,6 @@ pub mod status {
     pub const LEN: usize = 5;
 }
 
-/// Where a stress kernel's consumers record what they popped.
-#[derive(Clone, Copy)]
-struct Log {
-    /// `record[producer * items + seq]` on PE 0: 0, or `1 << 63 | consumer << 32 | k` where
-    /// `k` is the element's position among the consumer's pops.
-    record: *mut u64,
-    status: *mut u64,
-    items: u32,
-    producers: u32,
-}
-
-impl Log {
-    /// Checks `item`, popped by `consumer` as its `k`-th, and records it.
-    unsafe fn note<E: Tagged>(&self, item: &E, consumer: u32, k: u32) {
-        let me = shmem::my_pe();
-        let bad = |which: usize| shmem::atomic_add(self.status.add(which), 1u64, me);
-        match item.untag() {
-            None => bad(status::TORN),
-            Some((p, s)) if p >= self.producers || s >= self.items => bad(status::FOREIGN),
-            Some((p, s)) => {
-                let at = self
-                    .record
-                    .add(p as usize * self.items as usize + s as usize);
-                let mark = 1 << 63 | (consumer as u64) << 32 | k as u64;
-                if shmem::atomic_compare_swap(at, 0, mark, 0) != 0 {
-                    bad(status::DUPLICATE);
-                }
-            }
-        }
-    }
-}
-
-/// Every producer (thread, warp or block, per `mode`) of every PE pushes `items` elements
-/// tagged `(producer, 0..items)` and, alternating, pops as many; each popped element is
-/// checked and recorded in `record` on PE 0. With `mailbox != 0` the queue is used in its
-/// per-PE form: push to the right neighbour's queue, pop from one's own.
-#[allow(clippy::too_many_arguments)]
-unsafe fn stress<E: Tagged>(
-    q: SymQueue<E>,
-    items: u32,
-    mode: u32,
-    mailbox: u32,
-    record: *mut u64,
-    status: *mut u64,
-    stage: *mut E,
-    scratch: *mut u64,
-) {
-    let (me, n) = (shmem::my_pe(), shmem::n_pes());
-    let (to, from) = if mailbox != 0 {
-        (q.on((me + 1) % n), q.on(me))
-    } else {
-        (q, q)
-    };
-    let mode = Mode::from_raw(mode);
-    let g = group(mode);
-    let id = me as u32 * g.per_pe + g.index;
-    let log = Log {
-        record,
-        status,
-        items,
-        producers: n as u32 * g.per_pe,
-    };
-    match mode {
-        Mode::Thread => {
-            for i in 0..items {
-                to.push(E::tag(id, i));
-                log.note(&from.pop(), id, i);
-            }
-        }
-        Mode::Try => {
-            for i in 0..items {
-                let mut item = E::tag(id, i);
-                while let Err(back) = to.try_push(item) {
-                    item = back;
-                }
-                let got = loop {
-                    if let Some(got) = from.try_pop() {
-                        break got;
-                    }
-                };
-                log.note(&got, id, i);
-            }
-        }
-        Mode::Warp | Mode::Block => {
-            // Groups that push into one queue: all of them, or one PE's (mailboxes).
-            let feeders = if mailbox != 0 { 1 } else { n as u32 } * g.per_pe;
-            let batch = (g.size + 3).min((to.capacity() as u32 / feeders).max(1));
-            if mode == Mode::Warp {
-                stress_batched::<Warp, E>(to, from, id, g, batch, log, stage, scratch)
-            } else {
-                stress_batched::<Block, E>(to, from, id, g, batch, log, stage, scratch)
-            }
-        }
-    }
-}
-
-/// [`stress`] for a group: rounds of one `push_batch` and one `pop_batch` of `batch`
-/// elements, each member tagging and checking its share. Alternating groups need
-/// `batch * groups <= capacity` (or `batch == 1`): a group holds its whole batch before it
-/// pops, so with more, every group could wait in a push for room only pops would make.
-#[allow(clippy::too_many_arguments)]
-unsafe fn stress_batched<S: Scope, E: Tagged>(
-    to: SymQueue<E>,
-    from: SymQueue<E>,
-    id: u32,
-    g: Group,
-    batch: u32,
-    log: Log,
-    stage: *mut E,
-    scratch: *mut u64,
-) {
-    let mode = if S::KIND == shmem::ScopeKind::Warp {
-        Mode::Warp
-    } else {
-        Mode::Block
-    };
-    let stride = mode.stage_per_group(thread::block_dim().size()) as usize;
-    let (push, pop) = (
-        stage.add(g.index as usize * stride),
-        stage.add(g.index as usize * stride + stride / 2),
-    );
-    let scratch = scratch.add(g.index as usize);
-    let mut start = 0;
-    while start < log.items {
-        let count = batch.min(log.items - start);
-        for j in (g.rank..count).step_by(g.size as usize) {
-            *push.add(j as usize) = E::tag(id, start + j);
-        }
-        to.push_batch::<S>(push, count as usize, scratch);
-        from.pop_batch::<S>(pop, count as usize, scratch);
-        for j in (g.rank..count).step_by(g.size as usize) {
-            log.note(&*pop.add(j as usize), id, start + j);
-        }
-        start += count;
-    }
-}
-
-/// Declares the stress kernel for each element type.
-macro_rules! stress_kernels {
-    ($($name:ident: $t:ty;)*) => {$(
-        #[doc = concat!("[`stress`] with elements of type `", stringify!($t), "`.")]
-        #[allow(clippy::too_many_arguments)]
-        #[kernel]
-        pub unsafe fn $name(
-            q: SymQueue<$t>,
-            items: u32,
-            mode: u32,
-            mailbox: u32,
-            record: *mut u64,
-            status: *mut u64,
-            stage: *mut $t,
-            scratch: *mut u64,
-        ) {
-            stress::<$t>(q, items, mode, mailbox, record, status, stage, scratch)
-        }
-    )*};
-}
-
-stress_kernels! {
-    queue_stress_u32: u32;
-    queue_stress_e10: [u8; 10];
-    queue_stress_e12: [u32; 3];
-    queue_stress_e1024: [u64; 128];
-}
-
 /// Thread 0 pushes `values[..n]`, in order.
 #[kernel]
 pub unsafe fn queue_push(q: SymQueue<i32>, values: *const i32, n: u32) {
@@ -400,37 +238,6 @@ pub unsafe fn queue_pop(q: SymQueue<i32>, out: *mut i32, n: u32) {
         for i in 0..n as usize {
             *out.add(i) = q.pop();
         }
-    }
-}
-
-/// Thread 0 `try_push`es `values[..n]` until one is refused, then `try_pop`s until the queue
-/// is empty, into `out`. `report` = [pushed, popped, len when full, len when emptied].
-#[kernel]
-pub unsafe fn queue_try_roundtrip(
-    q: SymQueue<i32>,
-    values: *const i32,
-    n: u32,
-    out: *mut i32,
-    report: *mut u64,
-) {
-    if thread::index_1d() != 0 {
-        return;
-    }
-    let mut pushed = 0;
-    while pushed < n as usize && q.try_push(*values.add(pushed)).is_ok() {
-        pushed += 1;
-    }
-    let full = q.len();
-    let mut popped = 0;
-    while let Some(v) = q.try_pop() {
-        *out.add(popped) = v;
-        popped += 1;
-    }
-    for (i, v) in [pushed as u64, popped as u64, full, q.len()]
-        .into_iter()
-        .enumerate()
-    {
-        *report.add(i) = v;
     }
 }
 

@@ -2,11 +2,12 @@
 //! fresh random data, checked against host references on every backend.
 
 #[macro_use]
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::Outcome;
-use rshmem::kernels::{basics, IMAGE};
 use rshmem::{LaunchConfig, Shmem};
+use rshmem_fixturekit::{basics, IMAGE};
 
 per_backend! {
     warp_operations => [2];

@@ -2,18 +2,24 @@
 //! backend: the seed's program, stress runs checked for loss, duplication, tearing and
 //! per-producer order, the edge capacities, tickets past 2^32, batches, element sizes, the
 //! non-blocking operations, the host's snapshot and errors; on the simulator only, the debug
-//! bound's message; and the queue's two examples.
+//! bound's message. (The queue's two examples are run by `tests/examples.rs` of `rshmem`,
+//! the package that builds them.)
 //!
 //! `RSHMEM_QUEUE_STRESS_ITEMS` sets the elements of each stress run (default: 20 000 on the
 //! simulator, 4 000 000 on GPUs; the 1 KiB-element runs use a tenth).
 
 #[macro_use]
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::Outcome;
-use rshmem::kernels::queue::{self as qk, status, Mode, Tagged};
-use rshmem::kernels::IMAGE;
+// The queue's push, pop and benchmark kernels are the examples' (in their image); the stress
+// kernels and the non-blocking round trip are test fixtures (in this package's image).
 use rshmem::{Backend, DeviceQueue, Job, Kernel, LaunchConfig, Pod, QueueError, Shmem, SymQueue};
+use rshmem_examplekit::queue::{self as qk, status, Mode, Tagged};
+use rshmem_examplekit::IMAGE as EXAMPLES;
+use rshmem_fixturekit::queue_stress as qs;
+use rshmem_fixturekit::IMAGE as FIXTURES;
 
 per_backend! {
     seed_push_42_pop_42 => [2, 3];
@@ -37,7 +43,7 @@ per_backend! {
 
 /// A seed every PE agrees on: PE 0's clock, broadcast through a queue-free symmetric get.
 fn shared_seed(shmem: &Shmem) -> Result<u64, rshmem::BoxError> {
-    let module = shmem.load(&IMAGE)?;
+    let module = shmem.load(&EXAMPLES)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_nanos() as i32;
@@ -45,7 +51,7 @@ fn shared_seed(shmem: &Shmem) -> Result<u64, rshmem::BoxError> {
     shmem.barrier_all()?;
     // SAFETY: two symmetric i32s: PE 0's first is read into this PE's second.
     unsafe {
-        module.launch::<rshmem::kernels::hello::hello_read>(
+        module.launch::<rshmem_examplekit::hello::hello_read>(
             LaunchConfig::new(1, 1),
             (buf.as_ptr(), 0, 0, buf.as_mut_ptr().wrapping_add(1)),
         )?
@@ -59,7 +65,7 @@ fn shared_seed(shmem: &Shmem) -> Result<u64, rshmem::BoxError> {
 /// random value behind it, which must come out second.
 fn seed_push_42_pop_42(shmem: &Shmem) -> Outcome {
     let me = shmem.my_pe();
-    let module = shmem.load(&IMAGE)?;
+    let module = shmem.load(&EXAMPLES)?;
     let fresh = common::random_u32(1, shared_seed(shmem)?)[0] as i32;
     let queue = SymQueue::<i32>::new(shmem, 100, 0)?;
     let values = shmem.alloc_from(&[42, fresh])?;
@@ -177,7 +183,7 @@ fn stress_items(backend: Backend, scale_down: u64) -> u64 {
 /// its counters where they must be.
 fn stress<E: Tagged + Pod, K: StressKernel<E>>(shmem: &Shmem, s: Stress) -> Outcome {
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
-    let module = shmem.load(&IMAGE)?;
+    let module = shmem.load(&FIXTURES)?;
     // Blocks of 40 threads on the simulator: one whole warp and a partial one. GPUs get whole
     // warps (NVSHMEM's warp calls want every lane) and enough threads to contend.
     let (grid, block) = match (shmem.backend(), s.mode) {
@@ -301,19 +307,19 @@ fn check_record(record: &[u64], producers: usize, items: usize) -> Outcome {
 }
 
 fn stress_threads(shmem: &Shmem) -> Outcome {
-    stress::<u32, qk::queue_stress_u32>(shmem, Stress::new(100, Mode::Thread))
+    stress::<u32, qs::queue_stress_u32>(shmem, Stress::new(100, Mode::Thread))
 }
 
 fn stress_try_ops(shmem: &Shmem) -> Outcome {
-    stress::<u32, qk::queue_stress_u32>(shmem, Stress::new(13, Mode::Try))
+    stress::<u32, qs::queue_stress_u32>(shmem, Stress::new(13, Mode::Try))
 }
 
 fn stress_warp_batches(shmem: &Shmem) -> Outcome {
-    stress::<u32, qk::queue_stress_u32>(shmem, Stress::new(64, Mode::Warp))
+    stress::<u32, qs::queue_stress_u32>(shmem, Stress::new(64, Mode::Warp))
 }
 
 fn stress_block_batches(shmem: &Shmem) -> Outcome {
-    stress::<u32, qk::queue_stress_u32>(shmem, Stress::new(300, Mode::Block))
+    stress::<u32, qs::queue_stress_u32>(shmem, Stress::new(300, Mode::Block))
 }
 
 fn stress_mailboxes(shmem: &Shmem) -> Outcome {
@@ -321,7 +327,7 @@ fn stress_mailboxes(shmem: &Shmem) -> Outcome {
         mailbox: true,
         ..Stress::new(7, Mode::Thread)
     };
-    stress::<u32, qk::queue_stress_u32>(shmem, s)
+    stress::<u32, qs::queue_stress_u32>(shmem, s)
 }
 
 fn stress_mailboxes_warp_batches(shmem: &Shmem) -> Outcome {
@@ -329,7 +335,7 @@ fn stress_mailboxes_warp_batches(shmem: &Shmem) -> Outcome {
         mailbox: true,
         ..Stress::new(50, Mode::Warp)
     };
-    stress::<[u32; 3], qk::queue_stress_e12>(shmem, s)
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, s)
 }
 
 /// A stress run on a tiny ring, where most operations wait.
@@ -341,14 +347,14 @@ fn tiny(capacity: usize, mode: Mode) -> Stress {
 }
 
 fn capacity_1(shmem: &Shmem) -> Outcome {
-    stress::<u32, qk::queue_stress_u32>(shmem, tiny(1, Mode::Thread))?;
-    stress::<u32, qk::queue_stress_u32>(shmem, tiny(1, Mode::Try))?;
-    stress::<u32, qk::queue_stress_u32>(shmem, tiny(1, Mode::Warp))
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Thread))?;
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Try))?;
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Warp))
 }
 
 fn capacity_2(shmem: &Shmem) -> Outcome {
-    stress::<u32, qk::queue_stress_u32>(shmem, tiny(2, Mode::Thread))?;
-    stress::<u32, qk::queue_stress_u32>(shmem, tiny(2, Mode::Block))
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(2, Mode::Thread))?;
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(2, Mode::Block))
 }
 
 /// Counters that start just below 2^32 cross it during the run, with a capacity that is not
@@ -359,20 +365,20 @@ fn tickets_past_2_pow_32(shmem: &Shmem) -> Outcome {
             first_ticket: (1 << 32) - 37,
             ..tiny(capacity, mode)
         };
-        stress::<u32, qk::queue_stress_u32>(shmem, s)?;
+        stress::<u32, qs::queue_stress_u32>(shmem, s)?;
     }
     Ok(())
 }
 
 /// 10 bytes: neither 8- nor 4-byte words tile it (bytes do, where a PE has no peer mapping).
 fn element_10_bytes(shmem: &Shmem) -> Outcome {
-    stress::<[u8; 10], qk::queue_stress_e10>(shmem, tiny(7, Mode::Thread))?;
-    stress::<[u8; 10], qk::queue_stress_e10>(shmem, Stress::new(20, Mode::Warp))
+    stress::<[u8; 10], qs::queue_stress_e10>(shmem, tiny(7, Mode::Thread))?;
+    stress::<[u8; 10], qs::queue_stress_e10>(shmem, Stress::new(20, Mode::Warp))
 }
 
 fn element_12_bytes(shmem: &Shmem) -> Outcome {
-    stress::<[u32; 3], qk::queue_stress_e12>(shmem, tiny(9, Mode::Thread))?;
-    stress::<[u32; 3], qk::queue_stress_e12>(shmem, Stress::new(33, Mode::Warp))
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, tiny(9, Mode::Thread))?;
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, Stress::new(33, Mode::Warp))
 }
 
 fn element_1024_bytes(shmem: &Shmem) -> Outcome {
@@ -380,15 +386,15 @@ fn element_1024_bytes(shmem: &Shmem) -> Outcome {
         scale_down: 10,
         ..Stress::new(capacity, mode)
     };
-    stress::<[u64; 128], qk::queue_stress_e1024>(shmem, s(6, Mode::Thread))?;
-    stress::<[u64; 128], qk::queue_stress_e1024>(shmem, s(40, Mode::Block))
+    stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(6, Mode::Thread))?;
+    stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(40, Mode::Block))
 }
 
 /// From PE 1, on PE 0's queue of 7: `try_push` takes 7 of 10 fresh values and refuses the
 /// 8th; `try_pop` returns those 7 in order, then nothing.
 fn try_ops_stop_at_full_and_empty(shmem: &Shmem) -> Outcome {
     let me = shmem.my_pe();
-    let module = shmem.load(&IMAGE)?;
+    let module = shmem.load(&FIXTURES)?;
     let values: Vec<i32> = common::random_u32(10, shared_seed(shmem)?)
         .into_iter()
         .map(|v| v as i32)
@@ -400,7 +406,7 @@ fn try_ops_stop_at_full_and_empty(shmem: &Shmem) -> Outcome {
     if me == 1 {
         // SAFETY: `src` holds 10 values, `out` room for 10, `report` 4 words.
         unsafe {
-            module.launch::<qk::queue_try_roundtrip>(
+            module.launch::<qs::queue_try_roundtrip>(
                 LaunchConfig::new(1, 1),
                 (
                     queue.handle(),
@@ -432,7 +438,7 @@ fn try_ops_stop_at_full_and_empty(shmem: &Shmem) -> Outcome {
 /// the unused copy on PE 0.
 fn snapshot_on_the_home_pe(shmem: &Shmem) -> Outcome {
     let me = shmem.my_pe();
-    let module = shmem.load(&IMAGE)?;
+    let module = shmem.load(&EXAMPLES)?;
     let values: Vec<i32> = common::random_u32(5, shared_seed(shmem)?)
         .into_iter()
         .map(|v| v as i32)
@@ -501,7 +507,7 @@ fn creation_errors_name_the_problem(shmem: &Shmem) -> Outcome {
 /// times the capacity) while PE 1's warps pop them: the benchmark's kernels, checked.
 fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
     let me = shmem.my_pe();
-    let module = shmem.load(&IMAGE)?;
+    let module = shmem.load(&EXAMPLES)?;
     let (grid, block) = match shmem.backend() {
         Backend::Sim => (2, 64),
         Backend::Gpu => (32, 256),
@@ -572,7 +578,7 @@ fn sim_failure(case: fn(&Shmem) -> Outcome) -> String {
 #[test]
 fn debug_bound_names_queue_pe_and_ticket() {
     fn case(shmem: &Shmem) -> Outcome {
-        let module = shmem.load(&IMAGE)?;
+        let module = shmem.load(&EXAMPLES)?;
         let queue = SymQueue::<i32>::builder(4)
             .label("jobs")
             .max_spins(300)
@@ -607,7 +613,7 @@ fn debug_bound_names_queue_pe_and_ticket() {
 #[test]
 fn debug_bound_on_a_full_queue() {
     fn case(shmem: &Shmem) -> Outcome {
-        let module = shmem.load(&IMAGE)?;
+        let module = shmem.load(&EXAMPLES)?;
         let queue = SymQueue::<i32>::builder(1)
             .home(1)
             .max_spins(300)
@@ -654,26 +660,4 @@ fn elements_move_without_peer_mappings() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-#[test]
-fn symmetric_queue_example_runs_the_seed_and_a_pipeline() {
-    for npes in [2, 3] {
-        let out = common::run_example_sim("symmetric_queue", npes, &[]);
-        assert!(out.contains("PE 1: popped 42"), "{out}");
-        assert!(out.contains("pipeline: checked"), "{out}");
-    }
-}
-
-#[test]
-fn queue_bench_example_prints_checked_rows() {
-    let out = common::run_example_sim("queue_bench", 2, &["--ctas", "1,2", "--items", "64"]);
-    for kind in [
-        "QB,queue_warp,8,",
-        "QB,queue_thread,1024,",
-        "QB,fetch_add,8,",
-    ] {
-        assert!(out.contains(kind), "{kind} missing:\n{out}");
-    }
-    assert!(out.contains("every element checked"), "{out}");
 }

@@ -3,11 +3,12 @@
 //! backend.
 
 #[macro_use]
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::Outcome;
-use rshmem::kernels::{basics, streams as k, IMAGE};
 use rshmem::{Backend, LaunchConfig, ReduceOp, Shmem, Team};
+use rshmem_fixturekit::{basics, streams as k, IMAGE};
 use std::time::{Duration, Instant};
 
 per_backend! {

@@ -1,11 +1,12 @@
 //! Typed views (`SymSlice`) from the host's `SymBuffer::slice()`, on every backend.
 
 #[macro_use]
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::Outcome;
-use rshmem::kernels::{views, IMAGE};
 use rshmem::{LaunchConfig, Shmem};
+use rshmem_fixturekit::{views, IMAGE};
 
 per_backend! {
     exchange_through_views => [2, 3];
