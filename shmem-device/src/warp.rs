@@ -35,18 +35,7 @@ pub fn sync_warp(mask: u32) {
     backend::sync_warp(mask)
 }
 
-/// How a shuffle picks its source lane.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shuffle {
-    /// From lane `arg`.
-    Idx,
-    /// From lane `lane - arg` (own value when below 0).
-    Up,
-    /// From lane `lane + arg` (own value when past the warp).
-    Down,
-    /// From lane `lane ^ arg`.
-    Xor,
-}
+pub use crate::contract::Shuffle;
 
 /// Values that can be shuffled: 32- and 64-bit integers and floats.
 pub trait WarpValue: Copy + sealed::Sealed {

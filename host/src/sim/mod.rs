@@ -27,7 +27,7 @@ mod pe;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use rshmem_device::sim::{HeapError, Job};
+use rshmem_device::sim::{HeapError, World};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -48,7 +48,7 @@ pub(crate) fn run(
             expected: "a whole number of PEs >= 1".into(),
         });
     }
-    let job = Job::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
+    let job = World::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
     let job = Arc::new(if config.peer_mappings {
         job
     } else {
@@ -73,7 +73,7 @@ pub(crate) fn run(
 
 /// One PE: its closure, then its verdict for the job.
 fn pe_thread(
-    job: Arc<Job>,
+    job: Arc<World>,
     pe: usize,
     config: SimConfig,
     pe_main: &(dyn Fn(&Shmem) -> std::result::Result<(), BoxError> + Sync),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rshmem_device::shmem::Team;
-use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, Job, LaunchSpec};
+use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, LaunchSpec, World};
 use rshmem_device::thread::Dim3;
 
 use super::config::SimConfig;
@@ -26,7 +26,7 @@ const MAX_SHARED_MEM: u32 = 227 * 1024;
 
 /// One PE of a simulated job, as the host runtime sees it.
 pub(crate) struct SimPe {
-    pub job: Arc<Job>,
+    pub job: Arc<World>,
     pub pe: usize,
     pub config: SimConfig,
     /// The last stream id handed out: ids are only names here, since every stream's work
@@ -374,7 +374,7 @@ impl PeBackend for SimPe {
 
 /// A kernel image "loaded" on a simulated PE: the kernels are host functions already.
 pub(crate) struct SimModule {
-    job: Arc<Job>,
+    job: Arc<World>,
     pe: usize,
     max_threads: u32,
 }

@@ -10,7 +10,7 @@ use std::format;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use super::context::{ThreadCtx, D3};
-use crate::thread::Dim3;
+use crate::contract::Dim3;
 
 /// How a wait ended without the barrier completing.
 pub(crate) enum WaitError {

@@ -10,8 +10,8 @@ use std::string::String;
 
 use super::barrier::Group;
 use super::launch::{BlockState, Launch};
-use super::{Job, WARP_SIZE};
-use crate::thread::Dim3;
+use super::{World, WARP_SIZE};
+use crate::contract::Dim3;
 
 std::thread_local! {
     /// The context of the simulated thread running on this host thread; null elsewhere.
@@ -65,8 +65,8 @@ impl<'l> ThreadCtx<'l> {
         Installed(())
     }
 
-    pub fn job(&self) -> &'l Job {
-        self.launch.job
+    pub fn world(&self) -> &'l World {
+        self.launch.world
     }
 
     pub fn pe(&self) -> usize {

@@ -1,15 +1,15 @@
-//! The backend interface (see `backend/mod.rs`) on the simulator: each function reads the
-//! calling simulated thread's context.
+//! The simulator's side of the backend interface for threads, warps, ordering and byte-wise
+//! RMA (`crate::backend::sim` adds the typed families and forwards the rest): each function
+//! reads the calling simulated thread's context.
 
 use core::sync::atomic::{fence as host_fence, Ordering::SeqCst};
 use std::format;
 
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
-use super::job::Side;
 use super::rma;
-use crate::shmem::{ScopeKind, Team};
-use crate::thread::Dim3;
+use super::world::Side;
+use crate::contract::{Dim3, MemScopeKind, Ordering, ScopeKind, Team};
 
 pub(crate) fn thread_idx() -> Dim3 {
     with("thread::thread_idx", |c| c.thread_idx)
@@ -41,9 +41,9 @@ pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
 
 pub(crate) use super::warp::{active_mask, ballot, lane_id, shuffle32, sync_warp};
 
-pub(crate) fn atomic_fence(_scope: crate::atomic::ScopeKind, order: crate::atomic::Ordering) {
+pub(crate) fn atomic_fence(_scope: MemScopeKind, order: Ordering) {
     // Host atomics are sequentially consistent at every scope the simulator has.
-    if order != crate::atomic::Ordering::Relaxed {
+    if order != Ordering::Relaxed {
         host_fence(SeqCst)
     }
 }
@@ -76,7 +76,7 @@ pub(crate) fn my_pe() -> i32 {
 }
 
 pub(crate) fn n_pes() -> i32 {
-    with("shmem::n_pes", |c| c.job().n_pes() as i32)
+    with("shmem::n_pes", |c| c.world().n_pes() as i32)
 }
 
 // Every simulated operation completes before it returns and is bracketed by SeqCst fences,
@@ -127,7 +127,7 @@ pub(super) fn pe_sync(scope: ScopeKind, team: i32, op: &'static str, scoped: &'s
         };
         in_scope(c, scope, call, || {
             host_fence(SeqCst);
-            if let Err(e) = c.job().rendezvous(Side::Device, team, c.pe(), op, [0; 4]) {
+            if let Err(e) = c.world().rendezvous(Side::Device, team, c.pe(), op, [0; 4]) {
                 c.fail(format!("{scoped}: {e}"));
             }
             host_fence(SeqCst);

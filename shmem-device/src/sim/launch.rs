@@ -12,9 +12,9 @@ use std::vec::Vec;
 
 use super::barrier::Group;
 use super::context::{panic_message, Aborted, ThreadCtx, D3};
-use super::heap::Span;
-use super::{Job, WARP_SIZE};
-use crate::thread::Dim3;
+use super::sym_heap::Span;
+use super::{World, WARP_SIZE};
+use crate::contract::Dim3;
 
 /// Stack of each simulated thread. GPU threads get about 1 KiB; this leaves room for debug
 /// builds and panic reporting while keeping thousands of threads cheap in address space.
@@ -115,7 +115,7 @@ pub(crate) struct BlockState {
 
 /// One launch on one PE.
 pub(crate) struct Launch<'j> {
-    pub job: &'j Job,
+    pub world: &'j World,
     pub pe: usize,
     pub spec: &'j LaunchSpec,
     /// The PE's live symmetric allocations when the launch started: the host side cannot
@@ -136,7 +136,7 @@ fn unflatten(i: u32, d: Dim3) -> Dim3 {
 }
 
 impl<'j> Launch<'j> {
-    fn new(job: &'j Job, pe: usize, spec: &'j LaunchSpec) -> Self {
+    fn new(world: &'j World, pe: usize, spec: &'j LaunchSpec) -> Self {
         let threads = spec.block.size();
         let blocks = (0..spec.grid.size())
             .map(|b| BlockState {
@@ -152,10 +152,10 @@ impl<'j> Launch<'j> {
             })
             .collect();
         Self {
-            job,
+            world,
             pe,
             spec,
-            spans: job.heap(pe).spans(),
+            spans: world.heap(pe).spans(),
             aborted: AtomicBool::new(false),
             failure: Mutex::new(None),
             blocks,
@@ -183,7 +183,7 @@ impl<'j> Launch<'j> {
             block.threads.barrier.wake();
             block.warps.iter().for_each(|w| w.barrier.wake());
         }
-        self.job.poison_device(self.pe, self.spec.kernel, text);
+        self.world.poison_device(self.pe, self.spec.kernel, text);
     }
 
     /// Runs one simulated thread to its end.
@@ -210,7 +210,7 @@ impl<'j> Launch<'j> {
     }
 }
 
-impl Job {
+impl World {
     /// Runs `body` once per simulated thread of the grid `spec` on PE `pe`, all threads at
     /// once, and returns when every thread has finished: `Err` with the first failure (a
     /// panic, a bad address, a divergent barrier, a thread that could not be started).
@@ -280,15 +280,16 @@ mod tests {
 
     #[test]
     fn every_thread_runs_once_with_its_coordinates() {
-        let job = Job::new(1, 4096).unwrap();
+        let world = World::new(1, 4096).unwrap();
         let block = Dim3 { x: 3, y: 2, z: 2 };
         let seen = Mutex::new(Vec::new());
-        job.launch(0, &spec(2, block, 0), &|| {
-            let (b, t) = (device::block_idx(), device::thread_idx());
-            assert_eq!((device::block_dim(), device::grid_dim().x), (block, 2));
-            seen.lock().unwrap().push((b.x, t.x, t.y, t.z));
-        })
-        .unwrap();
+        world
+            .launch(0, &spec(2, block, 0), &|| {
+                let (b, t) = (device::block_idx(), device::thread_idx());
+                assert_eq!((device::block_dim(), device::grid_dim().x), (block, 2));
+                seen.lock().unwrap().push((b.x, t.x, t.y, t.z));
+            })
+            .unwrap();
         let mut seen = seen.into_inner().unwrap();
         seen.sort();
         let mut want = Vec::new();
@@ -307,23 +308,24 @@ mod tests {
 
     #[test]
     fn shared_memory_is_per_block_zeroed_and_aligned() {
-        let job = Job::new(1, 4096).unwrap();
+        let world = World::new(1, 4096).unwrap();
         let per_block = Mutex::new(BTreeMap::new());
-        job.launch(0, &spec(3, Dim3 { x: 8, y: 1, z: 1 }, 100), &|| {
-            let (ptr, len) = device::dynamic_shared_mem();
-            assert_eq!((len, ptr as usize % 16), (100, 0));
-            let b = device::block_idx().x;
-            // SAFETY: 100 bytes of this block's shared memory; each thread writes its own
-            // byte, after reading its zero.
-            unsafe {
-                let mine = ptr.add(device::thread_idx().x as usize);
-                assert_eq!(*mine, 0);
-                *mine = 1;
-            }
-            let prev = per_block.lock().unwrap().insert(b, ptr as usize);
-            assert!(prev.is_none_or(|p| p == ptr as usize));
-        })
-        .unwrap();
+        world
+            .launch(0, &spec(3, Dim3 { x: 8, y: 1, z: 1 }, 100), &|| {
+                let (ptr, len) = device::dynamic_shared_mem();
+                assert_eq!((len, ptr as usize % 16), (100, 0));
+                let b = device::block_idx().x;
+                // SAFETY: 100 bytes of this block's shared memory; each thread writes its own
+                // byte, after reading its zero.
+                unsafe {
+                    let mine = ptr.add(device::thread_idx().x as usize);
+                    assert_eq!(*mine, 0);
+                    *mine = 1;
+                }
+                let prev = per_block.lock().unwrap().insert(b, ptr as usize);
+                assert!(prev.is_none_or(|p| p == ptr as usize));
+            })
+            .unwrap();
         let ptrs: std::collections::BTreeSet<_> =
             per_block.into_inner().unwrap().into_values().collect();
         assert_eq!(ptrs.len(), 3);
@@ -331,8 +333,8 @@ mod tests {
 
     #[test]
     fn the_first_failure_is_reported_with_its_place() {
-        let job = Job::new(2, 4096).unwrap();
-        let err = job
+        let world = World::new(2, 4096).unwrap();
+        let err = world
             .launch(1, &spec(2, Dim3 { x: 4, y: 1, z: 1 }, 0), &|| {
                 if device::block_idx().x == 1 && device::thread_idx().x == 2 {
                     panic!("on purpose");

@@ -7,12 +7,12 @@
 //!
 //! # What is modelled
 //!
-//! * **Job and PEs.** A [`Job`] holds `npes` PEs, each with a [`SymHeap`]: one zeroed host
+//! * **World and PEs.** A [`World`] holds `npes` PEs, each with a [`SymHeap`]: one zeroed host
 //!   allocation of the same size on every PE (rshmem-host: `RSHMEM_SIM_HEAP`). Allocation is
 //!   collective and deterministic, so a buffer has the same offset in every PE's heap, and a
 //!   remote access translates a local symmetric address by offset:
 //!   `remote = base(pe) + (addr - base(my_pe))`.
-//! * **Launch.** [`Job::launch`] runs every thread of every block at once, each on its own
+//! * **Launch.** [`World::launch`] runs every thread of every block at once, each on its own
 //!   host thread with its coordinates in a thread-local, so cooperative launches and
 //!   kernels that wait for other blocks or PEs work (the host side caps the threads per
 //!   launch). Dynamic shared memory is a zeroed allocation per block.
@@ -85,23 +85,23 @@ mod barrier;
 pub(crate) mod coll;
 mod context;
 pub(crate) mod device;
-mod heap;
 mod host;
-mod job;
 mod launch;
 mod mem;
 mod printf;
 pub(crate) mod rma;
+mod sym_heap;
 pub(crate) mod team;
 pub(crate) mod wait;
 mod warp;
+mod world;
 
 pub use coll::{Coll, Reducible};
-pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use host::HostOpError;
-pub use job::{CollectiveError, Job, Split, TeamShape, FIRST_SPLIT_TEAM};
 pub use launch::{LaunchFailure, LaunchSpec};
 pub(crate) use printf::printf;
+pub use sym_heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
+pub use world::{CollectiveError, Split, TeamShape, World, FIRST_SPLIT_TEAM};
 
 /// Threads per warp, as on NVIDIA GPUs.
 pub const WARP_SIZE: u32 = 32;

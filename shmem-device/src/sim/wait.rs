@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::context::{with, ThreadCtx};
 use super::mem::scalar;
 use super::rma::remote;
-use crate::shmem::Cmp;
+use crate::contract::Cmp;
 
 fn cmp_of(c: &ThreadCtx<'_>, op: &str, raw: i32) -> Cmp {
     Cmp::from_raw(raw).unwrap_or_else(|| {
@@ -48,7 +48,7 @@ fn poll<R>(c: &ThreadCtx<'_>, op: &str, mut ready: impl FnMut() -> Option<R>) ->
             c.abort();
         }
         if round % 64 == 63 {
-            if let Some(e) = c.job().device_blocked() {
+            if let Some(e) = c.world().device_blocked() {
                 c.fail(std::format!("{op}: {e}"));
             }
             if start.elapsed() > limit {
@@ -78,7 +78,7 @@ pub(crate) fn check_spin(op: &str, waited: Duration, what: &dyn Fn() -> std::str
         if c.launch.aborted.load(core::sync::atomic::Ordering::SeqCst) {
             c.abort();
         }
-        if let Some(e) = c.job().device_blocked() {
+        if let Some(e) = c.world().device_blocked() {
             c.fail(std::format!("{op}: {}: {e}", what()));
         }
         let limit = wait_limit();

@@ -6,7 +6,7 @@
 use core::sync::atomic::Ordering::SeqCst;
 
 use super::context::{with, ThreadCtx};
-use crate::warp::Shuffle;
+use crate::contract::Shuffle;
 
 /// The lanes that exist in this thread's warp (all 32 but in a partial last warp).
 fn lanes(c: &ThreadCtx<'_>) -> u32 {
