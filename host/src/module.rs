@@ -204,7 +204,7 @@ impl<'s> Module<'s> {
                 message: format!("empty grid or block ({config:?})"),
             });
         }
-        let mut params = [std::ptr::null_mut::<c_void>(); 12];
+        let mut params = [std::ptr::null_mut::<c_void>(); rshmem_device::kernel::MAX_KERNEL_ARGS];
         args.param_ptrs(&mut params);
         let args = AssertSync(args);
         let sim_thread = move || {

@@ -11,6 +11,15 @@
 
 use core::ffi::c_void;
 
+/// The most parameters a kernel may take. `#[kernel]` rejects a longer signature, the
+/// [`KernelArgs`] tuples go up to this many elements, and the GPU launcher's parameter array
+/// has this many slots. Defined once, in rshmem-macros (`max_kernel_args!()`).
+///
+/// ```
+/// assert_eq!(rshmem_device::kernel::MAX_KERNEL_ARGS, 12);
+/// ```
+pub const MAX_KERNEL_ARGS: usize = rshmem_macros::max_kernel_args!();
+
 /// A kernel entry point, implemented by `#[kernel]` on the host.
 pub trait Kernel: 'static {
     /// The symbol name in the PTX module.
@@ -83,3 +92,10 @@ impl_kernel_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
 impl_kernel_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
 impl_kernel_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
 impl_kernel_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);
+
+// The tuples above reach `MAX_KERNEL_ARGS` (a longer tuple is not implemented, and
+// `#[kernel]` rejects the signature before its type could be asked for).
+const _: () = assert!(
+    <(u8, u8, u8, u8, u8, u8, u8, u8, u8, u8, u8, u8) as KernelArgs>::COUNT == MAX_KERNEL_ARGS,
+    "impl_kernel_args! must cover every tuple up to MAX_KERNEL_ARGS elements"
+);
