@@ -11,6 +11,11 @@ pub const WARP_OPS_OUT: usize = 8;
 /// Thread `t` (one warp per block) reads `v = input[t]` and writes `WARP_OPS_OUT` results:
 /// `shfl_idx(v, 3)`, `shfl_up(v, 1)`, `shfl_down(v, 2)`, `shfl_xor(v, 5)`, `ballot(v odd)`,
 /// `all(v > 0)`, `any(v == 7)`, `warp::sum(v)` (and a 64-bit shuffle checked into slot 0).
+///
+/// # Safety
+///
+/// Whole warps only: `input` holds one `u32` per launched thread and `out` `WARP_OPS_OUT`
+/// per launched thread.
 #[kernel]
 pub unsafe fn warp_ops(input: *const u32, out: *mut u32) {
     let t = thread::index_1d() as usize;
@@ -33,6 +38,10 @@ pub unsafe fn warp_ops(input: *const u32, out: *mut u32) {
 
 /// Every thread adds `input[t]` to `sums[0]` (GPU scope, relaxed) and `sums[1]` (system
 /// scope, acq_rel), and takes the max into `sums[2]` and the xor into `sums[3]`.
+///
+/// # Safety
+///
+/// `input` holds `n` elements and `sums` four, aligned, accessed by others only atomically.
 #[kernel]
 pub unsafe fn scoped_atomics(input: *const u64, sums: *mut u64, n: u32) {
     let t = thread::index_1d();
@@ -47,6 +56,11 @@ pub unsafe fn scoped_atomics(input: *const u64, sums: *mut u64, n: u32) {
 
 /// Each block reverses its `block_dim` elements of `data` through dynamic shared memory
 /// (launch with `block_dim * 4` bytes of it).
+///
+/// # Safety
+///
+/// `data` holds `n` elements; the launch gives each block `block_dim * 4` bytes of dynamic
+/// shared memory and covers `n` with whole blocks.
 #[kernel]
 pub unsafe fn shared_reverse(data: *mut i32, n: u32) {
     let (shared, len) = thread::dynamic_shared::<i32>();
@@ -66,6 +80,11 @@ pub unsafe fn shared_reverse(data: *mut i32, n: u32) {
 /// Thread 0 adds `me + 1` to the right neighbour's `counter` through a direct peer pointer
 /// with a system-scope atomic (NVSHMEM's transports where no direct pointer exists), then
 /// all PEs meet.
+///
+/// # Safety
+///
+/// Every PE launches it with one thread calling the barrier; `counter` is a symmetric,
+/// aligned `u64`.
 #[kernel]
 pub unsafe fn peer_atomic(counter: *mut u64) {
     if thread::index_1d() == 0 {
@@ -83,6 +102,10 @@ pub unsafe fn peer_atomic(counter: *mut u64) {
 
 /// Thread 0 prints its inputs with `printf!` and stores `a / b`; `b == 0` fails a
 /// `device_assert!`, which traps the kernel.
+///
+/// # Safety
+///
+/// `out` is valid for one `i32` write.
 #[kernel]
 pub unsafe fn checked_div(a: i32, b: i32, out: *mut i32) {
     if thread::index_1d() == 0 {

@@ -12,6 +12,10 @@ pub const FLAG_TIMED_OUT: u64 = 2;
 
 /// Waits until `delay_ns` have passed since the kernel's thread started, then writes
 /// `out[t] = value + t` for `t < n`.
+///
+/// # Safety
+///
+/// `out` is valid for `n` writes of `u32`.
 #[kernel]
 pub unsafe fn slow_fill(out: *mut u32, n: u32, value: u32, delay_ns: u64) {
     let start = thread::globaltimer_ns();
@@ -25,6 +29,10 @@ pub unsafe fn slow_fill(out: *mut u32, n: u32, value: u32, delay_ns: u64) {
 }
 
 /// `out[t] = src[t] + 1` for `t < n`.
+///
+/// # Safety
+///
+/// `src` is valid for `n` reads and `out` for `n` writes of `u32`.
 #[kernel]
 pub unsafe fn copy_plus_one(src: *const u32, out: *mut u32, n: u32) {
     let t = thread::index_1d();
@@ -36,6 +44,10 @@ pub unsafe fn copy_plus_one(src: *const u32, out: *mut u32, n: u32) {
 /// Thread 0 waits for `*flag != 0` for at most `timeout_ns`, then writes its verdict
 /// ([`FLAG_SEEN`] or [`FLAG_TIMED_OUT`]) to `result[0]` and the nanoseconds it waited to
 /// `result[1]`.
+///
+/// # Safety
+///
+/// `flag` is an aligned `u32` written only atomically; `result` is valid for two `u64` writes.
 #[kernel]
 pub unsafe fn await_flag(flag: *const u32, result: *mut u64, timeout_ns: u64) {
     if thread::index_1d() != 0 {
@@ -56,6 +68,10 @@ pub unsafe fn await_flag(flag: *const u32, result: *mut u64, timeout_ns: u64) {
 }
 
 /// Sets `*flag = 1` for [`await_flag`].
+///
+/// # Safety
+///
+/// `flag` is an aligned `u32` read only atomically.
 #[kernel]
 pub unsafe fn raise_flag(flag: *mut u32) {
     if thread::index_1d() == 0 {

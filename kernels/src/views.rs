@@ -7,6 +7,11 @@ use rshmem_device::prelude::*;
 /// with one block-scoped put. The host meets the other PEs after the kernel (a device-side
 /// `barrier_all` here would be called by every block: one caller per PE is the rule, and the
 /// simulator reports the second).
+///
+/// # Safety
+///
+/// Every PE launches it; the views are symmetric, `out` at least as long as `data` and
+/// `copy` as long as a block (or `data`, if shorter); `hits` has an element.
 #[kernel]
 pub unsafe fn view_exchange(
     data: SymSlice<u32>,
@@ -28,6 +33,10 @@ pub unsafe fn view_exchange(
 }
 
 /// Reads `data[index]`: an index past the end panics (traps on GPUs).
+///
+/// # Safety
+///
+/// `data` is a live symmetric view (an `index` past its end is the point: it panics).
 #[kernel]
 pub unsafe fn view_out_of_bounds(data: SymSlice<u32>, index: u32) {
     if thread::index_1d() == 0 {

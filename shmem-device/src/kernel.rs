@@ -49,10 +49,16 @@ pub trait Kernel: 'static {
 pub unsafe trait KernelArg: Copy + 'static {}
 
 macro_rules! impl_kernel_arg {
-    ($($t:ty),* $(,)?) => { $(unsafe impl KernelArg for $t {})* };
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: a primitive: the same size, alignment and bits on the host and nvptx64
+        // (both 64-bit little-endian), no padding.
+        unsafe impl KernelArg for $t {}
+    )*};
 }
 impl_kernel_arg!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, usize, isize, bool);
+// SAFETY: an address, 8 bytes on both sides; what it points at is the kernel's contract.
 unsafe impl<T: 'static> KernelArg for *mut T {}
+// SAFETY: as `*mut T`.
 unsafe impl<T: 'static> KernelArg for *const T {}
 
 /// A tuple of [`KernelArg`]s, as a kernel's parameter list.
@@ -70,6 +76,8 @@ pub unsafe trait KernelArgs: Copy + 'static {
 
 macro_rules! impl_kernel_args {
     ($n:expr; $($t:ident . $i:tt),*) => {
+        // SAFETY: `COUNT` is the tuple's arity (the invocation's `$n`), and `param_ptrs`
+        // writes a pointer to each field, in order.
         unsafe impl<$($t: KernelArg),*> KernelArgs for ($($t,)*) {
             const COUNT: usize = $n;
             #[allow(unused_variables)]

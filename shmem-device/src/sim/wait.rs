@@ -120,8 +120,8 @@ pub(crate) unsafe fn wait_until<T: Copy + PartialOrd>(ivar: *const T, cmp: i32, 
     let op = "shmem::wait_until";
     with(op, |c| {
         let cmp = cmp_of(c, op, cmp);
-        // SAFETY: null status.
         poll(c, op, || {
+            // SAFETY: null status.
             unsafe { check(c, op, ivar, 0, core::ptr::null(), cmp, value) }
                 .filter(|&t| t)
                 .map(drop)
@@ -163,9 +163,9 @@ pub(crate) unsafe fn wait_all<T: Copy + PartialOrd>(
     with(op, |c| {
         let cmp = cmp_of(c, op, cmp);
         poll(c, op, || {
-            // SAFETY: the caller's contract on `status`.
             (0..n)
                 .all(|i| {
+                    // SAFETY: the caller's contract on `status`.
                     unsafe { check(c, op, ivars, i, status, cmp, value_at(i)) }.unwrap_or(true)
                 })
                 .then_some(())
@@ -239,6 +239,8 @@ unsafe fn collect<T: Copy + PartialOrd>(
     for i in 0..n {
         // SAFETY: the caller's contracts.
         if unsafe { check(c, op, ivars, i, status, cmp, value_at(i)) } == Some(true) {
+            // SAFETY: `indices` has room for `n` entries (the caller's contract), and
+            // `found <= i < n`.
             unsafe { *indices.add(found) = i };
             found += 1;
         }
