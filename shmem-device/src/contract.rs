@@ -15,6 +15,9 @@
 //! assert_eq!(Team::from_raw(Team::WORLD.raw()), Team::WORLD);
 //! ```
 
+/// Threads per warp, as on NVIDIA GPUs.
+pub const WARP_SIZE: u32 = 32;
+
 /// A 3-component launch coordinate or extent (`threadIdx`, `blockDim`, ...).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Dim3 {

@@ -8,8 +8,7 @@ use crate::backend;
 /// All 32 lanes.
 pub const FULL_MASK: u32 = u32::MAX;
 
-/// Threads per warp.
-pub const WARP_SIZE: u32 = 32;
+pub use crate::contract::WARP_SIZE;
 
 /// This thread's lane in its warp, `0..32`.
 #[inline(always)]

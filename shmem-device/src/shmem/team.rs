@@ -7,7 +7,7 @@ use crate::backend;
 pub use crate::contract::Team;
 
 // SAFETY: a plain `i32` with the same meaning on host and device.
-unsafe impl crate::KernelArg for Team {}
+unsafe impl crate::kernel::KernelArg for Team {}
 
 impl Team {
     /// This PE's number in the team, or -1 if it is not a member.

@@ -12,9 +12,9 @@ use core::mem::{align_of, size_of};
 
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
-use super::device::in_scope;
 use super::mem::{atomic_copy, scalar};
 use super::rma::remote;
+use super::scope::in_scope;
 use super::team::{member, Member};
 use super::world::Side;
 use crate::contract::{ReduceOp, ScopeKind};

@@ -3,12 +3,11 @@
 //! reads the calling simulated thread's context.
 
 use core::sync::atomic::{fence as host_fence, Ordering::SeqCst};
-use std::format;
 
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
 use super::rma;
-use super::world::Side;
+use super::scope::{in_scope, pe_sync};
 use crate::contract::{Dim3, MemScopeKind, Ordering, ScopeKind, Team};
 
 pub(crate) fn thread_idx() -> Dim3 {
@@ -29,7 +28,7 @@ pub(crate) fn grid_dim() -> Dim3 {
 
 pub(crate) fn sync_threads() {
     with("thread::sync_threads", |c| {
-        c.block.threads.sync(c, "thread::sync_threads()")
+        c.sync(&c.block.threads, "thread::sync_threads()")
     })
 }
 
@@ -99,40 +98,6 @@ macro_rules! scoped {
             ScopeKind::Block => concat!($base, "::<Block>"),
         }
     };
-}
-
-/// Runs `work` once for the group of `scope` that calls together: directly for a thread;
-/// by lane 0 or thread 0 between two barriers of the warp or block, after checking that
-/// every member makes the same `call`.
-pub(super) fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: impl FnOnce()) {
-    match scope {
-        ScopeKind::Thread => work(),
-        ScopeKind::Warp => {
-            let (warp, lane) = c.warp();
-            warp.collective(c, lane, call, work)
-        }
-        ScopeKind::Block => c.block.threads.collective(c, c.rank, call, work),
-    }
-}
-
-/// `barrier_all`/`sync_all` and team barriers: the group's one participant meets one
-/// participant of every other member of `team`. Host-side barriers are a different
-/// rendezvous and never pair with these.
-pub(super) fn pe_sync(scope: ScopeKind, team: i32, op: &'static str, scoped: &'static str) {
-    with(scoped, |c| {
-        let call = Call {
-            op: scoped,
-            names: &[],
-            args: [0; 4],
-        };
-        in_scope(c, scope, call, || {
-            host_fence(SeqCst);
-            if let Err(e) = c.world().rendezvous(Side::Device, team, c.pe(), op, [0; 4]) {
-                c.fail(format!("{scoped}: {e}"));
-            }
-            host_fence(SeqCst);
-        })
-    })
 }
 
 pub(crate) fn barrier_all(scope: ScopeKind) {

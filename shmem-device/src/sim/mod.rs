@@ -66,6 +66,21 @@
 //! on every PE instead of waiting for a thread that is gone (on a GPU the trapped kernel
 //! leaves the context unusable; here host-side calls keep working).
 //!
+//! # Files, bottom up
+//!
+//! Each imports only files of the lines above its own (and `crate::contract`); within the
+//! device side, `rma`, `atomic` and `team` serve the others, never the reverse:
+//!
+//! * `mem` (atomic byte copies), `sym_heap` (one PE's heap), `barrier` (group barriers);
+//! * `world` (every PE of the run: heaps, teams, rendezvous, failures);
+//! * `launch` (one launch's state), `context` (the current simulated thread), `run` (running
+//!   a grid);
+//! * `scope` (calls made by a warp or block, PE-wide meetings);
+//! * the device side, one file per family: `device` (threads, ordering, byte-wise RMA),
+//!   `rma`, `amo`, `atomic`, `wait`, `coll`, `team`, `warp`, `printf` — what
+//!   `crate::backend` calls;
+//! * `host` (rshmem-host's side: host-initiated puts, gets and collectives).
+//!
 //! # Limits
 //!
 //! Each simulated thread is a host thread with a 512 KiB stack (address space, mostly
@@ -90,6 +105,8 @@ mod launch;
 mod mem;
 mod printf;
 pub(crate) mod rma;
+mod run;
+mod scope;
 mod sym_heap;
 pub(crate) mod team;
 pub(crate) mod wait;
@@ -103,5 +120,4 @@ pub(crate) use printf::printf;
 pub use sym_heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use world::{CollectiveError, Split, TeamShape, World, FIRST_SPLIT_TEAM};
 
-/// Threads per warp, as on NVIDIA GPUs.
-pub const WARP_SIZE: u32 = 32;
+pub use crate::contract::WARP_SIZE;

@@ -186,7 +186,7 @@ pub(crate) unsafe fn istrided<T: Copy>(
                 "{op}: strides must be positive, got dst = {dst}, sst = {sst}"
             ));
         }
-        super::device::in_scope(c, scope, call, || {
+        super::scope::in_scope(c, scope, call, || {
             for i in 0..n as isize {
                 let (d, s) = (
                     dest.wrapping_offset(i * dst),

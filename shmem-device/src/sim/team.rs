@@ -4,7 +4,7 @@
 //! team the calling PE destroyed, fails the thread, naming it.
 
 use super::context::{with, ThreadCtx};
-use super::device::pe_sync;
+use super::scope::pe_sync;
 use super::world::TeamShape;
 use crate::contract::ScopeKind;
 
