@@ -19,7 +19,7 @@
 //! reported by `clippy::missing_safety_doc`, like any other `unsafe fn`. The macro adds
 //! `unsafe` when the signature lacks it (every entry point trusts its launcher's arguments).
 //!
-//! The most parameters a kernel may take, [`MAX_KERNEL_ARGS`], is defined here and nowhere
+//! The most parameters a kernel may take, `MAX_KERNEL_ARGS`, is defined here and nowhere
 //! else: `rshmem_device::kernel::MAX_KERNEL_ARGS` is `max_kernel_args!()`, and the device
 //! crate checks that its `KernelArgs` tuples reach it. Every rejected signature is a test
 //! case in `shmem-device/tests/ui/` (run by `cargo test -p rshmem-device --test kernel_macro`).
@@ -34,7 +34,7 @@ use syn::{parse_macro_input, Error, FnArg, ItemFn, Pat, ReturnType, Token};
 /// side and the `KernelArgs` tuples on the host side are sized by it.
 const MAX_KERNEL_ARGS: usize = 12;
 
-/// `max_kernel_args!()`: [`MAX_KERNEL_ARGS`] as a `usize` literal, for
+/// `max_kernel_args!()`: `MAX_KERNEL_ARGS` as a `usize` literal, for
 /// `rshmem_device::kernel::MAX_KERNEL_ARGS` (a proc-macro crate can export macros only).
 #[doc(hidden)]
 #[proc_macro]
