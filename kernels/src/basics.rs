@@ -60,7 +60,7 @@ pub unsafe fn scoped_atomics(input: *const u64, sums: *mut u64, n: u32) {
 /// # Safety
 ///
 /// `data` holds `n` elements; the launch gives each block `block_dim * 4` bytes of dynamic
-/// shared memory and covers `n` with whole blocks.
+/// shared memory, and no block starts past `n`.
 #[kernel]
 pub unsafe fn shared_reverse(data: *mut i32, n: u32) {
     let (shared, len) = thread::dynamic_shared::<i32>();
@@ -83,8 +83,8 @@ pub unsafe fn shared_reverse(data: *mut i32, n: u32) {
 ///
 /// # Safety
 ///
-/// Every PE launches it with one thread calling the barrier; `counter` is a symmetric,
-/// aligned `u64`.
+/// Every PE launches it (its thread 0 meets the other PEs in `barrier_all`); `counter` is a
+/// symmetric, aligned `u64`.
 #[kernel]
 pub unsafe fn peer_atomic(counter: *mut u64) {
     if thread::index_1d() == 0 {
