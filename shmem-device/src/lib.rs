@@ -11,7 +11,7 @@
 //!   thread per GPU thread and one group of threads per PE.
 //!
 //! A kernel crate is `#![no_std]`, depends on this crate, and marks entry points with
-//! [`kernel`]:
+//! [`kernel`](macro@kernel):
 //!
 //! ```ignore
 //! #![no_std]
@@ -35,7 +35,7 @@
 //!
 //! | layer | modules | what |
 //! |---|---|---|
-//! | public API | [`thread`], [`warp`], [`atomic`], [`shmem`] (one module per family), [`debug`], [`queue`], [`view`], [`kernel`] | what kernels call; documentation and policy; never `cfg` on the target |
+//! | public API | [`thread`], [`warp`], [`atomic`], [`shmem`] (one module per family), [`debug`], [`queue`], [`view`], [`kernel`](mod@kernel) | what kernels call; documentation and policy; never `cfg` on the target |
 //! | backends (private `backend`) | `backend/gpu/` (PTX, NVSHMEM externs), `backend/sim.rs` over [`sim`] | the one place that picks the target |
 //! | contract (private `contract`) | `contract.rs` | the types both sides speak: scopes, orderings, op and comparison codes, `Dim3`, `Team` |
 //!
