@@ -1,6 +1,7 @@
-//! The device link step (TOOLCHAIN.md's recipe): every crate's bitcode → `llvm-link`, then
-//! only what is needed of NVSHMEM's device bitcode → internalize everything but the kernels
-//! and NVSHMEM's state symbols → O3 → `llc` to PTX → `ptxas` to cubin where available.
+//! The device link step (the recipe in `docs/toolchain.md`): every crate's bitcode →
+//! `llvm-link`, then only what is needed of NVSHMEM's device bitcode → internalize everything
+//! but the kernels and NVSHMEM's state symbols → O3 → `llc` to PTX → `ptxas` to cubin where
+//! available.
 
 use crate::arch::Arch;
 use crate::error::{io, Error, Result};

@@ -13,12 +13,41 @@
 //! * on the host: the function as a plain `pub unsafe fn` (the CPU simulator runs it once per
 //!   simulated thread) and a type `ring` implementing `rshmem_device::Kernel`, which host code
 //!   names to launch it with type-checked arguments: `module.launch::<ring>(cfg, (ptr,))`.
+//!
+//! The host function keeps the spans of the signature as written, so the project's lints
+//! apply to it at its definition: a kernel whose documentation has no `# Safety` section is
+//! reported by `clippy::missing_safety_doc`, like any other `unsafe fn`. The macro adds
+//! `unsafe` when the signature lacks it (every entry point trusts its launcher's arguments).
+//!
+//! The most parameters a kernel may take, `MAX_KERNEL_ARGS`, is defined here and nowhere
+//! else: `rshmem_device::kernel::MAX_KERNEL_ARGS` is `max_kernel_args!()`, and the device
+//! crate checks that its `KernelArgs` tuples reach it. Every rejected signature is a test
+//! case in `shmem-device/tests/ui/` (run by `cargo test -p rshmem-device --test kernel_macro`).
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{parse_macro_input, Error, FnArg, ItemFn, Pat, ReturnType};
+use syn::{parse_macro_input, Error, FnArg, ItemFn, Pat, ReturnType, Token};
+
+/// The most parameters a `#[kernel]` may take: `cuLaunchKernel`'s parameter array on the GPU
+/// side and the `KernelArgs` tuples on the host side are sized by it.
+const MAX_KERNEL_ARGS: usize = 12;
+
+/// `max_kernel_args!()`: `MAX_KERNEL_ARGS` as a `usize` literal, for
+/// `rshmem_device::kernel::MAX_KERNEL_ARGS` (a proc-macro crate can export macros only).
+#[doc(hidden)]
+#[proc_macro]
+pub fn max_kernel_args(input: TokenStream) -> TokenStream {
+    if !input.is_empty() {
+        let input = proc_macro2::TokenStream::from(input);
+        return Error::new(input.span(), "max_kernel_args!() takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let n = proc_macro2::Literal::usize_suffixed(MAX_KERNEL_ARGS);
+    quote!(#n).into()
+}
 
 /// Marks a kernel entry point. See the crate documentation.
 #[proc_macro_attribute]
@@ -41,9 +70,14 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     let ItemFn {
         attrs,
         vis,
-        sig,
+        mut sig,
         block,
     } = func;
+    // The host function is the signature as written (its spans, so lints point at the
+    // definition), made `unsafe` if it was not.
+    if sig.unsafety.is_none() {
+        sig.unsafety = Some(Token![unsafe](sig.fn_token.span));
+    }
     let name = &sig.ident;
     let name_str = name.to_string();
     let inputs = &sig.inputs;
@@ -79,8 +113,7 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
 
         #[cfg(not(target_arch = "nvptx64"))]
         #(#attrs)*
-        #[allow(clippy::missing_safety_doc)]
-        #vis unsafe fn #name(#inputs) #block
+        #vis #sig #block
 
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc_type]
@@ -110,8 +143,13 @@ fn check_signature(func: &ItemFn) -> syn::Result<()> {
         );
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        // Point at the parameters, or at the `where` clause when there are none.
+        let span = match &sig.generics.where_clause {
+            Some(clause) if sig.generics.params.is_empty() => clause.span(),
+            _ => sig.generics.span(),
+        };
         return fail(
-            sig.generics.span(),
+            span,
             "a #[kernel] cannot be generic: PTX entry points need one concrete signature",
         );
     }
@@ -127,8 +165,11 @@ fn check_signature(func: &ItemFn) -> syn::Result<()> {
     if let Some(v) = &sig.variadic {
         return fail(v.span(), "a #[kernel] cannot be variadic");
     }
-    if sig.inputs.len() > 12 {
-        return fail(sig.inputs.span(), "a #[kernel] takes at most 12 parameters");
+    if sig.inputs.len() > MAX_KERNEL_ARGS {
+        return fail(
+            sig.inputs.span(),
+            &format!("a #[kernel] takes at most {MAX_KERNEL_ARGS} parameters"),
+        );
     }
     for arg in &sig.inputs {
         match arg {

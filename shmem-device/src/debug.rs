@@ -20,17 +20,9 @@ pub trait PrintfArg: Copy {
     fn value(self) -> PrintfValue;
 }
 
-/// One argument as the simulator's formatter sees it.
+use crate::backend;
 #[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
-pub enum PrintfValue {
-    /// A signed integer.
-    Int(i64),
-    /// An unsigned integer or pointer.
-    Uint(u64),
-    /// A float (promoted).
-    Float(f64),
-}
+pub use crate::contract::PrintfValue;
 
 macro_rules! printf_args {
     ($($t:ty => $size:expr, |$v:ident| $bits:expr, $val:expr;)*) => {$(
@@ -79,10 +71,8 @@ impl<T> PrintfArg for *mut T {
 pub struct ArgBuffer {
     bytes: [u8; 128],
     len: usize,
-    #[cfg(not(target_arch = "nvptx64"))]
-    values: [Option<PrintfValue>; 16],
-    #[cfg(not(target_arch = "nvptx64"))]
-    count: usize,
+    /// What the simulator formats from (nothing on a GPU, where `vprintf` reads `bytes`).
+    values: backend::PrintfValues,
 }
 
 impl Default for ArgBuffer {
@@ -98,10 +88,7 @@ impl ArgBuffer {
         Self {
             bytes: [0; 128],
             len: 0,
-            #[cfg(not(target_arch = "nvptx64"))]
-            values: [None; 16],
-            #[cfg(not(target_arch = "nvptx64"))]
-            count: 0,
+            values: backend::PrintfValues::new(),
         }
     }
 
@@ -115,29 +102,13 @@ impl ArgBuffer {
         }
         self.bytes[at..at + size].copy_from_slice(&bits.to_le_bytes()[..size]);
         self.len = at + size;
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            if let Some(slot) = self.values.get_mut(self.count) {
-                *slot = Some(arg.value());
-                self.count += 1;
-            }
-        }
+        self.values.push(arg.value());
     }
 
     /// Prints `format` (NUL-terminated) with the arguments.
     #[inline(always)]
     pub fn print(&self, format: &'static str) {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            extern "C" {
-                fn vprintf(format: *const u8, args: *const u8) -> i32;
-            }
-            // SAFETY: `format` ends in NUL (the macro appends it); the buffer is laid out as
-            // vprintf reads it and outlives the call.
-            unsafe { vprintf(format.as_ptr(), self.bytes.as_ptr()) };
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        crate::sim::printf(format.trim_end_matches('\0'), &self.values[..self.count]);
+        backend::printf(format, &self.bytes, &self.values)
     }
 }
 

@@ -11,6 +11,15 @@
 
 use core::ffi::c_void;
 
+/// The most parameters a kernel may take. `#[kernel]` rejects a longer signature, the
+/// [`KernelArgs`] tuples go up to this many elements, and the GPU launcher's parameter array
+/// has this many slots. Defined once, in rshmem-macros (`max_kernel_args!()`).
+///
+/// ```
+/// assert_eq!(rshmem_device::kernel::MAX_KERNEL_ARGS, 12);
+/// ```
+pub const MAX_KERNEL_ARGS: usize = rshmem_macros::max_kernel_args!();
+
 /// A kernel entry point, implemented by `#[kernel]` on the host.
 pub trait Kernel: 'static {
     /// The symbol name in the PTX module.
@@ -40,10 +49,16 @@ pub trait Kernel: 'static {
 pub unsafe trait KernelArg: Copy + 'static {}
 
 macro_rules! impl_kernel_arg {
-    ($($t:ty),* $(,)?) => { $(unsafe impl KernelArg for $t {})* };
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: a primitive: the same size, alignment and bits on the host and nvptx64
+        // (both 64-bit little-endian), no padding.
+        unsafe impl KernelArg for $t {}
+    )*};
 }
 impl_kernel_arg!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, usize, isize, bool);
+// SAFETY: an address, 8 bytes on both sides; what it points at is the kernel's contract.
 unsafe impl<T: 'static> KernelArg for *mut T {}
+// SAFETY: as `*mut T`.
 unsafe impl<T: 'static> KernelArg for *const T {}
 
 /// A tuple of [`KernelArg`]s, as a kernel's parameter list.
@@ -61,6 +76,8 @@ pub unsafe trait KernelArgs: Copy + 'static {
 
 macro_rules! impl_kernel_args {
     ($n:expr; $($t:ident . $i:tt),*) => {
+        // SAFETY: `COUNT` is the tuple's arity (the invocation's `$n`), and `param_ptrs`
+        // writes a pointer to each field, in order.
         unsafe impl<$($t: KernelArg),*> KernelArgs for ($($t,)*) {
             const COUNT: usize = $n;
             #[allow(unused_variables)]
@@ -83,3 +100,10 @@ impl_kernel_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
 impl_kernel_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
 impl_kernel_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
 impl_kernel_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);
+
+// The tuples above reach `MAX_KERNEL_ARGS` (a longer tuple is not implemented, and
+// `#[kernel]` rejects the signature before its type could be asked for).
+const _: () = assert!(
+    <(u8, u8, u8, u8, u8, u8, u8, u8, u8, u8, u8, u8) as KernelArgs>::COUNT == MAX_KERNEL_ARGS,
+    "impl_kernel_args! must cover every tuple up to MAX_KERNEL_ARGS elements"
+);

@@ -11,7 +11,7 @@
 //!   thread per GPU thread and one group of threads per PE.
 //!
 //! A kernel crate is `#![no_std]`, depends on this crate, and marks entry points with
-//! [`kernel`]:
+//! [`kernel`](macro@kernel):
 //!
 //! ```ignore
 //! #![no_std]
@@ -29,10 +29,41 @@
 //! }
 //! ```
 //!
-//! Module layout: [`thread`] (indices, `sync_threads`), [`shmem`] (SHMEM API, one module per
-//! family), [`queue`] (the symmetric MPMC queue), [`kernel`] (the traits `#[kernel]`
-//! implements), and a private `backend` that holds the two implementations behind one internal
-//! interface.
+//! # Layout
+//!
+//! Three layers, each importing only from those below it:
+//!
+//! | layer | modules | what |
+//! |---|---|---|
+//! | public API | [`thread`], [`warp`], [`atomic`], [`shmem`] (one module per family), [`debug`], [`queue`], [`view`], [`kernel`](mod@kernel) | what kernels call; documentation and policy; never `cfg` on the target |
+//! | backends (private `backend`) | `backend/gpu/` (PTX, NVSHMEM externs), `backend/sim.rs` over [`sim`] | the one place that picks the target |
+//! | contract (private `contract`) | `contract.rs` | the types both sides speak: scopes, orderings, op and comparison codes, `Dim3`, `Team` |
+//!
+//! The simulator ([`sim`], host builds only) imports nothing but the contract and its own
+//! modules; rshmem-host drives its host side (the [`sim::World`] of PEs, their heaps,
+//! launches).
+//!
+//! # Why the simulator is a module, not a crate
+//!
+//! Splitting it out was considered and left for later, for these reasons:
+//!
+//! * **No loop to break.** The simulator imports only `contract`, and only `backend` calls
+//!   into it; a crate boundary would enforce what the layering already gives.
+//! * **It would take three crates, not two.** The simulator speaks the contract's types and
+//!   the device crate calls the simulator, so a `rshmem-sim` crate would need the contract in
+//!   a third crate that both depend on (and that the nvptx build compiles with `build-std`).
+//! * **Public API.** The simulator's device side (`rma::p`, `amo::fetch`, `wait::*`, ...) is
+//!   crate-private today; as a crate it would become public, semver-bound API of its own,
+//!   about 60 functions whose only caller is this crate. rshmem-host's view
+//!   (`rshmem_device::sim::{World, SymHeap, LaunchSpec, ...}`) would stay as a re-export.
+//! * **Build time.** The nvptx build never compiles the simulator (`cfg`), so the nested
+//!   kernel builds would not get faster; a host build of kernels compiles the simulator
+//!   once either way, and a separate crate would only save recompiling it when a public
+//!   module changes (the simulator is about half of this crate's lines, seconds of build).
+//!
+//! The boundary is kept crate-ready: moving `sim/` and `contract.rs` into crates of their
+//! own is a change of paths, not of design, when a second user of the simulator appears
+//! (a simulator for another device API, or tools that drive it without kernels).
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -47,6 +78,7 @@ pub use rshmem_macros::kernel;
 
 pub mod atomic;
 mod backend;
+mod contract;
 pub mod debug;
 pub mod kernel;
 pub mod queue;

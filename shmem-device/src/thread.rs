@@ -3,24 +3,7 @@
 
 use crate::backend;
 
-/// A 3-component launch coordinate or extent (`threadIdx`, `blockDim`, ...).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Dim3 {
-    /// x component.
-    pub x: u32,
-    /// y component.
-    pub y: u32,
-    /// z component.
-    pub z: u32,
-}
-
-impl Dim3 {
-    /// Number of elements in the extent, `x * y * z`.
-    #[inline(always)]
-    pub const fn size(self) -> u32 {
-        self.x * self.y * self.z
-    }
-}
+pub use crate::contract::Dim3;
 
 /// This thread's index within its block (`threadIdx`).
 #[inline(always)]

@@ -82,8 +82,8 @@ impl<T: Copy> SymSlice<T> {
             range.start <= range.end && range.end <= self.len,
             "SymSlice range out of bounds"
         );
-        // SAFETY: inside this view's allocation.
         Self {
+            // SAFETY: inside this view's allocation (`range.start <= self.len`, checked above).
             ptr: unsafe { self.ptr.add(range.start) },
             len: range.end - range.start,
         }

@@ -8,8 +8,7 @@ use crate::backend;
 /// All 32 lanes.
 pub const FULL_MASK: u32 = u32::MAX;
 
-/// Threads per warp.
-pub const WARP_SIZE: u32 = 32;
+pub use crate::contract::WARP_SIZE;
 
 /// This thread's lane in its warp, `0..32`.
 #[inline(always)]
@@ -35,18 +34,7 @@ pub fn sync_warp(mask: u32) {
     backend::sync_warp(mask)
 }
 
-/// How a shuffle picks its source lane.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shuffle {
-    /// From lane `arg`.
-    Idx,
-    /// From lane `lane - arg` (own value when below 0).
-    Up,
-    /// From lane `lane + arg` (own value when past the warp).
-    Down,
-    /// From lane `lane ^ arg`.
-    Xor,
-}
+pub use crate::contract::Shuffle;
 
 /// Values that can be shuffled: 32- and 64-bit integers and floats.
 pub trait WarpValue: Copy + sealed::Sealed {

@@ -1,4 +1,4 @@
-//! The OpenSHMEM conformance table (`CONFORMANCE.md`, after Sandia OpenSHMEM's tests-sos) as
+//! The OpenSHMEM conformance table (`docs/conformance.md`, after Sandia OpenSHMEM's tests-sos) as
 //! tests on every backend: each case launches kernels of `rshmem_testkit::conformance` and
 //! checks exact values.
 //!

@@ -6,9 +6,9 @@ use super::stream_id::StreamId;
 use rshmem_device::{Kernel, KernelArgs};
 use std::ffi::c_void;
 
-/// The most parameters a kernel takes: rshmem-device implements `KernelArgs` for tuples of up
-/// to 12.
-pub(crate) const MAX_PARAMS: usize = 12;
+/// The most parameters a kernel takes (the one definition is `#[kernel]`'s; rshmem-device
+/// implements `KernelArgs` for tuples up to it).
+pub(crate) const MAX_PARAMS: usize = rshmem_device::kernel::MAX_KERNEL_ARGS;
 
 /// Grid, block, dynamic shared memory and launch mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,7 +29,7 @@ mod pe;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use rshmem_device::sim::{HeapError, Job};
+use rshmem_device::sim::{HeapError, World};
 
 use crate::contract::{Error, PeMain, Result};
 use config::SimConfig;
@@ -45,7 +45,7 @@ pub(crate) fn run(npes: usize, pe_main: PeMain<'_>) -> Result<()> {
             expected: "a whole number of PEs >= 1".into(),
         });
     }
-    let job = Job::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
+    let job = World::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
     let job = Arc::new(if config.peer_mappings {
         job
     } else {
@@ -69,7 +69,7 @@ pub(crate) fn run(npes: usize, pe_main: PeMain<'_>) -> Result<()> {
 }
 
 /// One PE: its closure, then its verdict for the job.
-fn pe_thread(job: Arc<Job>, pe: usize, config: SimConfig, pe_main: PeMain<'_>) {
+fn pe_thread(job: Arc<World>, pe: usize, config: SimConfig, pe_main: PeMain<'_>) {
     let sim_pe = Box::new(SimPe {
         job: Arc::clone(&job),
         pe,

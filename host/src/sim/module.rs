@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rshmem_device::sim::{Job, LaunchSpec};
+use rshmem_device::sim::{World, LaunchSpec};
 use rshmem_device::thread::Dim3;
 
 use crate::contract::{Error, KernelCall, LaunchConfig, ModuleBackend, Result};
@@ -18,13 +18,13 @@ const MAX_SHARED_MEM: u32 = 227 * 1024;
 
 /// A kernel image "loaded" on a simulated PE: the kernels are host functions already.
 pub(crate) struct SimModule {
-    job: Arc<Job>,
+    job: Arc<World>,
     pe: usize,
     max_threads: u32,
 }
 
 impl SimModule {
-    pub(crate) fn new(job: Arc<Job>, pe: usize, max_threads: u32) -> Self {
+    pub(crate) fn new(job: Arc<World>, pe: usize, max_threads: u32) -> Self {
         Self {
             job,
             pe,
@@ -94,7 +94,7 @@ impl ModuleBackend for SimModule {
         // Cooperative or not, every block runs at once here, which is what cooperative asks.
         let spec = check_config(kernel, &call.config, self.max_threads)?;
         let thread = || {
-            // SAFETY: `Job::launch` runs this on simulator threads it set up for the launch;
+            // SAFETY: `World::launch` runs this on simulator threads it set up for the launch;
             // the arguments' validity is this function's contract.
             unsafe { call.run_sim_thread() }
         };

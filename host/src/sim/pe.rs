@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rshmem_device::shmem::Team;
-use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, Job};
+use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, World};
 
 use super::config::SimConfig;
 use super::module::SimModule;
@@ -16,7 +16,7 @@ use crate::contract::{
 
 /// One PE of a simulated job, as the host runtime sees it.
 pub(crate) struct SimPe {
-    pub job: Arc<Job>,
+    pub job: Arc<World>,
     pub pe: usize,
     pub config: SimConfig,
     /// The last stream id handed out: ids are only names here, since every stream's work

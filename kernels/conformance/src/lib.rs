@@ -1,7 +1,7 @@
 //! Conformance kernels: the OpenSHMEM semantics that Sandia OpenSHMEM's test suite
 //! (tests-sos) checks with exact values, written afresh as rshmem kernels, one module per API
 //! family. `testkit/tests/conformance.rs` launches them on every backend and checks the
-//! results; the table they implement is `CONFORMANCE.md` (its row numbers appear in the docs
+//! results; the table they implement is `docs/conformance.md` (its row numbers appear in the docs
 //! below). A crate of their own, built into its own image by `testkit/build.rs`: NVSHMEM's
 //! inlined collectives make their PTX large and ptxas slow, which only the conformance suite
 //! should pay for.

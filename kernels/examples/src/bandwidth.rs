@@ -8,6 +8,10 @@ use rshmem_device::prelude::*;
 /// `chunk` rounded up to 16 bytes: NVSHMEM's block copy moves 16-byte vectors only where both
 /// addresses are 16-byte aligned, and falls back to 8, 4 or 1 byte otherwise.
 /// Only PE `from` does anything; the host times the launch with events.
+///
+/// # Safety
+///
+/// `dst` is symmetric and `src` valid on PE `from`, both for `bytes` bytes; `to` is a PE.
 #[kernel]
 pub unsafe fn put_bw(dst: *mut u8, src: *const u8, bytes: u64, iters: u32, from: i32, to: i32) {
     if shmem::my_pe() != from {

@@ -222,6 +222,10 @@ pub mod status {
 }
 
 /// Thread 0 pushes `values[..n]`, in order.
+///
+/// # Safety
+///
+/// `q` is a live queue handle; `values` holds `n` elements.
 #[kernel]
 pub unsafe fn queue_push(q: SymQueue<i32>, values: *const i32, n: u32) {
     if thread::index_1d() == 0 {
@@ -232,6 +236,10 @@ pub unsafe fn queue_push(q: SymQueue<i32>, values: *const i32, n: u32) {
 }
 
 /// Thread 0 pops `n` elements into `out[..n]`.
+///
+/// # Safety
+///
+/// `q` is a live queue handle; `out` has room for `n` elements, which someone pushes.
 #[kernel]
 pub unsafe fn queue_pop(q: SymQueue<i32>, out: *mut i32, n: u32) {
     if thread::index_1d() == 0 {
@@ -325,11 +333,20 @@ unsafe fn bench_pop<E: Tagged>(
 macro_rules! bench_kernels {
     ($($push:ident, $pop:ident: $t:ty;)*) => {$(
         #[doc = concat!("[`bench_push`] with elements of type `", stringify!($t), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// `q` is a live queue handle; for each warp of the launch, `stage` holds 32 elements
+        /// and `scratch` one word.
         #[kernel]
         pub unsafe fn $push(q: SymQueue<$t>, items: u32, mode: u32, stage: *mut $t, scratch: *mut u64) {
             bench_push::<$t>(q, items, mode, stage, scratch)
         }
         #[doc = concat!("[`bench_pop`] with elements of type `", stringify!($t), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// As the push kernel, and `status` is a symmetric array of the four totals on this PE.
         #[kernel]
         pub unsafe fn $pop(
             q: SymQueue<$t>,
@@ -352,6 +369,10 @@ bench_kernels! {
 
 /// Raw remote atomic throughput, for comparison with the queue: every thread does `iters`
 /// `atomic_fetch_add(ctr, 1)` on PE `pe`.
+///
+/// # Safety
+///
+/// `ctr` is a symmetric, aligned `u64`; `pe` is a PE.
 #[kernel]
 pub unsafe fn fetch_add_bench(ctr: *mut u64, iters: u32, pe: i32) {
     for _ in 0..iters {
@@ -364,6 +385,11 @@ pub unsafe fn fetch_add_bench(ctr: *mut u64, iters: u32, pe: i32) {
 /// pairs from its own queue, adds its PE number to the value, and passes the pair to the next
 /// PE's queue, except the last PE, which stores the value at `out[index]`. The block's
 /// threads share each stage's `n` elements.
+///
+/// # Safety
+///
+/// Every PE launches it with `q` the same mailbox queue; `src` holds `n` elements on PE 0
+/// and `out` has room for `n` on the last PE.
 #[kernel]
 pub unsafe fn queue_pipeline(q: SymQueue<[u64; 2]>, src: *const u64, n: u32, out: *mut u64) {
     let (me, pes) = (shmem::my_pe(), shmem::n_pes());

@@ -4,6 +4,10 @@
 use rshmem_device::prelude::*;
 
 /// Thread 0 of block 0 does `p(dst, me, (me + 1) % n)`; then a device-wide barrier.
+///
+/// # Safety
+///
+/// Every PE launches it; `dst` is a symmetric `i32`.
 #[kernel]
 pub unsafe fn ring(dst: *mut i32) {
     if thread::index_1d() == 0 {

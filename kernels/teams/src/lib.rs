@@ -54,6 +54,10 @@ unsafe fn report(status: *mut i32, codes: Option<&[i32]>) {
 /// What this PE sees of `team`, written by thread 0 to `out[0..5]`: its number in the team,
 /// the team's size, the world PEs of the team's first and last members, and this PE's number
 /// in the team translated from `Team::WORLD`.
+///
+/// # Safety
+///
+/// `out` is valid for five `i32` writes.
 #[kernel]
 pub unsafe fn team_info(team: Team, out: *mut i32) {
     if thread::thread_rank_in_block() == 0 {
@@ -69,6 +73,11 @@ pub unsafe fn team_info(team: Team, out: *mut i32) {
 /// Thread 0 puts this PE's world number into `slots[my team number]` on every member, then
 /// the team meets in `Team::barrier` at the chosen scope (which completes the puts first):
 /// afterwards `slots[i]` holds member `i`'s world number on every member.
+///
+/// # Safety
+///
+/// Every member of `team` launches it with the same `scope`; `slots` is symmetric with
+/// `team.n_pes()` elements; `status` valid for one `i32` write.
 #[kernel]
 pub unsafe fn team_barrier_exchange(team: Team, slots: *mut i32, scope: u32, status: *mut i32) {
     if thread::thread_rank_in_block() == 0 {
@@ -88,6 +97,12 @@ pub unsafe fn team_barrier_exchange(team: Team, slots: *mut i32, scope: u32, sta
 
 /// All-to-all over `team`: block `j` (`n` elements) of this member's `src` lands in block
 /// `my team number` of member `j`'s `dst` (both hold `n * team.n_pes()` elements).
+///
+/// # Safety
+///
+/// Collective over `team` at `scope` (every member launches it with the same `n` and
+/// `scope`); `dst` and `src` symmetric with `n * team.n_pes()` elements; `status` valid for
+/// one `i32` write.
 #[kernel]
 pub unsafe fn team_alltoall(
     team: Team,
@@ -103,6 +118,11 @@ pub unsafe fn team_alltoall(
 
 /// Reductions over `team` of `n` elements of `src`: their sum into `sum`, their maximum into
 /// `max`.
+///
+/// # Safety
+///
+/// Collective over `team` at `scope`; `sum`, `max` and `src` symmetric with `n` elements;
+/// `status` valid for one `i32` write.
 #[kernel]
 pub unsafe fn team_reduce(
     team: Team,
@@ -123,6 +143,11 @@ pub unsafe fn team_reduce(
 
 /// fcollect over `team` of `n` elements of `src` into `all` (`n * team.n_pes()` elements),
 /// then broadcast of `n` elements of `src` from the team's last member into `bcast`.
+///
+/// # Safety
+///
+/// Collective over `team` at `scope`; `src` and `bcast` symmetric with `n` elements, `all`
+/// with `n * team.n_pes()`; `status` valid for one `i32` write.
 #[kernel]
 pub unsafe fn team_fcollect_broadcast(
     team: Team,

@@ -3,7 +3,9 @@
 //! is the same code on both, written against the device API.
 //!
 //! These live here rather than in `backend` because they are the queue's policy (how long to
-//! sleep, what a stall says), not SHMEM operations; each has one `cfg` pair and no more.
+//! sleep, what a stall says), not SHMEM operations: the one `cfg` pair below (`imp`) is the
+//! single place outside `backend` that names the target (`backend/mod.rs` says why). The
+//! simulator's half reaches the simulator through `backend` like everything else.
 
 use super::ring::{Op, Stall, StallKind};
 use super::SymQueue;
@@ -180,7 +182,7 @@ mod imp {
     pub fn pause<T>(q: &SymQueue<T>, backoff: &mut Backoff, spins: u64, what: &dyn Fn() -> Stall) {
         let since = *backoff.since.get_or_insert_with(Instant::now);
         if spins % 64 == 0 {
-            crate::sim::wait::check_spin("SymQueue", since.elapsed(), &|| describe(q, &what()));
+            crate::backend::check_spin("SymQueue", since.elapsed(), &|| describe(q, &what()));
         }
         match spins {
             0..=63 => core::hint::spin_loop(),

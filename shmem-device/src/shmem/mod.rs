@@ -12,7 +12,6 @@
 //! the block calls together).
 
 pub mod amo;
-pub(crate) mod call;
 pub mod coll;
 pub mod rma;
 pub mod signal;
@@ -55,61 +54,12 @@ pub fn n_pes() -> i32 {
     backend::n_pes()
 }
 
-/// A comparison for waits and tests (`NVSHMEM_CMP_*`): `*ivar <cmp> value`.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cmp {
-    /// `==`
-    Eq = 0,
-    /// `!=`
-    Ne = 1,
-    /// `>`
-    Gt = 2,
-    /// `<=`
-    Le = 3,
-    /// `<`
-    Lt = 4,
-    /// `>=`
-    Ge = 5,
-}
-
-impl Cmp {
-    /// Evaluates `a <cmp> b`.
-    #[inline(always)]
-    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
-        match self {
-            Cmp::Eq => a == b,
-            Cmp::Ne => a != b,
-            Cmp::Gt => a > b,
-            Cmp::Le => a <= b,
-            Cmp::Lt => a < b,
-            Cmp::Ge => a >= b,
-        }
-    }
-
-    /// The comparison from its raw `NVSHMEM_CMP_*` value.
-    pub fn from_raw(raw: i32) -> Option<Cmp> {
-        [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Le, Cmp::Lt, Cmp::Ge]
-            .get(usize::try_from(raw).ok()?)
-            .copied()
-    }
-}
+pub use crate::contract::{Cmp, ScopeKind};
 
 /// Which threads cooperate in one call. Implemented by [`Thread`], [`Warp`] and [`Block`].
 pub trait Scope: sealed::Sealed + Copy + 'static {
     /// The scope as a value, for backends that dispatch on it.
     const KIND: ScopeKind;
-}
-
-/// The runtime form of a [`Scope`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScopeKind {
-    /// One thread.
-    Thread,
-    /// The 32 lanes of a warp, all calling together.
-    Warp,
-    /// Every thread of the block, all calling together.
-    Block,
 }
 
 /// Each calling thread performs its own operation.

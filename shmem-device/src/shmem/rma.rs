@@ -4,85 +4,25 @@
 //! Blocking forms return when the local source may be reused (put) or the data has arrived
 //! (get). Non-blocking forms return at once; `quiet` completes them.
 
-use super::call::{nv_or_sim, scoped_call};
-use super::{Scope, ScopeKind};
-use paste::paste;
+use super::Scope;
+use crate::backend;
 
 /// Element types with typed remote access: single-element `p`/`g` and strided `iput`/`iget`
-/// (`nvshmem_TYPE_p/g/iput/iget`).
-pub trait RmaScalar: Copy + sealed::Sealed + 'static {
-    #[doc(hidden)]
-    unsafe fn __p(dest: *mut Self, value: Self, pe: i32);
-    #[doc(hidden)]
-    unsafe fn __g(source: *const Self, pe: i32) -> Self;
-    #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn __istrided(
-        scope: ScopeKind,
-        put: bool,
-        dest: *mut Self,
-        source: *const Self,
-        dst: isize,
-        sst: isize,
-        n: usize,
-        pe: i32,
-    );
-}
+/// (`nvshmem_TYPE_p/g/iput/iget`): integers of 8 to 64 bits, `f32`, `f64`.
+pub trait RmaScalar: Copy + sealed::Sealed + backend::Rma + 'static {}
 
 mod sealed {
     pub trait Sealed {}
 }
 
 macro_rules! rma_scalars {
-    ($($t:ty => $c:ident),* $(,)?) => {$( paste! {
+    ($($t:ty),* $(,)?) => {$(
         impl sealed::Sealed for $t {}
-        impl RmaScalar for $t {
-            #[inline(always)]
-            unsafe fn __p(dest: *mut Self, value: Self, pe: i32) {
-                nv_or_sim!([<nvshmem_ $c _p>](dest: *mut $t, value: $t, pe: i32),
-                    sim: crate::sim::rma::p(dest, value, pe))
-            }
-            #[inline(always)]
-            unsafe fn __g(source: *const Self, pe: i32) -> Self {
-                nv_or_sim!([<nvshmem_ $c _g>](source: *const $t, pe: i32) -> $t,
-                    sim: crate::sim::rma::g(source, pe))
-            }
-            #[inline(always)]
-            #[allow(clippy::too_many_arguments)]
-            unsafe fn __istrided(
-                scope: ScopeKind,
-                put: bool,
-                dest: *mut Self,
-                source: *const Self,
-                dst: isize,
-                sst: isize,
-                n: usize,
-                pe: i32,
-            ) {
-                if put {
-                    scoped_call!(scope, [<$c _iput>](dest: *mut $t, source: *const $t, dst: isize, sst: isize, n: usize, pe: i32),
-                        sim: crate::sim::rma::istrided(scope, true, dest, source, dst, sst, n, pe))
-                } else {
-                    scoped_call!(scope, [<$c _iget>](dest: *mut $t, source: *const $t, dst: isize, sst: isize, n: usize, pe: i32),
-                        sim: crate::sim::rma::istrided(scope, false, dest, source, dst, sst, n, pe))
-                }
-            }
-        }
-    })*};
+        impl RmaScalar for $t {}
+    )*};
 }
 
-rma_scalars! {
-    i8 => int8,
-    u8 => uint8,
-    i16 => int16,
-    u16 => uint16,
-    i32 => int32,
-    u32 => uint32,
-    i64 => int64,
-    u64 => uint64,
-    f32 => float,
-    f64 => double,
-}
+rma_scalars!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
 
 /// Writes one element to `dest` on PE `pe`.
 ///
@@ -92,7 +32,8 @@ rma_scalars! {
 /// in `0..n_pes()`.
 #[inline(always)]
 pub unsafe fn p<T: RmaScalar>(dest: *mut T, value: T, pe: i32) {
-    T::__p(dest, value, pe)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Rma>::p(dest, value, pe) }
 }
 
 /// Reads one element from `source` on PE `pe`.
@@ -103,7 +44,8 @@ pub unsafe fn p<T: RmaScalar>(dest: *mut T, value: T, pe: i32) {
 /// must be in `0..n_pes()`.
 #[inline(always)]
 pub unsafe fn g<T: RmaScalar>(source: *const T, pe: i32) -> T {
-    T::__g(source, pe)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Rma>::g(source, pe) }
 }
 
 /// Copies `bytes` bytes from local `source` to symmetric `dest` on PE `pe`; returns when
@@ -226,7 +168,8 @@ pub unsafe fn iput<S: Scope, T: RmaScalar>(
     n: usize,
     pe: i32,
 ) {
-    T::__istrided(S::KIND, true, dest, source, dst, sst, n, pe)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Rma>::istrided(S::KIND, true, dest, source, dst, sst, n, pe) }
 }
 
 /// Strided get: `dest[i * dst] = source[i * sst]` read from PE `pe`, for `i < n`.
@@ -243,9 +186,13 @@ pub unsafe fn iget<S: Scope, T: RmaScalar>(
     n: usize,
     pe: i32,
 ) {
-    T::__istrided(S::KIND, false, dest, source, dst, sst, n, pe)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Rma>::istrided(S::KIND, false, dest, source, dst, sst, n, pe) }
 }
 
+/// # Safety
+///
+/// As [`putmem`] (`nbi`: [`putmem_nbi`]).
 #[inline(always)]
 unsafe fn putmem_impl<S: Scope>(
     nbi: bool,
@@ -254,10 +201,13 @@ unsafe fn putmem_impl<S: Scope>(
     bytes: usize,
     pe: i32,
 ) {
-    scoped_call!(S::KIND, nbi: nbi, putmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32),
-        sim: crate::sim::device::putmem(S::KIND, nbi, dest, source, bytes, pe))
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::putmem(S::KIND, nbi, dest, source, bytes, pe) }
 }
 
+/// # Safety
+///
+/// As [`getmem`] (`nbi`: [`getmem_nbi`]).
 #[inline(always)]
 unsafe fn getmem_impl<S: Scope>(
     nbi: bool,
@@ -266,8 +216,8 @@ unsafe fn getmem_impl<S: Scope>(
     bytes: usize,
     pe: i32,
 ) {
-    scoped_call!(S::KIND, nbi: nbi, getmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32),
-        sim: crate::sim::device::getmem(S::KIND, nbi, dest, source, bytes, pe))
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::getmem(S::KIND, nbi, dest, source, bytes, pe) }
 }
 
 /// A pointer through which this thread can load and store `dest`'s copy on PE `pe` directly
@@ -279,8 +229,6 @@ unsafe fn getmem_impl<S: Scope>(
 /// are plain loads and stores: order them with fences as for any shared memory.
 #[inline(always)]
 pub unsafe fn ptr<T>(dest: *const T, pe: i32) -> *mut T {
-    let dest = dest.cast::<u8>();
-    let p: *mut u8 = nv_or_sim!(nvshmem_ptr(dest: *const u8, pe: i32) -> *mut u8,
-        sim: crate::sim::rma::ptr(dest, pe));
-    p.cast()
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::ptr(dest.cast(), pe).cast() }
 }

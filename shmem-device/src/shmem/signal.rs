@@ -5,8 +5,8 @@
 //! `signal_wait_until` returns without a trailing fence (as in NVSHMEM): read the data it
 //! guards after it, not by polling the signal word with plain loads.
 
-use super::call::{nv_or_sim, scoped_call};
 use super::{Cmp, Scope};
+use crate::backend;
 
 /// How a signal word is updated.
 #[repr(i32)]
@@ -25,9 +25,8 @@ pub enum SignalOp {
 /// `sig` must point to a symmetric, 8-byte aligned `u64`; `pe` in `0..n_pes()`.
 #[inline(always)]
 pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: i32) {
-    let op = op as i32;
-    nv_or_sim!(nvshmemx_signal_op(sig: *mut u64, value: u64, op: i32, pe: i32),
-        sim: crate::sim::amo::signal_op(sig, value, op, pe))
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::signal_op(sig, value, op as i32, pe) }
 }
 
 /// Atomically reads the local signal word.
@@ -37,8 +36,8 @@ pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: i32) {
 /// `sig` must point to a symmetric, 8-byte aligned `u64`.
 #[inline(always)]
 pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
-    nv_or_sim!(nvshmem_signal_fetch(sig: *const u64) -> u64,
-        sim: crate::sim::amo::fetch(sig, super::my_pe()))
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::signal_fetch(sig) }
 }
 
 /// Waits until the local signal word compares true against `value`; returns its value then.
@@ -50,9 +49,8 @@ pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
 /// launch cooperatively when the signaller is another block).
 #[inline(always)]
 pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
-    let cmp = cmp as i32;
-    nv_or_sim!(nvshmem_signal_wait_until(sig: *const u64, cmp: i32, value: u64) -> u64,
-        sim: crate::sim::wait::signal_wait_until(sig, cmp, value))
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::signal_wait_until(sig, cmp as i32, value) }
 }
 
 /// Copies `bytes` bytes from `source` to symmetric `dest` on PE `pe`, then updates `sig` on PE
@@ -131,6 +129,9 @@ pub unsafe fn put_signal_nbi<S: Scope, T: Copy>(
     put_signal_impl::<S>(true, dest.cast(), source.cast(), bytes, sig, value, op, pe)
 }
 
+/// # Safety
+///
+/// As [`putmem_signal`] (`nbi`: [`putmem_signal_nbi`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn put_signal_impl<S: Scope>(
@@ -143,8 +144,6 @@ unsafe fn put_signal_impl<S: Scope>(
     op: SignalOp,
     pe: i32,
 ) {
-    let op = op as i32;
-    scoped_call!(S::KIND, nbi: nbi,
-        putmem_signal(dest: *mut u8, source: *const u8, bytes: usize, sig: *mut u64, value: u64, op: i32, pe: i32),
-        sim: crate::sim::amo::putmem_signal(S::KIND, dest, source, bytes, sig, value, op, pe))
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::putmem_signal(S::KIND, nbi, dest, source, bytes, sig, value, op as i32, pe) }
 }

@@ -4,161 +4,24 @@
 //!
 //! `status` arrays (may be null) exclude elements whose entry is non-zero.
 
-use super::call::nv_or_sim;
 use super::Cmp;
-use paste::paste;
+use crate::backend;
 
 /// Types that can be waited on: `i32`, `u32`, `i64`, `u64`.
-pub trait WaitScalar: Copy + sealed::Sealed + 'static {
-    #[doc(hidden)]
-    unsafe fn __wait_until(ivar: *const Self, cmp: i32, value: Self);
-    #[doc(hidden)]
-    unsafe fn __test(ivar: *const Self, cmp: i32, value: Self) -> i32;
-    #[doc(hidden)]
-    unsafe fn __wait_until_all(
-        ivars: *const Self,
-        n: usize,
-        status: *const i32,
-        cmp: i32,
-        value: Self,
-    );
-    #[doc(hidden)]
-    unsafe fn __wait_until_any(
-        ivars: *const Self,
-        n: usize,
-        status: *const i32,
-        cmp: i32,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until_some(
-        ivars: *const Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const i32,
-        cmp: i32,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until_all_vector(
-        ivars: *const Self,
-        n: usize,
-        status: *const i32,
-        cmp: i32,
-        values: *const Self,
-    );
-    #[doc(hidden)]
-    unsafe fn __wait_until_any_vector(
-        ivars: *const Self,
-        n: usize,
-        status: *const i32,
-        cmp: i32,
-        values: *const Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until_some_vector(
-        ivars: *const Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const i32,
-        cmp: i32,
-        values: *const Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __test_all(
-        ivars: *const Self,
-        n: usize,
-        status: *const i32,
-        cmp: i32,
-        value: Self,
-    ) -> i32;
-    #[doc(hidden)]
-    unsafe fn __test_any(
-        ivars: *const Self,
-        n: usize,
-        status: *const i32,
-        cmp: i32,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __test_some(
-        ivars: *const Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const i32,
-        cmp: i32,
-        value: Self,
-    ) -> usize;
-}
+pub trait WaitScalar: Copy + sealed::Sealed + backend::Wait + 'static {}
 
 mod sealed {
     pub trait Sealed {}
 }
 
-macro_rules! wait_scalar {
-    ($($t:ty => $c:ident),* $(,)?) => {$( paste! {
+macro_rules! wait_scalars {
+    ($($t:ty),* $(,)?) => {$(
         impl sealed::Sealed for $t {}
-        impl WaitScalar for $t {
-            #[inline(always)]
-            unsafe fn __wait_until(ivar: *const Self, cmp: i32, value: Self) {
-                nv_or_sim!([<nvshmem_ $c _wait_until>](ivar: *const $t, cmp: i32, value: $t),
-                    sim: crate::sim::wait::wait_until(ivar, cmp, value))
-            }
-            #[inline(always)]
-            unsafe fn __test(ivar: *const Self, cmp: i32, value: Self) -> i32 {
-                nv_or_sim!([<nvshmem_ $c _test>](ivar: *const $t, cmp: i32, value: $t) -> i32,
-                    sim: crate::sim::wait::test(ivar, cmp, value))
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_all(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) {
-                nv_or_sim!([<nvshmem_ $c _wait_until_all>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t),
-                    sim: crate::sim::wait::wait_all(ivars, n, status, cmp, |_| value))
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_any(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> usize {
-                nv_or_sim!([<nvshmem_ $c _wait_until_any>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> usize,
-                    sim: crate::sim::wait::wait_any(ivars, n, status, cmp, |_| value))
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_some(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: Self) -> usize {
-                nv_or_sim!([<nvshmem_ $c _wait_until_some>](ivars: *const $t, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: $t) -> usize,
-                    sim: crate::sim::wait::wait_some(ivars, n, indices, status, cmp, |_| value))
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_all_vector(ivars: *const Self, n: usize, status: *const i32, cmp: i32, values: *const Self) {
-                nv_or_sim!([<nvshmem_ $c _wait_until_all_vector>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, values: *const $t),
-                    sim: crate::sim::wait::wait_all(ivars, n, status, cmp, |i| *values.add(i)))
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_any_vector(ivars: *const Self, n: usize, status: *const i32, cmp: i32, values: *const Self) -> usize {
-                nv_or_sim!([<nvshmem_ $c _wait_until_any_vector>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, values: *const $t) -> usize,
-                    sim: crate::sim::wait::wait_any(ivars, n, status, cmp, |i| *values.add(i)))
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_some_vector(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, values: *const Self) -> usize {
-                nv_or_sim!([<nvshmem_ $c _wait_until_some_vector>](ivars: *const $t, n: usize, indices: *mut usize, status: *const i32, cmp: i32, values: *const $t) -> usize,
-                    sim: crate::sim::wait::wait_some(ivars, n, indices, status, cmp, |i| *values.add(i)))
-            }
-            #[inline(always)]
-            unsafe fn __test_all(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> i32 {
-                nv_or_sim!([<nvshmem_ $c _test_all>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> i32,
-                    sim: crate::sim::wait::test_all(ivars, n, status, cmp, value))
-            }
-            #[inline(always)]
-            unsafe fn __test_any(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> usize {
-                nv_or_sim!([<nvshmem_ $c _test_any>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> usize,
-                    sim: crate::sim::wait::test_any(ivars, n, status, cmp, value))
-            }
-            #[inline(always)]
-            unsafe fn __test_some(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: Self) -> usize {
-                nv_or_sim!([<nvshmem_ $c _test_some>](ivars: *const $t, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: $t) -> usize,
-                    sim: crate::sim::wait::test_some(ivars, n, indices, status, cmp, value))
-            }
-        }
-    })*};
+        impl WaitScalar for $t {}
+    )*};
 }
 
-wait_scalar!(i32 => int32, u32 => uint32, i64 => int64, u64 => uint64);
+wait_scalars!(i32, u32, i64, u64);
 
 /// `usize::MAX`, what `wait_until_any`/`test_any` return when no element qualifies (all
 /// excluded by `status`, or none true yet for `test_any`) — NVSHMEM's `SIZE_MAX`.
@@ -172,7 +35,8 @@ pub const NONE: usize = usize::MAX;
 /// that the condition becomes true.
 #[inline(always)]
 pub unsafe fn wait_until<T: WaitScalar>(ivar: *const T, cmp: Cmp, value: T) {
-    T::__wait_until(ivar, cmp as i32, value)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::wait_until(ivar, cmp as i32, value) }
 }
 
 /// Whether `*ivar cmp value` holds now.
@@ -182,7 +46,8 @@ pub unsafe fn wait_until<T: WaitScalar>(ivar: *const T, cmp: Cmp, value: T) {
 /// `ivar` must point to a symmetric, aligned `T`.
 #[inline(always)]
 pub unsafe fn test<T: WaitScalar>(ivar: *const T, cmp: Cmp, value: T) -> bool {
-    T::__test(ivar, cmp as i32, value) != 0
+    // SAFETY: forwarded from this function's contract.
+    (unsafe { <T as backend::Wait>::test(ivar, cmp as i32, value) }) != 0
 }
 
 /// Waits until every non-excluded `ivars[i] cmp value` holds.
@@ -199,7 +64,8 @@ pub unsafe fn wait_until_all<T: WaitScalar>(
     cmp: Cmp,
     value: T,
 ) {
-    T::__wait_until_all(ivars, n, status, cmp as i32, value)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::wait_until_all(ivars, n, status, cmp as i32, value) }
 }
 
 /// Waits until some non-excluded `ivars[i] cmp value` holds; returns such an `i` ([`NONE`] if
@@ -216,7 +82,8 @@ pub unsafe fn wait_until_any<T: WaitScalar>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    T::__wait_until_any(ivars, n, status, cmp as i32, value)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::wait_until_any(ivars, n, status, cmp as i32, value) }
 }
 
 /// Waits until at least one non-excluded `ivars[i] cmp value` holds; writes every such `i`
@@ -234,7 +101,8 @@ pub unsafe fn wait_until_some<T: WaitScalar>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    T::__wait_until_some(ivars, n, indices, status, cmp as i32, value)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::wait_until_some(ivars, n, indices, status, cmp as i32, value) }
 }
 
 /// [`wait_until_all`] with one comparison value per element.
@@ -250,7 +118,8 @@ pub unsafe fn wait_until_all_vector<T: WaitScalar>(
     cmp: Cmp,
     values: *const T,
 ) {
-    T::__wait_until_all_vector(ivars, n, status, cmp as i32, values)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::wait_until_all_vector(ivars, n, status, cmp as i32, values) }
 }
 
 /// [`wait_until_any`] with one comparison value per element.
@@ -266,7 +135,8 @@ pub unsafe fn wait_until_any_vector<T: WaitScalar>(
     cmp: Cmp,
     values: *const T,
 ) -> usize {
-    T::__wait_until_any_vector(ivars, n, status, cmp as i32, values)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::wait_until_any_vector(ivars, n, status, cmp as i32, values) }
 }
 
 /// [`wait_until_some`] with one comparison value per element.
@@ -283,7 +153,10 @@ pub unsafe fn wait_until_some_vector<T: WaitScalar>(
     cmp: Cmp,
     values: *const T,
 ) -> usize {
-    T::__wait_until_some_vector(ivars, n, indices, status, cmp as i32, values)
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        <T as backend::Wait>::wait_until_some_vector(ivars, n, indices, status, cmp as i32, values)
+    }
 }
 
 /// Whether every non-excluded `ivars[i] cmp value` holds now.
@@ -299,7 +172,8 @@ pub unsafe fn test_all<T: WaitScalar>(
     cmp: Cmp,
     value: T,
 ) -> bool {
-    T::__test_all(ivars, n, status, cmp as i32, value) != 0
+    // SAFETY: forwarded from this function's contract.
+    (unsafe { <T as backend::Wait>::test_all(ivars, n, status, cmp as i32, value) }) != 0
 }
 
 /// An `i` whose `ivars[i] cmp value` holds now, or [`NONE`].
@@ -315,7 +189,8 @@ pub unsafe fn test_any<T: WaitScalar>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    T::__test_any(ivars, n, status, cmp as i32, value)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::test_any(ivars, n, status, cmp as i32, value) }
 }
 
 /// Writes every `i` whose `ivars[i] cmp value` holds now into `indices`; returns how many.
@@ -332,5 +207,6 @@ pub unsafe fn test_some<T: WaitScalar>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    T::__test_some(ivars, n, indices, status, cmp as i32, value)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { <T as backend::Wait>::test_some(ivars, n, indices, status, cmp as i32, value) }
 }

@@ -6,11 +6,11 @@ use core::mem::{align_of, size_of};
 use super::atomic::{update, SimAtomic};
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
-use super::device::in_scope;
 use super::rma::{put_bytes, remote};
-use crate::atomic::RmwOp;
-use crate::shmem::amo::BitOp;
-use crate::shmem::ScopeKind;
+use super::scope::in_scope;
+use crate::contract::BitOp;
+use crate::contract::RmwOp;
+use crate::contract::ScopeKind;
 
 /// The target of an AMO on `dest` at `pe`, checked (in bounds of one live symmetric buffer,
 /// aligned, PE in range).

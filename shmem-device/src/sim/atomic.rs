@@ -4,10 +4,12 @@
 use core::mem::{size_of, transmute_copy};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
-use crate::atomic::RmwOp;
+use crate::contract::RmwOp;
 
 /// Integer operands of the scoped atomics and of the integer AMOs, with their arithmetic.
 pub(crate) trait SimAtomic: Copy + Ord {
+    /// One, for `atomic_inc`.
+    const ONE: Self;
     fn wrapping_add(self, other: Self) -> Self;
     /// `And`, `Or` or `Xor` (any other op is `Xor`).
     fn bits(self, op: RmwOp, other: Self) -> Self;
@@ -16,6 +18,7 @@ pub(crate) trait SimAtomic: Copy + Ord {
 macro_rules! sim_atomics {
     ($($t:ty),*) => {$(
         impl SimAtomic for $t {
+            const ONE: Self = 1;
             fn wrapping_add(self, other: Self) -> Self {
                 <$t>::wrapping_add(self, other)
             }

@@ -1,4 +1,6 @@
-//! Barriers among the threads of a block or a warp, and the collective calls built on them.
+//! Barriers among the threads of a block or a warp, and what a group's collective call
+//! records (the calling thread's side, which reports failures, is `ThreadCtx::sync` and
+//! `ThreadCtx::collective` in `context`).
 //!
 //! A GPU barrier waits for every thread of the group; a thread that leaves the kernel while
 //! the others wait would hang them (or, on some GPUs, silently count as arrived). Here each
@@ -9,8 +11,7 @@ use core::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::format;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use super::context::{ThreadCtx, D3};
-use crate::thread::Dim3;
+use crate::contract::Dim3;
 
 /// How a wait ended without the barrier completing.
 pub(crate) enum WaitError {
@@ -127,7 +128,7 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    fn describe(&self) -> std::string::String {
+    pub fn describe(&self) -> std::string::String {
         let mut s = format!("`{}`", self.op);
         for (i, ((name, address), value)) in self.names.iter().zip(self.args).enumerate() {
             s += if i == 0 { " with " } else { ", " };
@@ -145,9 +146,9 @@ impl Call {
 pub(crate) struct Group {
     pub barrier: GroupBarrier,
     /// What the group is calling now, as the first member to arrive saw it.
-    call: Mutex<Option<(Call, u32)>>,
+    pub call: Mutex<Option<(Call, u32)>>,
     /// `"block"` or `"warp"`, for messages.
-    kind: &'static str,
+    pub kind: &'static str,
     /// Rank in the block of member 0.
     first_rank: u32,
     /// One word per member, for warp shuffles and votes (written, then the group meets).
@@ -168,65 +169,12 @@ impl Group {
     }
 
     /// The thread index of member `member`, in a block of extent `block`.
-    fn thread_of(&self, member: u32, block: Dim3) -> Dim3 {
+    pub fn thread_of(&self, member: u32, block: Dim3) -> Dim3 {
         let r = self.first_rank + member;
         Dim3 {
             x: r % block.x,
             y: r / block.x % block.y,
             z: r / (block.x * block.y),
         }
-    }
-
-    /// Waits at the group's barrier, turning a failed wait into this thread's failure.
-    pub fn sync(&self, ctx: &ThreadCtx<'_>, what: &str) {
-        match self.barrier.wait(&ctx.launch.aborted) {
-            Ok(()) => {}
-            Err(WaitError::Aborted) => ctx.abort(),
-            Err(WaitError::Divergent { exited, first }) => ctx.fail(format!(
-                "divergent barrier: this thread waits in {what}, but {exited} thread(s) of its {} \
-                 left the kernel without reaching it (the first: thread {}); every thread of the {} \
-                 must reach each barrier the same number of times",
-                self.kind,
-                D3(self.thread_of(first, ctx.launch.spec.block)),
-                self.kind,
-            )),
-        }
-    }
-
-    /// Makes `call` as member `member`: checks that every member passes the same arguments,
-    /// waits for all, lets member 0 run `work`, and waits for all again, so every member
-    /// returns after the work is done. NVSHMEM's warp and block variants also synchronise
-    /// the group on entry and on exit.
-    pub fn collective(&self, ctx: &ThreadCtx<'_>, member: u32, call: Call, work: impl FnOnce()) {
-        let mismatch = {
-            let mut slot = self.call.lock().unwrap_or_else(|e| e.into_inner());
-            match *slot {
-                None => {
-                    *slot = Some((call, member));
-                    None
-                }
-                Some((first, _)) if first == call => None,
-                Some((first, by)) => Some((first, by)),
-            }
-        };
-        if let Some((first, by)) = mismatch {
-            ctx.fail(format!(
-                "this thread calls {}, but thread {} of its {} calls {}: every thread of the {} \
-                 must make the same call with the same arguments",
-                call.describe(),
-                D3(self.thread_of(by, ctx.launch.spec.block)),
-                self.kind,
-                first.describe(),
-                self.kind,
-            ));
-        }
-        self.sync(ctx, call.op);
-        if member == 0 {
-            // Every member has compared its call (all arrived); clear it for the next one
-            // before anyone can pass the second barrier.
-            *self.call.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            work();
-        }
-        self.sync(ctx, call.op);
     }
 }

@@ -12,12 +12,12 @@ use core::mem::{align_of, size_of};
 
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
-use super::device::in_scope;
-use super::job::Side;
 use super::mem::{atomic_copy, scalar};
 use super::rma::remote;
+use super::scope::in_scope;
 use super::team::{member, Member};
-use crate::shmem::{ReduceOp, ScopeKind};
+use super::world::Side;
+use crate::contract::{ReduceOp, ScopeKind};
 
 const COLL_ARGS: &[(&str, bool)] = &[
     ("dest", true),
@@ -184,8 +184,8 @@ impl Place for InKernel<'_, '_> {
     }
 
     fn meet(&self) -> Result<(), Infallible> {
-        let job = self.c.job();
-        if let Err(e) = job.rendezvous(Side::Device, self.team, self.c.pe(), self.op, [0; 4]) {
+        let world = self.c.world();
+        if let Err(e) = world.rendezvous(Side::Device, self.team, self.c.pe(), self.op, [0; 4]) {
             self.c.fail(std::format!("{}: {e}", self.op));
         }
         Ok(())

@@ -2,16 +2,15 @@
 //! and PE. Every device function reads them from a thread-local set by the launch.
 
 use core::cell::Cell;
-use core::fmt;
 use core::ptr;
 use std::boxed::Box;
 use std::format;
 use std::string::String;
 
-use super::barrier::Group;
-use super::launch::{BlockState, Launch};
-use super::{Job, WARP_SIZE};
-use crate::thread::Dim3;
+use super::barrier::{Call, Group, WaitError};
+use super::launch::{BlockState, Launch, D3};
+use super::world::World;
+use crate::contract::{Dim3, WARP_SIZE};
 
 std::thread_local! {
     /// The context of the simulated thread running on this host thread; null elsewhere.
@@ -31,15 +30,6 @@ pub(crate) struct ThreadCtx<'l> {
     /// Flat index in the block (`thread::thread_rank_in_block`).
     pub rank: u32,
     pub thread_idx: Dim3,
-}
-
-/// Formats a [`Dim3`] as `(x, y, z)`.
-pub(crate) struct D3(pub Dim3);
-
-impl fmt::Display for D3 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "({}, {}, {})", self.0.x, self.0.y, self.0.z)
-    }
 }
 
 /// Resets the thread-local when the simulated thread ends, also by unwinding.
@@ -65,8 +55,8 @@ impl<'l> ThreadCtx<'l> {
         Installed(())
     }
 
-    pub fn job(&self) -> &'l Job {
-        self.launch.job
+    pub fn world(&self) -> &'l World {
+        self.launch.world
     }
 
     pub fn pe(&self) -> usize {
@@ -92,6 +82,59 @@ impl<'l> ThreadCtx<'l> {
     /// Unwinds this thread quietly: its launch has already failed elsewhere.
     pub fn abort(&self) -> ! {
         std::panic::resume_unwind(Box::new(Aborted))
+    }
+
+    /// Waits at `group`'s barrier, turning a failed wait into this thread's failure.
+    pub fn sync(&self, group: &Group, what: &str) {
+        match group.barrier.wait(&self.launch.aborted) {
+            Ok(()) => {}
+            Err(WaitError::Aborted) => self.abort(),
+            Err(WaitError::Divergent { exited, first }) => self.fail(format!(
+                "divergent barrier: this thread waits in {what}, but {exited} thread(s) of its {} \
+                 left the kernel without reaching it (the first: thread {}); every thread of the {} \
+                 must reach each barrier the same number of times",
+                group.kind,
+                D3(group.thread_of(first, self.launch.spec.block)),
+                group.kind,
+            )),
+        }
+    }
+
+    /// Makes `call` as member `member` of `group`: checks that every member passes the same
+    /// arguments, waits for all, lets member 0 run `work`, and waits for all again, so every
+    /// member returns after the work is done. NVSHMEM's warp and block variants also synchronise
+    /// the group on entry and on exit.
+    pub fn collective(&self, group: &Group, member: u32, call: Call, work: impl FnOnce()) {
+        let mismatch = {
+            let mut slot = group.call.lock().unwrap_or_else(|e| e.into_inner());
+            match *slot {
+                None => {
+                    *slot = Some((call, member));
+                    None
+                }
+                Some((first, _)) if first == call => None,
+                Some((first, by)) => Some((first, by)),
+            }
+        };
+        if let Some((first, by)) = mismatch {
+            self.fail(format!(
+                "this thread calls {}, but thread {} of its {} calls {}: every thread of the {} \
+                 must make the same call with the same arguments",
+                call.describe(),
+                D3(group.thread_of(by, self.launch.spec.block)),
+                group.kind,
+                first.describe(),
+                group.kind,
+            ));
+        }
+        self.sync(group, call.op);
+        if member == 0 {
+            // Every member has compared its call (all arrived); clear it for the next one
+            // before anyone can pass the second barrier.
+            *group.call.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            work();
+        }
+        self.sync(group, call.op);
     }
 }
 

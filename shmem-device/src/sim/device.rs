@@ -1,15 +1,14 @@
-//! The backend interface (see `backend/mod.rs`) on the simulator: each function reads the
-//! calling simulated thread's context.
+//! The simulator's side of the backend interface for threads, warps, ordering and byte-wise
+//! RMA (`crate::backend::sim` adds the typed families and forwards the rest): each function
+//! reads the calling simulated thread's context.
 
 use core::sync::atomic::{fence as host_fence, Ordering::SeqCst};
-use std::format;
 
 use super::barrier::Call;
 use super::context::{with, ThreadCtx};
-use super::job::Side;
 use super::rma;
-use crate::shmem::{ScopeKind, Team};
-use crate::thread::Dim3;
+use super::scope::{in_scope, pe_sync};
+use crate::contract::{Dim3, MemScopeKind, Ordering, ScopeKind, Team};
 
 pub(crate) fn thread_idx() -> Dim3 {
     with("thread::thread_idx", |c| c.thread_idx)
@@ -29,7 +28,7 @@ pub(crate) fn grid_dim() -> Dim3 {
 
 pub(crate) fn sync_threads() {
     with("thread::sync_threads", |c| {
-        c.block.threads.sync(c, "thread::sync_threads()")
+        c.sync(&c.block.threads, "thread::sync_threads()")
     })
 }
 
@@ -41,9 +40,9 @@ pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
 
 pub(crate) use super::warp::{active_mask, ballot, lane_id, shuffle32, sync_warp};
 
-pub(crate) fn atomic_fence(_scope: crate::atomic::ScopeKind, order: crate::atomic::Ordering) {
+pub(crate) fn atomic_fence(_scope: MemScopeKind, order: Ordering) {
     // Host atomics are sequentially consistent at every scope the simulator has.
-    if order != crate::atomic::Ordering::Relaxed {
+    if order != Ordering::Relaxed {
         host_fence(SeqCst)
     }
 }
@@ -76,7 +75,7 @@ pub(crate) fn my_pe() -> i32 {
 }
 
 pub(crate) fn n_pes() -> i32 {
-    with("shmem::n_pes", |c| c.job().n_pes() as i32)
+    with("shmem::n_pes", |c| c.world().n_pes() as i32)
 }
 
 // Every simulated operation completes before it returns and is bracketed by SeqCst fences,
@@ -99,40 +98,6 @@ macro_rules! scoped {
             ScopeKind::Block => concat!($base, "::<Block>"),
         }
     };
-}
-
-/// Runs `work` once for the group of `scope` that calls together: directly for a thread;
-/// by lane 0 or thread 0 between two barriers of the warp or block, after checking that
-/// every member makes the same `call`.
-pub(super) fn in_scope(c: &ThreadCtx<'_>, scope: ScopeKind, call: Call, work: impl FnOnce()) {
-    match scope {
-        ScopeKind::Thread => work(),
-        ScopeKind::Warp => {
-            let (warp, lane) = c.warp();
-            warp.collective(c, lane, call, work)
-        }
-        ScopeKind::Block => c.block.threads.collective(c, c.rank, call, work),
-    }
-}
-
-/// `barrier_all`/`sync_all` and team barriers: the group's one participant meets one
-/// participant of every other member of `team`. Host-side barriers are a different
-/// rendezvous and never pair with these.
-pub(super) fn pe_sync(scope: ScopeKind, team: i32, op: &'static str, scoped: &'static str) {
-    with(scoped, |c| {
-        let call = Call {
-            op: scoped,
-            names: &[],
-            args: [0; 4],
-        };
-        in_scope(c, scope, call, || {
-            host_fence(SeqCst);
-            if let Err(e) = c.job().rendezvous(Side::Device, team, c.pe(), op, [0; 4]) {
-                c.fail(format!("{scoped}: {e}"));
-            }
-            host_fence(SeqCst);
-        })
-    })
 }
 
 pub(crate) fn barrier_all(scope: ScopeKind) {

@@ -8,8 +8,8 @@ use core::sync::atomic::{fence, Ordering::SeqCst};
 use std::string::String;
 
 use super::coll::{self, Coll, Place, Reducible};
-use super::job::{CollectiveError, Job, Side};
 use super::mem::atomic_copy;
+use super::world::{CollectiveError, Side, World};
 
 /// Why a host-side operation did nothing, or stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ impl fmt::Display for HostOpError {
 /// A host thread's collective: addresses checked against its PE's heap, meetings in the
 /// host-side rendezvous of the team.
 struct OnHost<'j> {
-    job: &'j Job,
+    world: &'j World,
     pe: usize,
     team: i32,
     op: &'static str,
@@ -54,17 +54,17 @@ impl Place for OnHost<'_> {
             )));
         }
         let offset = self
-            .job
+            .world
             .heap(self.pe)
             .offset_of(addr, bytes)
             .map_err(HostOpError::Invalid)?;
         // SAFETY: `offset + bytes` lies in a live allocation of this PE's heap; every heap
         // has the same size.
-        Ok(unsafe { self.job.heap(pe).base().add(offset) })
+        Ok(unsafe { self.world.heap(pe).base().add(offset) })
     }
 
     fn meet(&self) -> Result<(), HostOpError> {
-        self.job
+        self.world
             .rendezvous(Side::Host, self.team, self.pe, self.op, [0; 4])
             .map(drop)
             .map_err(HostOpError::Collective)
@@ -75,7 +75,7 @@ impl Place for OnHost<'_> {
     }
 }
 
-impl Job {
+impl World {
     /// PE `pe` copies `bytes` bytes from its symmetric address `src` to the symmetric address
     /// `dest` on PE `target` (`nvshmemx_putmem_on_stream`).
     pub fn put(
@@ -168,7 +168,7 @@ impl Job {
             team,
         }))?;
         let place = OnHost {
-            job: self,
+            world: self,
             pe,
             team,
             op: coll.name(),

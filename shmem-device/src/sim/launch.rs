@@ -1,24 +1,18 @@
-//! Running a kernel grid: every simulated thread of every block at once, each on its own host
-//! thread.
+//! One launch's shared state: what was launched, its blocks (their barriers and shared
+//! memory), the PE's allocations as it started, and its first failure. Running the grid is
+//! `run`.
 
 use core::fmt;
 use core::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::format;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::string::{String, ToString};
 use std::sync::Mutex;
 use std::vec::Vec;
 
 use super::barrier::Group;
-use super::context::{panic_message, Aborted, ThreadCtx, D3};
-use super::heap::Span;
-use super::{Job, WARP_SIZE};
-use crate::thread::Dim3;
-
-/// Stack of each simulated thread. GPU threads get about 1 KiB; this leaves room for debug
-/// builds and panic reporting while keeping thousands of threads cheap in address space.
-const THREAD_STACK: usize = 512 * 1024;
+use super::sym_heap::Span;
+use super::world::World;
+use crate::contract::{Dim3, WARP_SIZE};
 
 /// What to launch. Simulator internals, filled in by rshmem-host from a `LaunchConfig`.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +25,15 @@ pub struct LaunchSpec {
     pub block: Dim3,
     /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: usize,
+}
+
+/// Formats a [`Dim3`] as `(x, y, z)`.
+pub(crate) struct D3(pub Dim3);
+
+impl fmt::Display for D3 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {}, {})", self.0.x, self.0.y, self.0.z)
+    }
 }
 
 /// The first failure of a launch: where it happened and what it was.
@@ -115,19 +118,19 @@ pub(crate) struct BlockState {
 
 /// One launch on one PE.
 pub(crate) struct Launch<'j> {
-    pub job: &'j Job,
+    pub world: &'j World,
     pub pe: usize,
     pub spec: &'j LaunchSpec,
     /// The PE's live symmetric allocations when the launch started: the host side cannot
     /// change them while its launch runs, so threads check addresses without locking.
     pub spans: Vec<Span>,
     pub aborted: AtomicBool,
-    failure: Mutex<Option<LaunchFailure>>,
-    blocks: Vec<BlockState>,
+    pub failure: Mutex<Option<LaunchFailure>>,
+    pub blocks: Vec<BlockState>,
 }
 
 /// The coordinates of flat index `i` in an extent `d` (x fastest).
-fn unflatten(i: u32, d: Dim3) -> Dim3 {
+pub(super) fn unflatten(i: u32, d: Dim3) -> Dim3 {
     Dim3 {
         x: i % d.x,
         y: i / d.x % d.y,
@@ -136,7 +139,7 @@ fn unflatten(i: u32, d: Dim3) -> Dim3 {
 }
 
 impl<'j> Launch<'j> {
-    fn new(job: &'j Job, pe: usize, spec: &'j LaunchSpec) -> Self {
+    pub fn new(world: &'j World, pe: usize, spec: &'j LaunchSpec) -> Self {
         let threads = spec.block.size();
         let blocks = (0..spec.grid.size())
             .map(|b| BlockState {
@@ -152,10 +155,10 @@ impl<'j> Launch<'j> {
             })
             .collect();
         Self {
-            job,
+            world,
             pe,
             spec,
-            spans: job.heap(pe).spans(),
+            spans: world.heap(pe).spans(),
             aborted: AtomicBool::new(false),
             failure: Mutex::new(None),
             blocks,
@@ -183,168 +186,6 @@ impl<'j> Launch<'j> {
             block.threads.barrier.wake();
             block.warps.iter().for_each(|w| w.barrier.wake());
         }
-        self.job.poison_device(self.pe, self.spec.kernel, text);
-    }
-
-    /// Runs one simulated thread to its end.
-    fn run_thread(&self, block: &BlockState, rank: u32, body: &(dyn Fn() + Sync)) {
-        let ctx = ThreadCtx {
-            launch: self,
-            block,
-            rank,
-            thread_idx: unflatten(rank, self.spec.block),
-        };
-        {
-            // SAFETY: `ctx` lives on this stack frame, does not move, and outlives the guard.
-            let _installed = unsafe { ctx.install() };
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
-                if !payload.is::<Aborted>() {
-                    self.record_failure(block.idx, ctx.thread_idx, panic_message(&*payload));
-                }
-            }
-        }
-        // After any failure is recorded, so waiters see an abort rather than a divergence.
-        block.threads.barrier.exit(rank);
-        let (warp, lane) = ctx.warp();
-        warp.barrier.exit(lane);
-    }
-}
-
-impl Job {
-    /// Runs `body` once per simulated thread of the grid `spec` on PE `pe`, all threads at
-    /// once, and returns when every thread has finished: `Err` with the first failure (a
-    /// panic, a bad address, a divergent barrier, a thread that could not be started).
-    ///
-    /// The caller checks the configuration (non-empty, within the thread limit): every
-    /// thread is a host thread, so a huge grid costs that many threads.
-    pub fn launch(
-        &self,
-        pe: usize,
-        spec: &LaunchSpec,
-        body: &(dyn Fn() + Sync),
-    ) -> Result<(), LaunchFailure> {
-        let launch = &Launch::new(self, pe, spec);
-        let threads = spec.block.size();
-        std::thread::scope(|s| {
-            'spawn: for block in &launch.blocks {
-                for rank in 0..threads {
-                    let thread = unflatten(rank, spec.block);
-                    let name = format!(
-                        "rshmem-sim `{}` PE {pe} block {} thread {}",
-                        spec.kernel,
-                        D3(block.idx),
-                        D3(thread)
-                    );
-                    let spawned = std::thread::Builder::new()
-                        .name(name)
-                        .stack_size(THREAD_STACK)
-                        .spawn_scoped(s, move || launch.run_thread(block, rank, body));
-                    if let Err(e) = spawned {
-                        // Threads already started wake up aborted and end; the rest never start.
-                        launch.record_failure(
-                            block.idx,
-                            thread,
-                            format!(
-                                "the host could not start this simulated thread ({e}); run fewer \
-                                 threads per launch or raise the process's thread limit (ulimit -u)"
-                            ),
-                        );
-                        break 'spawn;
-                    }
-                }
-            }
-        });
-        let failure = launch.failure.lock().unwrap_or_else(|e| e.into_inner());
-        failure.clone().map_or(Ok(()), Err)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::device;
-    use std::collections::BTreeMap;
-
-    fn spec(grid: u32, block: Dim3, shared: usize) -> LaunchSpec {
-        LaunchSpec {
-            kernel: "t",
-            grid: Dim3 {
-                x: grid,
-                y: 1,
-                z: 1,
-            },
-            block,
-            shared_mem_bytes: shared,
-        }
-    }
-
-    #[test]
-    fn every_thread_runs_once_with_its_coordinates() {
-        let job = Job::new(1, 4096).unwrap();
-        let block = Dim3 { x: 3, y: 2, z: 2 };
-        let seen = Mutex::new(Vec::new());
-        job.launch(0, &spec(2, block, 0), &|| {
-            let (b, t) = (device::block_idx(), device::thread_idx());
-            assert_eq!((device::block_dim(), device::grid_dim().x), (block, 2));
-            seen.lock().unwrap().push((b.x, t.x, t.y, t.z));
-        })
-        .unwrap();
-        let mut seen = seen.into_inner().unwrap();
-        seen.sort();
-        let mut want = Vec::new();
-        for b in 0..2 {
-            for z in 0..2 {
-                for y in 0..2 {
-                    for x in 0..3 {
-                        want.push((b, x, y, z));
-                    }
-                }
-            }
-        }
-        want.sort();
-        assert_eq!(seen, want);
-    }
-
-    #[test]
-    fn shared_memory_is_per_block_zeroed_and_aligned() {
-        let job = Job::new(1, 4096).unwrap();
-        let per_block = Mutex::new(BTreeMap::new());
-        job.launch(0, &spec(3, Dim3 { x: 8, y: 1, z: 1 }, 100), &|| {
-            let (ptr, len) = device::dynamic_shared_mem();
-            assert_eq!((len, ptr as usize % 16), (100, 0));
-            let b = device::block_idx().x;
-            // SAFETY: 100 bytes of this block's shared memory; each thread writes its own
-            // byte, after reading its zero.
-            unsafe {
-                let mine = ptr.add(device::thread_idx().x as usize);
-                assert_eq!(*mine, 0);
-                *mine = 1;
-            }
-            let prev = per_block.lock().unwrap().insert(b, ptr as usize);
-            assert!(prev.is_none_or(|p| p == ptr as usize));
-        })
-        .unwrap();
-        let ptrs: std::collections::BTreeSet<_> =
-            per_block.into_inner().unwrap().into_values().collect();
-        assert_eq!(ptrs.len(), 3);
-    }
-
-    #[test]
-    fn the_first_failure_is_reported_with_its_place() {
-        let job = Job::new(2, 4096).unwrap();
-        let err = job
-            .launch(1, &spec(2, Dim3 { x: 4, y: 1, z: 1 }, 0), &|| {
-                if device::block_idx().x == 1 && device::thread_idx().x == 2 {
-                    panic!("on purpose");
-                }
-                device::sync_threads();
-            })
-            .unwrap_err();
-        assert_eq!((err.block.x, err.thread.x), (1, 2));
-        assert_eq!(err.message, "panicked: on purpose");
-        assert_eq!(
-            err.to_string(),
-            "block (1, 0, 0), thread (2, 0, 0): panicked: on purpose"
-        );
+        self.world.poison_device(self.pe, self.spec.kernel, text);
     }
 }

@@ -7,12 +7,12 @@
 //!
 //! # What is modelled
 //!
-//! * **Job and PEs.** A [`Job`] holds `npes` PEs, each with a [`SymHeap`]: one zeroed host
+//! * **World and PEs.** A [`World`] holds `npes` PEs, each with a [`SymHeap`]: one zeroed host
 //!   allocation of the same size on every PE (rshmem-host: `RSHMEM_SIM_HEAP`). Allocation is
 //!   collective and deterministic, so a buffer has the same offset in every PE's heap, and a
 //!   remote access translates a local symmetric address by offset:
 //!   `remote = base(pe) + (addr - base(my_pe))`.
-//! * **Launch.** [`Job::launch`] runs every thread of every block at once, each on its own
+//! * **Launch.** [`World::launch`] runs every thread of every block at once, each on its own
 //!   host thread with its coordinates in a thread-local, so cooperative launches and
 //!   kernels that wait for other blocks or PEs work (the host side caps the threads per
 //!   launch). Dynamic shared memory is a zeroed allocation per block.
@@ -66,6 +66,21 @@
 //! on every PE instead of waiting for a thread that is gone (on a GPU the trapped kernel
 //! leaves the context unusable; here host-side calls keep working).
 //!
+//! # Files, bottom up
+//!
+//! Each imports only files of the lines above its own (and `crate::contract`); within the
+//! device side, `rma`, `atomic` and `team` serve the others, never the reverse:
+//!
+//! * `mem` (atomic byte copies), `sym_heap` (one PE's heap), `barrier` (group barriers);
+//! * `world` (every PE of the run: heaps, teams, rendezvous, failures);
+//! * `launch` (one launch's state), `context` (the current simulated thread), `run` (running
+//!   a grid);
+//! * `scope` (calls made by a warp or block, PE-wide meetings);
+//! * the device side, one file per family: `device` (threads, ordering, byte-wise RMA),
+//!   `rma`, `amo`, `atomic`, `wait`, `coll`, `team`, `warp`, `printf` — what
+//!   `crate::backend` calls;
+//! * `host` (rshmem-host's side: host-initiated puts, gets and collectives).
+//!
 //! # Limits
 //!
 //! Each simulated thread is a host thread with a 512 KiB stack (address space, mostly
@@ -85,23 +100,24 @@ mod barrier;
 pub(crate) mod coll;
 mod context;
 pub(crate) mod device;
-mod heap;
 mod host;
-mod job;
 mod launch;
 mod mem;
 mod printf;
 pub(crate) mod rma;
+mod run;
+mod scope;
+mod sym_heap;
 pub(crate) mod team;
 pub(crate) mod wait;
 mod warp;
+mod world;
 
 pub use coll::{Coll, Reducible};
-pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use host::HostOpError;
-pub use job::{CollectiveError, Job, Split, TeamShape, FIRST_SPLIT_TEAM};
 pub use launch::{LaunchFailure, LaunchSpec};
 pub(crate) use printf::printf;
+pub use sym_heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
+pub use world::{CollectiveError, Split, TeamShape, World, FIRST_SPLIT_TEAM};
 
-/// Threads per warp, as on NVIDIA GPUs.
-pub const WARP_SIZE: u32 = 32;
+pub use crate::contract::WARP_SIZE;

@@ -7,7 +7,7 @@ use std::string::ToString;
 use std::{format, print};
 
 use super::context::with;
-use crate::debug::PrintfValue;
+use crate::contract::PrintfValue;
 
 /// Formats and prints one `printf!` from the current simulated thread, prefixed `[PE k] `.
 pub(crate) fn printf(format: &str, args: &[Option<PrintfValue>]) {

@@ -10,7 +10,7 @@ use super::mem::{self, scalar};
 
 /// Checks that `pe` is a PE of the job and returns it as an index.
 pub(super) fn target(c: &ThreadCtx<'_>, op: &str, pe: i32) -> usize {
-    let n = c.job().n_pes();
+    let n = c.world().n_pes();
     match usize::try_from(pe) {
         Ok(p) if p < n => p,
         _ => c.fail(format!(
@@ -36,14 +36,14 @@ pub(super) fn remote(
             "{op}: address {addr:#x} is not aligned to {align} bytes (the size of the element)"
         ));
     }
-    let job = c.job();
-    let offset = job
+    let world = c.world();
+    let offset = world
         .heap(c.pe())
         .offset_in(&c.launch.spans, addr, len)
         .unwrap_or_else(|why| c.fail(format!("{op}: {why}")));
     // SAFETY: `offset + len` lies in a live allocation of this PE's heap; every heap has the
     // same size, so it lies inside PE `target`'s arena too.
-    unsafe { job.heap(target).base().add(offset) }
+    unsafe { world.heap(target).base().add(offset) }
 }
 
 /// Fails if `pe` is this PE and the two `len`-byte ranges overlap (the contract of
@@ -165,7 +165,7 @@ const STRIDED_ARGS: &[(&str, bool)] = &[
 /// element; the symmetric side is checked.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn istrided<T: Copy>(
-    scope: crate::shmem::ScopeKind,
+    scope: crate::contract::ScopeKind,
     put: bool,
     dest: *mut T,
     source: *const T,
@@ -186,7 +186,7 @@ pub(crate) unsafe fn istrided<T: Copy>(
                 "{op}: strides must be positive, got dst = {dst}, sst = {sst}"
             ));
         }
-        super::device::in_scope(c, scope, call, || {
+        super::scope::in_scope(c, scope, call, || {
             for i in 0..n as isize {
                 let (d, s) = (
                     dest.wrapping_offset(i * dst),
@@ -216,7 +216,7 @@ pub(crate) fn ptr(dest: *const u8, pe: i32) -> *mut u8 {
         let mapped = remote(c, "shmem::ptr", dest as usize, 1, pe, 1);
         // Without peer mappings only the PE's own memory is mapped (NVSHMEM: a PE behind a
         // network transport), after the same checks of the address and the PE.
-        if c.job().peer_mappings() || pe as usize == c.pe() {
+        if c.world().peer_mappings() || pe as usize == c.pe() {
             mapped
         } else {
             core::ptr::null_mut()

@@ -1,12 +1,12 @@
 //! Teams on the simulator. Every PE shares memory with every other, so the predefined teams
 //! `WORLD`, `SHARED` and `NODE` all hold every PE, in order; split teams are made by the host
-//! (`Job::team_split`) and looked up in the job's table. A handle that names no team, or a
+//! (`World::team_split`) and looked up in the job's table. A handle that names no team, or a
 //! team the calling PE destroyed, fails the thread, naming it.
 
 use super::context::{with, ThreadCtx};
-use super::device::pe_sync;
-use super::job::TeamShape;
-use crate::shmem::ScopeKind;
+use super::scope::pe_sync;
+use super::world::TeamShape;
+use crate::contract::ScopeKind;
 
 /// `Team::INVALID`: NVSHMEM's team calls return -1 for it.
 const INVALID: i32 = -1;
@@ -23,7 +23,7 @@ pub(crate) struct Member {
 /// The calling PE's view of `team`: its members and this PE's rank if it is one; the thread
 /// fails for a handle that names no live team of this PE.
 fn view(c: &ThreadCtx<'_>, op: &str, team: i32) -> (TeamShape, Option<usize>) {
-    c.job()
+    c.world()
         .team_view(c.pe(), team)
         .unwrap_or_else(|e| c.fail(std::format!("{op}: {e}")))
 }

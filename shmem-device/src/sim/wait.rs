@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::context::{with, ThreadCtx};
 use super::mem::scalar;
 use super::rma::remote;
-use crate::shmem::Cmp;
+use crate::contract::Cmp;
 
 fn cmp_of(c: &ThreadCtx<'_>, op: &str, raw: i32) -> Cmp {
     Cmp::from_raw(raw).unwrap_or_else(|| {
@@ -48,7 +48,7 @@ fn poll<R>(c: &ThreadCtx<'_>, op: &str, mut ready: impl FnMut() -> Option<R>) ->
             c.abort();
         }
         if round % 64 == 63 {
-            if let Some(e) = c.job().device_blocked() {
+            if let Some(e) = c.world().device_blocked() {
                 c.fail(std::format!("{op}: {e}"));
             }
             if start.elapsed() > limit {
@@ -78,7 +78,7 @@ pub(crate) fn check_spin(op: &str, waited: Duration, what: &dyn Fn() -> std::str
         if c.launch.aborted.load(core::sync::atomic::Ordering::SeqCst) {
             c.abort();
         }
-        if let Some(e) = c.job().device_blocked() {
+        if let Some(e) = c.world().device_blocked() {
             c.fail(std::format!("{op}: {}: {e}", what()));
         }
         let limit = wait_limit();
@@ -120,8 +120,8 @@ pub(crate) unsafe fn wait_until<T: Copy + PartialOrd>(ivar: *const T, cmp: i32, 
     let op = "shmem::wait_until";
     with(op, |c| {
         let cmp = cmp_of(c, op, cmp);
-        // SAFETY: null status.
         poll(c, op, || {
+            // SAFETY: null status.
             unsafe { check(c, op, ivar, 0, core::ptr::null(), cmp, value) }
                 .filter(|&t| t)
                 .map(drop)
@@ -163,9 +163,9 @@ pub(crate) unsafe fn wait_all<T: Copy + PartialOrd>(
     with(op, |c| {
         let cmp = cmp_of(c, op, cmp);
         poll(c, op, || {
-            // SAFETY: the caller's contract on `status`.
             (0..n)
                 .all(|i| {
+                    // SAFETY: the caller's contract on `status`.
                     unsafe { check(c, op, ivars, i, status, cmp, value_at(i)) }.unwrap_or(true)
                 })
                 .then_some(())
@@ -239,6 +239,8 @@ unsafe fn collect<T: Copy + PartialOrd>(
     for i in 0..n {
         // SAFETY: the caller's contracts.
         if unsafe { check(c, op, ivars, i, status, cmp, value_at(i)) } == Some(true) {
+            // SAFETY: `indices` has room for `n` entries (the caller's contract), and
+            // `found <= i < n`.
             unsafe { *indices.add(found) = i };
             found += 1;
         }

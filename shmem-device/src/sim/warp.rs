@@ -6,7 +6,7 @@
 use core::sync::atomic::Ordering::SeqCst;
 
 use super::context::{with, ThreadCtx};
-use crate::warp::Shuffle;
+use crate::contract::Shuffle;
 
 /// The lanes that exist in this thread's warp (all 32 but in a partial last warp).
 fn lanes(c: &ThreadCtx<'_>) -> u32 {
@@ -41,7 +41,7 @@ pub(crate) fn active_mask() -> u32 {
 pub(crate) fn sync_warp(mask: u32) {
     with("warp::sync_warp", |c| {
         check_mask(c, "warp::sync_warp", mask);
-        c.warp().0.sync(c, "warp::sync_warp")
+        c.sync(c.warp().0, "warp::sync_warp")
     })
 }
 
@@ -56,9 +56,9 @@ fn exchange<R>(
         check_mask(c, op, mask);
         let (warp, lane) = c.warp();
         warp.slots[lane as usize].store(word, SeqCst);
-        warp.sync(c, op);
+        c.sync(warp, op);
         let r = read(c, lane, &|l| warp.slots[l as usize].load(SeqCst));
-        warp.sync(c, op);
+        c.sync(warp, op);
         r
     })
 }

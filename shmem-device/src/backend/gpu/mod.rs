@@ -1,8 +1,13 @@
-//! nvptx64: PTX special registers and NVSHMEM's device library (linked as bitcode by
-//! rshmem-builder, then inlined).
+//! nvptx64: PTX special registers, inline PTX and NVSHMEM's device library (linked as
+//! bitcode by rshmem-builder, then inlined). This file holds the thread, warp, ordering and
+//! `printf` primitives; [`shmem`] the NVSHMEM calls and [`atomic`] the scoped atomics.
 
-use crate::shmem::ScopeKind;
-use crate::thread::Dim3;
+mod atomic;
+mod shmem;
+
+pub(crate) use shmem::*;
+
+use crate::contract::{Dim3, MemScopeKind, Ordering, PrintfValue, ScopeKind, Shuffle};
 use core::arch::nvptx;
 
 /// NVSHMEM device entry points. Signatures follow NVSHMEM 3.x's `nvshmem.h`/`nvshmemx.h`
@@ -174,8 +179,7 @@ pub(crate) fn sync_warp(mask: u32) {
 }
 
 #[inline(always)]
-pub(crate) fn shuffle32(mask: u32, mode: crate::warp::Shuffle, value: u32, arg: u32) -> u32 {
-    use crate::warp::Shuffle;
+pub(crate) fn shuffle32(mask: u32, mode: Shuffle, value: u32, arg: u32) -> u32 {
     let out: u32;
     // SAFETY: every lane of `mask` calls it together (documented on `warp::shuffle`). The
     // clamp operand is 0x1f (whole warp) for idx/down/bfly and 0 for up, as CUDA's intrinsics.
@@ -215,24 +219,23 @@ pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
 }
 
 #[inline(always)]
-pub(crate) fn atomic_fence(scope: crate::atomic::ScopeKind, order: crate::atomic::Ordering) {
-    use crate::atomic::{Ordering, ScopeKind};
+pub(crate) fn atomic_fence(scope: MemScopeKind, order: Ordering) {
     // SAFETY: fences have no preconditions.
     unsafe {
         match (order, scope) {
             (Ordering::Relaxed, _) => {}
-            (Ordering::SeqCst, ScopeKind::Cta) => {
+            (Ordering::SeqCst, MemScopeKind::Cta) => {
                 core::arch::asm!("fence.sc.cta;", options(nostack))
             }
-            (Ordering::SeqCst, ScopeKind::Gpu) => {
+            (Ordering::SeqCst, MemScopeKind::Gpu) => {
                 core::arch::asm!("fence.sc.gpu;", options(nostack))
             }
-            (Ordering::SeqCst, ScopeKind::Sys) => {
+            (Ordering::SeqCst, MemScopeKind::Sys) => {
                 core::arch::asm!("fence.sc.sys;", options(nostack))
             }
-            (_, ScopeKind::Cta) => core::arch::asm!("fence.acq_rel.cta;", options(nostack)),
-            (_, ScopeKind::Gpu) => core::arch::asm!("fence.acq_rel.gpu;", options(nostack)),
-            (_, ScopeKind::Sys) => core::arch::asm!("fence.acq_rel.sys;", options(nostack)),
+            (_, MemScopeKind::Cta) => core::arch::asm!("fence.acq_rel.cta;", options(nostack)),
+            (_, MemScopeKind::Gpu) => core::arch::asm!("fence.acq_rel.gpu;", options(nostack)),
+            (_, MemScopeKind::Sys) => core::arch::asm!("fence.acq_rel.sys;", options(nostack)),
         }
     }
 }
@@ -267,4 +270,29 @@ pub(crate) fn globaltimer_ns() -> u64 {
 pub(crate) fn trap() -> ! {
     // SAFETY: aborts the kernel.
     unsafe { core::arch::nvptx::trap() }
+}
+
+/// The simulator's copy of `printf!`'s arguments; a GPU needs only the packed bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct PrintfValues;
+
+impl PrintfValues {
+    #[inline(always)]
+    pub(crate) const fn new() -> Self {
+        PrintfValues
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&mut self, _: PrintfValue) {}
+}
+
+/// CUDA's device `printf` (resolved by the driver) over the packed argument buffer.
+#[inline(always)]
+pub(crate) fn printf(format: &'static str, args: &[u8], _: &PrintfValues) {
+    extern "C" {
+        fn vprintf(format: *const u8, args: *const u8) -> i32;
+    }
+    // SAFETY: `format` ends in NUL (`printf!` appends it); `args` is laid out as vprintf reads
+    // it (each argument at its natural alignment) and outlives the call.
+    unsafe { vprintf(format.as_ptr(), args.as_ptr()) };
 }

@@ -1,4 +1,5 @@
-//! The job: every PE of one simulated run, their symmetric heaps, its teams, and the
+//! The world: every PE of one simulated run (what NVSHMEM calls the job, and `Team::WORLD`
+//! holds), their symmetric heaps, its teams, and the
 //! rendezvous in which collective calls meet (the host side's collectives, the kernels'
 //! barriers and collectives).
 //!
@@ -23,7 +24,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::vec;
 use std::vec::Vec;
 
-use super::heap::{HeapError, SymHeap};
+use super::sym_heap::{HeapError, SymHeap};
 
 /// The handle of the first team a split makes. NVSHMEM reserves 0..=5 for its predefined
 /// teams (`NVSHMEM_TEAMS_MIN` = 6), so handles look alike on both backends.
@@ -36,13 +37,14 @@ const INVALID_TEAM: i32 = -1;
 /// hold every PE in order, so their collectives meet together, as `barrier_all` does.
 const ALL_PES: i32 = 0;
 
-/// All PEs of a simulated job. Simulator internals, shared by rshmem-host's PE threads.
-pub struct Job {
+/// Every PE of one simulated run, with their heaps, teams and rendezvous. Simulator
+/// internals, shared by rshmem-host's PE threads.
+pub struct World {
     heaps: Vec<SymHeap>,
     /// Whether `shmem::ptr` maps other PEs' memory (PEs on one node over NVLink) or only the
     /// PE's own (as for PEs behind a network transport).
     peer_mappings: bool,
-    state: Mutex<JobState>,
+    state: Mutex<WorldState>,
     /// Signalled on every change of `state`; few threads wait here (one per PE and side).
     cv: Condvar,
 }
@@ -96,7 +98,7 @@ struct SplitTeam {
     destroyed: Vec<bool>,
 }
 
-struct JobState {
+struct WorldState {
     pes: Vec<PeStatus>,
     /// The first PE that failed, and how.
     failure: Option<(usize, String)>,
@@ -125,7 +127,7 @@ struct Round {
     mismatch: Option<CollectiveError>,
     /// The values of the last completed round, in rank order.
     results: Vec<[u64; 4]>,
-    /// What the completing member's `finish` made of them (see [`Job::rendezvous_with`]).
+    /// What the completing member's `finish` made of them (see [`World::rendezvous_with`]).
     outcome: u64,
 }
 
@@ -276,7 +278,7 @@ fn all_pes(npes: usize) -> TeamShape {
     }
 }
 
-impl JobState {
+impl WorldState {
     /// Notes that `pe` fails `e` because of another PE's kernel, when it does.
     fn blame(&mut self, pe: usize, e: CollectiveError) -> CollectiveError {
         if let CollectiveError::KernelFailed { pe: q, .. } = e {
@@ -354,7 +356,7 @@ impl JobState {
     }
 }
 
-/// What [`Job::team_split`] decided; the same on every member of the parent team.
+/// What [`World::team_split`] decided; the same on every member of the parent team.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Split {
     /// Every parent member's `[start, stride, size, valid]`, in parent rank order.
@@ -364,7 +366,7 @@ pub struct Split {
     pub team: i32,
 }
 
-impl Job {
+impl World {
     /// A job of `npes` PEs, each with a zeroed symmetric heap of `heap_size` bytes.
     pub fn new(npes: usize, heap_size: usize) -> Result<Self, HeapError> {
         let heaps = (0..npes)
@@ -373,7 +375,7 @@ impl Job {
         Ok(Self {
             heaps,
             peer_mappings: true,
-            state: Mutex::new(JobState {
+            state: Mutex::new(WorldState {
                 pes: vec![PeStatus::Running; npes],
                 failure: None,
                 failures: vec![None; npes],
@@ -394,7 +396,7 @@ impl Job {
         self
     }
 
-    /// Whether `shmem::ptr` maps other PEs' memory (see [`Job::without_peer_mappings`]).
+    /// Whether `shmem::ptr` maps other PEs' memory (see [`World::without_peer_mappings`]).
     pub fn peer_mappings(&self) -> bool {
         self.peer_mappings
     }
@@ -409,7 +411,7 @@ impl Job {
         &self.heaps[pe]
     }
 
-    fn lock(&self) -> MutexGuard<'_, JobState> {
+    fn lock(&self) -> MutexGuard<'_, WorldState> {
         // Every update completes before anything can panic, so a poisoned lock is consistent.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -428,7 +430,7 @@ impl Job {
             .map(|(values, _)| values)
     }
 
-    /// [`Job::rendezvous`], where the member that completes the round also runs `finish` on
+    /// [`World::rendezvous`], where the member that completes the round also runs `finish` on
     /// the job's split teams and the gathered values, under the job's lock; every member
     /// gets its result with the values. One member's `finish` runs per round, so it must be
     /// the same computation on every member.
@@ -447,7 +449,7 @@ impl Job {
         if let Some(e) = st.blocker(side, key, shape, op) {
             return Err(st.blame(pe, e));
         }
-        let JobState { rounds, teams, .. } = &mut *st;
+        let WorldState { rounds, teams, .. } = &mut *st;
         let round = rounds
             .entry((side, key))
             .or_insert_with(|| Round::new(shape.size));
@@ -666,10 +668,10 @@ impl Job {
     }
 }
 
-impl fmt::Debug for Job {
+impl fmt::Debug for World {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.lock();
-        f.debug_struct("Job")
+        f.debug_struct("World")
             .field("heaps", &self.heaps)
             .field("pes", &st.pes)
             .field("failure", &st.failure)

@@ -1,0 +1,123 @@
+//! Scoped atomics in inline PTX: `atom`, `ld` and `st` with the scope and ordering the
+//! caller names (`atomic::fetch_add::<Sys, u32>(p, 1, Ordering::AcqRel)` is one
+//! `atom.acq_rel.sys.add.u32`).
+
+use super::super::ScopedAtomic;
+use crate::contract::{MemScopeKind, Ordering, RmwOp};
+
+/// Expands `$m!(sem, scope, args...)` for the (scope, ordering) pair, with the PTX
+/// semantics `[relaxed, acquire, release, acq_rel, seq_cst]` given for the five orderings
+/// (loads cannot release, stores cannot acquire: those map to the nearest stronger form).
+/// `SeqCst` is a `fence.sc` at the scope first, then the `seq_cst` entry, as CUDA's
+/// `atomic_ref` does. The template of `asm!` must be a literal, so every pair is spelled out;
+/// the match folds away after inlining.
+macro_rules! by_order {
+    ($scope:expr, $order:expr, [$r:literal, $a:literal, $rel:literal, $ar:literal, $sc:literal], $m:ident!($($args:tt)*)) => {
+        match ($scope, $order) {
+            (MemScopeKind::Cta, Ordering::Relaxed) => $m!($r, "cta", $($args)*),
+            (MemScopeKind::Cta, Ordering::Acquire) => $m!($a, "cta", $($args)*),
+            (MemScopeKind::Cta, Ordering::Release) => $m!($rel, "cta", $($args)*),
+            (MemScopeKind::Cta, Ordering::AcqRel) => $m!($ar, "cta", $($args)*),
+            (MemScopeKind::Cta, Ordering::SeqCst) => { super::atomic_fence(MemScopeKind::Cta, Ordering::SeqCst); $m!($sc, "cta", $($args)*) }
+            (MemScopeKind::Gpu, Ordering::Relaxed) => $m!($r, "gpu", $($args)*),
+            (MemScopeKind::Gpu, Ordering::Acquire) => $m!($a, "gpu", $($args)*),
+            (MemScopeKind::Gpu, Ordering::Release) => $m!($rel, "gpu", $($args)*),
+            (MemScopeKind::Gpu, Ordering::AcqRel) => $m!($ar, "gpu", $($args)*),
+            (MemScopeKind::Gpu, Ordering::SeqCst) => { super::atomic_fence(MemScopeKind::Gpu, Ordering::SeqCst); $m!($sc, "gpu", $($args)*) }
+            (MemScopeKind::Sys, Ordering::Relaxed) => $m!($r, "sys", $($args)*),
+            (MemScopeKind::Sys, Ordering::Acquire) => $m!($a, "sys", $($args)*),
+            (MemScopeKind::Sys, Ordering::Release) => $m!($rel, "sys", $($args)*),
+            (MemScopeKind::Sys, Ordering::AcqRel) => $m!($ar, "sys", $($args)*),
+            (MemScopeKind::Sys, Ordering::SeqCst) => { super::atomic_fence(MemScopeKind::Sys, Ordering::SeqCst); $m!($sc, "sys", $($args)*) }
+        }
+    };
+}
+
+/// `atom.<sem>.<scope>.<op>.<type> out, [ptr], v;`
+macro_rules! ptx_atom {
+    ($sem:literal, $sc:literal, $op:literal, $ty:literal, $reg:ident, $out:ident, $ptr:expr, $v:expr) => {
+        core::arch::asm!(
+            concat!("atom.", $sem, ".", $sc, ".", $op, ".", $ty, " {out}, [{ptr}], {v};"),
+            out = out($reg) $out, ptr = in(reg64) $ptr, v = in($reg) $v,
+            options(nostack)
+        )
+    };
+}
+
+/// `atom.<sem>.<scope>.cas.<type> out, [ptr], cur, new;`
+macro_rules! ptx_cas {
+    ($sem:literal, $sc:literal, $ty:literal, $reg:ident, $out:ident, $ptr:expr, $c:expr, $n:expr) => {
+        core::arch::asm!(
+            concat!("atom.", $sem, ".", $sc, ".cas.", $ty, " {out}, [{ptr}], {c}, {n};"),
+            out = out($reg) $out, ptr = in(reg64) $ptr, c = in($reg) $c, n = in($reg) $n,
+            options(nostack)
+        )
+    };
+}
+
+/// `ld.<sem>.<scope>.<type> out, [ptr];`
+macro_rules! ptx_ld {
+    ($sem:literal, $sc:literal, $ty:literal, $reg:ident, $out:ident, $ptr:expr) => {
+        core::arch::asm!(
+            concat!("ld.", $sem, ".", $sc, ".", $ty, " {out}, [{ptr}];"),
+            out = out($reg) $out, ptr = in(reg64) $ptr,
+            options(nostack, readonly)
+        )
+    };
+}
+
+/// `st.<sem>.<scope>.<type> [ptr], v;`
+macro_rules! ptx_st {
+    ($sem:literal, $sc:literal, $ty:literal, $reg:ident, $ptr:expr, $v:expr) => {
+        core::arch::asm!(
+            concat!("st.", $sem, ".", $sc, ".", $ty, " [{ptr}], {v};"),
+            ptr = in(reg64) $ptr, v = in($reg) $v,
+            options(nostack)
+        )
+    };
+}
+
+/// `$t`'s PTX type names: bitwise (`b32`), add (`u32`/`s32`; PTX has no `add.s64`, and
+/// wrapping add is the same on `u64`), min/max (`u32`/`s32`...), and its register class.
+macro_rules! atomic_ints {
+    ($($t:ty => bits: $b:literal, add: $a:literal, minmax: $m:literal, reg: $reg:ident;)*) => {$(
+        impl ScopedAtomic for $t {
+            #[inline(always)]
+            unsafe fn rmw(op: RmwOp, scope: MemScopeKind, order: Ordering, ptr: *mut Self, value: Self) -> Self {
+                let out: $t;
+                match op {
+                    RmwOp::Add => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("add", $a, $reg, out, ptr, value)),
+                    RmwOp::Exch => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("exch", $b, $reg, out, ptr, value)),
+                    RmwOp::Min => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("min", $m, $reg, out, ptr, value)),
+                    RmwOp::Max => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("max", $m, $reg, out, ptr, value)),
+                    RmwOp::And => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("and", $b, $reg, out, ptr, value)),
+                    RmwOp::Or => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("or", $b, $reg, out, ptr, value)),
+                    RmwOp::Xor => by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_atom!("xor", $b, $reg, out, ptr, value)),
+                }
+                out
+            }
+            #[inline(always)]
+            unsafe fn cas(scope: MemScopeKind, order: Ordering, ptr: *mut Self, current: Self, new: Self) -> Self {
+                let out: $t;
+                by_order!(scope, order, ["relaxed", "acquire", "release", "acq_rel", "acq_rel"], ptx_cas!($b, $reg, out, ptr, current, new));
+                out
+            }
+            #[inline(always)]
+            unsafe fn load(scope: MemScopeKind, order: Ordering, ptr: *const Self) -> Self {
+                let out: $t;
+                by_order!(scope, order, ["relaxed", "acquire", "acquire", "acquire", "acquire"], ptx_ld!($b, $reg, out, ptr));
+                out
+            }
+            #[inline(always)]
+            unsafe fn store(scope: MemScopeKind, order: Ordering, ptr: *mut Self, value: Self) {
+                by_order!(scope, order, ["relaxed", "release", "release", "release", "release"], ptx_st!($b, $reg, ptr, value))
+            }
+        }
+    )*};
+}
+atomic_ints! {
+    u32 => bits: "b32", add: "u32", minmax: "u32", reg: reg32;
+    i32 => bits: "b32", add: "s32", minmax: "s32", reg: reg32;
+    u64 => bits: "b64", add: "u64", minmax: "u64", reg: reg64;
+    i64 => bits: "b64", add: "u64", minmax: "s64", reg: reg64;
+}

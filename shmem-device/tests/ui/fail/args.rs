@@ -1,0 +1,9 @@
+use rshmem_device::kernel;
+
+/// # Safety
+///
+/// None needed.
+#[kernel(fast)]
+pub unsafe fn k() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use rshmem_device::kernel;
+
+#[kernel]
+pub struct NotAKernel;
+
+fn main() {}

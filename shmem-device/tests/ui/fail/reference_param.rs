@@ -1,0 +1,11 @@
+use rshmem_device::kernel;
+
+/// # Safety
+///
+/// `x` must be valid.
+#[kernel]
+pub unsafe fn k(x: &u32) {
+    let _ = x;
+}
+
+fn main() {}

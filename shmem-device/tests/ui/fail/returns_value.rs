@@ -1,0 +1,11 @@
+use rshmem_device::kernel;
+
+/// # Safety
+///
+/// None needed.
+#[kernel]
+pub unsafe fn k(x: u32) -> u32 {
+    x
+}
+
+fn main() {}
