@@ -77,6 +77,10 @@ pub enum Arch {
     Sm89,
     /// Hopper (H100, H200). The default.
     Sm90,
+    /// Hopper with its architecture-specific features (`wgmma`, `setmaxnreg`): `sm_90a` code
+    /// runs on compute capability 9.0 only, so pair it with a portable target (the loader
+    /// prefers it on sm_90 and falls back to the other elsewhere).
+    Sm90a,
     /// Blackwell (B200).
     Sm100,
     /// Blackwell (RTX 50).
@@ -92,6 +96,7 @@ impl Arch {
         Arch::Sm86,
         Arch::Sm89,
         Arch::Sm90,
+        Arch::Sm90a,
         Arch::Sm100,
         Arch::Sm120,
     ];
@@ -104,21 +109,28 @@ impl Arch {
             Arch::Sm80 => 80,
             Arch::Sm86 => 86,
             Arch::Sm89 => 89,
-            Arch::Sm90 => 90,
+            Arch::Sm90 | Arch::Sm90a => 90,
             Arch::Sm100 => 100,
             Arch::Sm120 => 120,
         }
     }
 
-    /// `sm_90` style name.
+    /// Whether the code uses architecture-specific features (the `a` suffix) and so runs
+    /// only on exactly this compute capability.
+    pub const fn arch_specific(self) -> bool {
+        matches!(self, Arch::Sm90a)
+    }
+
+    /// `sm_90` style name (`sm_90a` for the architecture-specific target): what rustc's
+    /// `target-cpu`, llc's `-mcpu` and ptxas's `-arch` take.
     pub fn name(self) -> String {
-        format!("sm_{}", self.sm())
+        format!("sm_{}{}", self.sm(), if self.arch_specific() { "a" } else { "" })
     }
 }
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}", self.sm())
+        f.write_str(&self.name())
     }
 }
 
@@ -133,7 +145,7 @@ impl FromStr for Arch {
         Arch::ALL
             .iter()
             .copied()
-            .find(|a| digits.parse() == Ok(a.sm()))
+            .find(|a| a.name() == format!("sm_{digits}"))
             .ok_or_else(|| Error::BadArch(s.to_string()))
     }
 }
@@ -355,7 +367,7 @@ impl Builder {
                     objects: &objects,
                     kernels: &kernels,
                     nvshmem: nvshmem.as_deref(),
-                    sm: arch.sm(),
+                    sm: arch,
                     debug,
                     ptx_out: &ptx,
                 },
@@ -367,7 +379,7 @@ impl Builder {
             if let (Some(ptxas), Some(cubin)) = (&ptxas, &cubin) {
                 let (ptxas, ptx, target) = (ptxas.clone(), linked.ptx.clone(), cubin.clone());
                 assembling.push(std::thread::spawn(move || {
-                    link::ptxas(&ptxas, &ptx, arch.sm(), &target)
+                    link::ptxas(&ptxas, &ptx, arch, &target)
                 }));
             }
             let _ = std::fs::remove_dir_all(&work);
@@ -695,6 +707,9 @@ mod tests {
         assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch::Sm90);
         assert_eq!("sm80".parse::<Arch>().unwrap(), Arch::Sm80);
         assert_eq!(" 86 ".parse::<Arch>().unwrap(), Arch::Sm86);
+        assert_eq!("sm_90a".parse::<Arch>().unwrap(), Arch::Sm90a);
+        assert_eq!(Arch::Sm90a.to_string(), "sm_90a");
+        assert_eq!((Arch::Sm90a.sm(), Arch::Sm90.to_string()), (90, "sm_90".into()));
         let err = "sm_42".parse::<Arch>().unwrap_err().to_string();
         assert!(err.contains("\"sm_42\"") && err.contains("sm_90"), "{err}");
     }

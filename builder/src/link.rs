@@ -116,7 +116,7 @@ pub(crate) struct LinkInputs<'a> {
     /// NVSHMEM's device bitcode, if the kernels call NVSHMEM.
     pub nvshmem: Option<&'a Path>,
     /// Target architecture.
-    pub sm: u32,
+    pub sm: crate::Arch,
     /// Device debug info (O1 instead of O3).
     pub debug: bool,
     /// Where the PTX goes.
@@ -183,7 +183,7 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
     // NVSHMEM uses `.mmio` loads, which need PTX ISA 8.2 or later; 8.6 is what CUDA 12.6+
     // drivers accept and what ptxas 13 defaults to for sm_90.
     run(Command::new(tc.llvm("llc"))
-        .arg(format!("-mcpu=sm_{sm}"))
+        .arg(format!("-mcpu={sm}"))
         .arg("-mattr=+ptx86")
         .arg(&optimized)
         .arg("-o")
@@ -256,9 +256,9 @@ pub(crate) fn nvshmem_version_in_ptx(ptx: &str) -> Option<(u32, u32, u32)> {
 }
 
 /// Assembles PTX into a cubin with ptxas; fails with ptxas's own message.
-pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: u32, cubin: &Path) -> Result<()> {
+pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: crate::Arch, cubin: &Path) -> Result<()> {
     let out = Command::new(ptxas)
-        .arg(format!("-arch=sm_{sm}"))
+        .arg(format!("-arch={sm}"))
         .arg(ptx)
         .arg("-o")
         .arg(cubin)
@@ -268,7 +268,7 @@ pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, sm: u32, cubin: &Path) -> Result<(
         return Err(Error::Ptxas {
             ptxas: ptxas.to_path_buf(),
             ptx: ptx.to_path_buf(),
-            arch: format!("sm_{sm}"),
+            arch: sm.name(),
             message: format!(
                 "{}{}",
                 String::from_utf8_lossy(&out.stdout),
