@@ -124,7 +124,11 @@ impl Arch {
     /// `sm_90` style name (`sm_90a` for the architecture-specific target): what rustc's
     /// `target-cpu`, llc's `-mcpu` and ptxas's `-arch` take.
     pub fn name(self) -> String {
-        format!("sm_{}{}", self.sm(), if self.arch_specific() { "a" } else { "" })
+        format!(
+            "sm_{}{}",
+            self.sm(),
+            if self.arch_specific() { "a" } else { "" }
+        )
     }
 }
 
@@ -709,7 +713,10 @@ mod tests {
         assert_eq!(" 86 ".parse::<Arch>().unwrap(), Arch::Sm86);
         assert_eq!("sm_90a".parse::<Arch>().unwrap(), Arch::Sm90a);
         assert_eq!(Arch::Sm90a.to_string(), "sm_90a");
-        assert_eq!((Arch::Sm90a.sm(), Arch::Sm90.to_string()), (90, "sm_90".into()));
+        assert_eq!(
+            (Arch::Sm90a.sm(), Arch::Sm90.to_string()),
+            (90, "sm_90".into())
+        );
         let err = "sm_42".parse::<Arch>().unwrap_err().to_string();
         assert!(err.contains("\"sm_42\"") && err.contains("sm_90"), "{err}");
     }

@@ -54,7 +54,11 @@ impl TargetImage {
 
     /// `sm_90` or `sm_90a`, for messages.
     fn name(&self) -> String {
-        format!("sm_{}{}", self.sm, if self.arch_specific() { "a" } else { "" })
+        format!(
+            "sm_{}{}",
+            self.sm,
+            if self.arch_specific() { "a" } else { "" }
+        )
     }
 }
 
@@ -311,8 +315,14 @@ mod tests {
         assert!(!IMG.targets[1].arch_specific());
         assert_eq!(HOPPER.code_for(90).unwrap(), (90, Code::Cubin(b"c90a")));
         // sm_90a code never runs on a later GPU: those get the portable sm_80 PTX.
-        assert_eq!(HOPPER.code_for(100).unwrap(), (80, Code::Ptx(".version 8.6\n.target sm_80\n")));
-        assert_eq!(HOPPER.code_for(89).unwrap(), (80, Code::Ptx(".version 8.6\n.target sm_80\n")));
+        assert_eq!(
+            HOPPER.code_for(100).unwrap(),
+            (80, Code::Ptx(".version 8.6\n.target sm_80\n"))
+        );
+        assert_eq!(
+            HOPPER.code_for(89).unwrap(),
+            (80, Code::Ptx(".version 8.6\n.target sm_80\n"))
+        );
         assert_eq!(HOPPER.code_for(80).unwrap(), (80, Code::Cubin(b"c80")));
         let err = HOPPER.code_for(75).unwrap_err().to_string();
         assert!(err.contains("sm_90a, sm_80"), "{err}");
