@@ -48,6 +48,7 @@ pub use rshmem_macros::kernel;
 pub mod atomic;
 mod backend;
 pub mod debug;
+pub mod hopper;
 pub mod kernel;
 pub mod queue;
 pub mod shmem;

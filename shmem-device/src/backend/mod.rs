@@ -10,3 +10,10 @@ pub(crate) use gpu::*;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) use crate::sim::device::*;
+
+// The Hopper primitives (`crate::hopper`), a family of their own on each side.
+#[cfg(target_arch = "nvptx64")]
+#[path = "hopper_gpu.rs"]
+pub(crate) mod hopper;
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) use crate::sim::hopper;

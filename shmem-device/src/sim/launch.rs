@@ -111,6 +111,8 @@ pub(crate) struct BlockState {
     /// Its warps of [`WARP_SIZE`] consecutive ranks (warp-scope calls).
     pub warps: Vec<Group>,
     pub shared: SharedMem,
+    /// Warpgroups and mbarriers (`crate::hopper`).
+    pub hopper: super::hopper::BlockHopper,
 }
 
 /// One launch on one PE.
@@ -149,6 +151,7 @@ impl<'j> Launch<'j> {
                     })
                     .collect(),
                 shared: SharedMem::new(spec.shared_mem_bytes),
+                hopper: super::hopper::BlockHopper::new(threads),
             })
             .collect();
         Self {
@@ -182,6 +185,7 @@ impl<'j> Launch<'j> {
         for block in &self.blocks {
             block.threads.barrier.wake();
             block.warps.iter().for_each(|w| w.barrier.wake());
+            block.hopper.wake();
         }
         self.job.poison_device(self.pe, self.spec.kernel, text);
     }
@@ -207,6 +211,7 @@ impl<'j> Launch<'j> {
         block.threads.barrier.exit(rank);
         let (warp, lane) = ctx.warp();
         warp.barrier.exit(lane);
+        block.hopper.exit(rank);
     }
 }
 

@@ -86,6 +86,7 @@ pub(crate) mod coll;
 mod context;
 pub(crate) mod device;
 mod heap;
+pub(crate) mod hopper;
 mod host;
 mod job;
 mod launch;
@@ -98,6 +99,7 @@ mod warp;
 
 pub use coll::{Coll, Reducible};
 pub use heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
+pub use hopper::encode_tensor_map;
 pub use host::HostOpError;
 pub use job::{CollectiveError, Job, Split, TeamShape, FIRST_SPLIT_TEAM};
 pub use launch::{LaunchFailure, LaunchSpec};
