@@ -9,10 +9,13 @@ fn main() {
     // The perftest measures H200s (sm_90) beside a CUDA C++ twin built for sm_90 alone; each
     // more architecture would cost its collectives' minutes of ptxas again.
     let hopper = [Arch::Sm90];
+    // wgmma and setmaxnreg exist only in sm_90a code (which runs on sm_90 GPUs alone).
+    let sm90a = [Arch::Sm90a];
     for (krate, archs) in [
         ("../kernels/conformance", &both[..]),
         ("../kernels/teams", &both[..]),
         ("../kernels/perftest", &hopper[..]),
+        ("../kernels/hopper", &sm90a[..]),
     ] {
         archs
             .iter()

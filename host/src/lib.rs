@@ -46,6 +46,7 @@ mod sim;
 pub mod stream;
 mod stream_ops;
 mod team;
+mod tensor_map;
 
 pub use backend::Backend;
 pub use error::{Error, Result};
@@ -58,6 +59,7 @@ pub use runtime::{run, BoxError, Job, Shmem};
 pub use stream::Stream;
 pub use stream_ops::{CollElem, ElemKind, SymRange};
 pub use team::TeamHandle;
+pub use tensor_map::{Swizzle, TensorMap, TiledSpec, TmaType};
 
 pub use bytemuck::Pod;
 pub use rshmem_device::shmem::{ReduceOp, Team};

@@ -10,7 +10,8 @@
 //!
 //! * [`conformance`]: the OpenSHMEM conformance table (`tests/conformance.rs`);
 //! * [`teams`]: kernels over host-split teams (`tests/teams.rs`);
-//! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone.
+//! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone;
+//! * [`hopper`]: the Hopper primitives and a tile GEMM (`tests/hopper.rs`), built for sm_90a alone.
 
 /// The conformance kernels (`kernels/conformance`) and their image.
 pub mod conformance {
@@ -34,4 +35,12 @@ pub mod perftest {
 
     /// PTX and cubin for sm_90 alone (an H200 benchmark) of `kernels/perftest`.
     pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-perftest-kernels");
+}
+
+/// The Hopper kernels (`kernels/hopper`: wgmma, TMA, mbarrier, a tile GEMM) and their image.
+pub mod hopper {
+    pub use rshmem_hopper_kernels::*;
+
+    /// PTX and cubin for sm_90a alone (runs on sm_90 GPUs only) of `kernels/hopper`.
+    pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-hopper-kernels");
 }

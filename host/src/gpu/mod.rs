@@ -36,6 +36,7 @@ mod env;
 mod heap;
 mod nvshmem;
 mod pe;
+pub(crate) mod tensor_map;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
