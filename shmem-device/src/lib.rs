@@ -48,6 +48,7 @@ pub use rshmem_macros::kernel;
 pub mod atomic;
 mod backend;
 pub mod debug;
+pub mod half;
 pub mod kernel;
 pub mod queue;
 pub mod shmem;
@@ -60,10 +61,13 @@ pub mod warp;
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 mod panic;
 
+/// bf16/f16, the `half` crate's types (see [`half`](mod@half)).
+pub use ::half::{bf16, f16};
 pub use kernel::{Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.
 pub mod prelude {
+    pub use crate::half::{bf16, f16, Half};
     pub use crate::kernel;
     pub use crate::queue::SymQueue;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};

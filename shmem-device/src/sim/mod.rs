@@ -84,6 +84,7 @@ pub(crate) mod atomic;
 mod barrier;
 pub(crate) mod coll;
 mod context;
+pub(crate) mod cvt;
 pub(crate) mod device;
 mod heap;
 mod host;
