@@ -50,6 +50,7 @@ mod backend;
 pub mod debug;
 pub mod half;
 pub mod kernel;
+pub mod mma;
 pub mod queue;
 pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -10,7 +10,8 @@
 //!
 //! * [`conformance`]: the OpenSHMEM conformance table (`tests/conformance.rs`);
 //! * [`teams`]: kernels over host-split teams (`tests/teams.rs`);
-//! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone.
+//! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone;
+//! * [`tensor`]: tensor cores and bf16/f16 (`tests/tensor.rs`), built for sm_90 alone.
 
 /// The conformance kernels (`kernels/conformance`) and their image.
 pub mod conformance {
@@ -34,4 +35,12 @@ pub mod perftest {
 
     /// PTX and cubin for sm_90 alone (an H200 benchmark) of `kernels/perftest`.
     pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-perftest-kernels");
+}
+
+/// The tensor-core kernels (`kernels/tensor`) and their image.
+pub mod tensor {
+    pub use rshmem_tensor_kernels::*;
+
+    /// PTX and cubin for sm_90 alone (`stmatrix` needs it) of `kernels/tensor`.
+    pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-tensor-kernels");
 }

@@ -19,3 +19,10 @@ pub(crate) mod gpu_cvt;
 pub(crate) use crate::sim::cvt;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use gpu_cvt as cvt;
+
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod gpu_mma;
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) use crate::sim::mma;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use gpu_mma as mma;

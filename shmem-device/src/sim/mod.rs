@@ -91,6 +91,7 @@ mod host;
 mod job;
 mod launch;
 mod mem;
+pub(crate) mod mma;
 mod printf;
 pub(crate) mod rma;
 pub(crate) mod team;
