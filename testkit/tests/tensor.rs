@@ -28,6 +28,7 @@ per_backend! {
     fragment_layouts => [1];
     mma_exact_sums => [1];
     mma_within_bound => [1];
+    mma_infinities_and_nan => [1];
     ldmatrix_every_count => [1];
     stmatrix_every_count => [1];
     cp_async_groups => [1];
@@ -389,13 +390,20 @@ fn operand(ty: u32, x: &[f32]) -> (Vec<u8>, Vec<f32>) {
     (bytes, exact)
 }
 
-/// Runs `mma_one` of `ty` on A, B, C drawn by `draw`; returns (D, reference, Σ|terms|).
+/// What one `mma` gave, its f64 reference, and `|c| + Σ|a·b|` (the bound's scale), per element.
+struct MmaRun {
+    d: Vec<f32>,
+    want: Vec<f64>,
+    mag: Vec<f64>,
+}
+
+/// Runs `mma_one` of `ty` on A, B, C drawn by `draw`.
 fn run_mma(
     shmem: &Shmem,
     module: &Module<'_>,
     ty: u32,
     draw: &mut dyn FnMut() -> f32,
-) -> Result<(Vec<f32>, Vec<f64>, Vec<f64>), rshmem::BoxError> {
+) -> Result<MmaRun, rshmem::BoxError> {
     let (m, n, k, _, _) = shape(ty);
     let (ab, a) = operand(ty, &(0..m * k).map(|_| draw()).collect::<Vec<_>>());
     let (bb, b) = operand(ty, &(0..k * n).map(|_| draw()).collect::<Vec<_>>());
@@ -428,7 +436,11 @@ fn run_mma(
             mag[r * n + col] = f64::from(c[r * n + col]).abs() + terms.map(f64::abs).sum::<f64>();
         }
     }
-    Ok((d.to_vec()?, want, mag))
+    Ok(MmaRun {
+        d: d.to_vec()?,
+        want,
+        mag,
+    })
 }
 
 fn rng(seed: u64) -> impl FnMut() -> u64 {
@@ -446,7 +458,8 @@ fn mma_exact_sums(shmem: &Shmem) -> Outcome {
     let mut next = rng(seed(shmem));
     for ty in [t::BF16, t::F16, t::TF32] {
         // Integers in -8..=8: every product and partial sum is exact in f32.
-        let (d, want, _) = run_mma(shmem, &module, ty, &mut || (next() % 17) as f32 - 8.0)?;
+        let MmaRun { d, want, .. } =
+            run_mma(shmem, &module, ty, &mut || (next() % 17) as f32 - 8.0)?;
         for (i, (g, w)) in d.iter().zip(&want).enumerate() {
             assert_eq!(f64::from(*g), *w, "type {ty}, D element {i}");
         }
@@ -458,7 +471,7 @@ fn mma_within_bound(shmem: &Shmem) -> Outcome {
     let module = shmem.load(&IMAGE)?;
     let mut next = rng(seed(shmem) ^ 0x55);
     for ty in [t::BF16, t::F16, t::TF32] {
-        let (d, want, mag) = run_mma(shmem, &module, ty, &mut || {
+        let MmaRun { d, want, mag } = run_mma(shmem, &module, ty, &mut || {
             (next() % 2_000_001) as f32 / 1e6 - 1.0
         })?;
         for i in 0..d.len() {
@@ -470,6 +483,65 @@ fn mma_within_bound(shmem: &Shmem) -> Outcome {
                 want[i],
                 mag[i] * 2f64.powi(-19)
             );
+        }
+    }
+    Ok(())
+}
+
+fn mma_infinities_and_nan(shmem: &Shmem) -> Outcome {
+    let module = shmem.load(&IMAGE)?;
+    for ty in [t::BF16, t::F16] {
+        // A: all 1 but A(0, 0) = +∞ and A(2, 0) = -∞; B: all 1 but B(0, 1) = 0; C: all 0 but
+        // C(1, 0) = NaN. So D(0, n) = +∞ and D(2, n) = -∞, except D(0, 1) and D(2, 1), which
+        // hold ±∞ · 0 = NaN; D(1, 0) = NaN; every other D(r, n) is 16 (15 in column 1).
+        let mut a = vec![1f32; 256];
+        a[0] = f32::INFINITY;
+        a[2 * 16] = f32::NEG_INFINITY;
+        let mut b = vec![1f32; 128];
+        b[1] = 0.0;
+        let mut c = vec![0f32; 128];
+        c[8] = f32::NAN;
+        let (ab, _) = operand(ty, &a);
+        let (bb, _) = operand(ty, &b);
+        let (abuf, bbuf, cbuf) = (
+            shmem.alloc_from(&ab)?,
+            shmem.alloc_from(&bb)?,
+            shmem.alloc_from(&c)?,
+        );
+        let mut d = shmem.alloc_from(&vec![0f32; 128])?;
+        // SAFETY: the matrices of m16n8k16; one warp.
+        unsafe {
+            module.launch::<mma::mma_one>(
+                warp(0),
+                (
+                    ty,
+                    abuf.as_ptr(),
+                    bbuf.as_ptr(),
+                    cbuf.as_ptr(),
+                    d.as_mut_ptr(),
+                ),
+            )?
+        };
+        let d = d.to_vec()?;
+        for r in 0..16 {
+            for n in 0..8 {
+                let got = d[r * 8 + n];
+                let at = format!("type {ty}, D({r}, {n}) = {got} ({:#010x})", got.to_bits());
+                match (r, n) {
+                    (0 | 2, 1) | (1, 0) => {
+                        assert!(got.is_nan(), "{at}: want NaN");
+                        if shmem.backend() == rshmem::Backend::Sim {
+                            assert_eq!(got.to_bits(), 0x7FFF_FFFF, "{at}: the canonical NaN");
+                        } else {
+                            eprintln!("{at}: the GPU's NaN");
+                        }
+                    }
+                    (0, _) => assert_eq!(got, f32::INFINITY, "{at}"),
+                    (2, _) => assert_eq!(got, f32::NEG_INFINITY, "{at}"),
+                    (_, 1) => assert_eq!(got, 15.0, "{at}"),
+                    _ => assert_eq!(got, 16.0, "{at}"),
+                }
+            }
         }
     }
     Ok(())
