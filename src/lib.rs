@@ -51,6 +51,8 @@
 //! ```
 
 pub use rshmem_device as device;
+/// bf16/f16 (the `half` crate's types): `SymBuffer<bf16>`, kernel arguments, RMA.
+pub use rshmem_device::half::{bf16, f16};
 pub use rshmem_host::*;
 
 /// The kernels rshmem ships, and [`kernels::IMAGE`], their PTX/cubin built by `build.rs`.

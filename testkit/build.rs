@@ -15,6 +15,8 @@ fn main() {
         ("../kernels/conformance", &both[..]),
         ("../kernels/teams", &both[..]),
         ("../kernels/perftest", &hopper[..]),
+        // stmatrix needs sm_90 (the rest of the tensor-core kernels would run on sm_80).
+        ("../kernels/tensor", &hopper[..]),
         ("../kernels/hopper", &sm90a[..]),
     ] {
         archs

@@ -48,8 +48,10 @@ pub use rshmem_macros::kernel;
 pub mod atomic;
 mod backend;
 pub mod debug;
+pub mod half;
 pub mod hopper;
 pub mod kernel;
+pub mod mma;
 pub mod queue;
 pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]
@@ -61,10 +63,13 @@ pub mod warp;
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 mod panic;
 
+/// bf16/f16, the `half` crate's types (see [`half`](mod@half)).
+pub use ::half::{bf16, f16};
 pub use kernel::{Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.
 pub mod prelude {
+    pub use crate::half::{bf16, f16, Half};
     pub use crate::kernel;
     pub use crate::queue::SymQueue;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};

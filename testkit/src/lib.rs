@@ -11,6 +11,7 @@
 //! * [`conformance`]: the OpenSHMEM conformance table (`tests/conformance.rs`);
 //! * [`teams`]: kernels over host-split teams (`tests/teams.rs`);
 //! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone;
+//! * [`tensor`]: tensor cores and bf16/f16 (`tests/tensor.rs`), built for sm_90 alone;
 //! * [`hopper`]: the Hopper primitives and a tile GEMM (`tests/hopper.rs`), built for sm_90a alone.
 
 /// The conformance kernels (`kernels/conformance`) and their image.
@@ -35,6 +36,14 @@ pub mod perftest {
 
     /// PTX and cubin for sm_90 alone (an H200 benchmark) of `kernels/perftest`.
     pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-perftest-kernels");
+}
+
+/// The tensor-core kernels (`kernels/tensor`) and their image.
+pub mod tensor {
+    pub use rshmem_tensor_kernels::*;
+
+    /// PTX and cubin for sm_90 alone (`stmatrix` needs it) of `kernels/tensor`.
+    pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-tensor-kernels");
 }
 
 /// The Hopper kernels (`kernels/hopper`: wgmma, TMA, mbarrier, a tile GEMM) and their image.

@@ -84,6 +84,39 @@ rma_scalars! {
     f64 => double,
 }
 
+/// bf16/f16 move as 16-bit words (NVSHMEM has no typed RMA for them; same bits, same size).
+macro_rules! rma_as_u16 {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl RmaScalar for $t {
+            #[inline(always)]
+            unsafe fn __p(dest: *mut Self, value: Self, pe: i32) {
+                <u16 as RmaScalar>::__p(dest.cast(), value.to_bits(), pe)
+            }
+            #[inline(always)]
+            unsafe fn __g(source: *const Self, pe: i32) -> Self {
+                <$t>::from_bits(<u16 as RmaScalar>::__g(source.cast(), pe))
+            }
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn __istrided(
+                scope: ScopeKind,
+                put: bool,
+                dest: *mut Self,
+                source: *const Self,
+                dst: isize,
+                sst: isize,
+                n: usize,
+                pe: i32,
+            ) {
+                <u16 as RmaScalar>::__istrided(scope, put, dest.cast(), source.cast(), dst, sst, n, pe)
+            }
+        }
+    )*};
+}
+
+rma_as_u16!(::half::bf16, ::half::f16);
+
 /// Writes one element to `dest` on PE `pe`.
 ///
 /// # Safety
