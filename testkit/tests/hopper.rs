@@ -21,6 +21,7 @@ per_backend! {
     mbarrier_pipeline_phases => [1];
     wgmma_shapes_and_layouts => [1];
     tile_gemm => [1];
+    wgmma_every_shape_issues => [1];
     simulator_exposes_async_bugs => [1];
 }
 
@@ -561,5 +562,28 @@ fn simulator_exposes_async_bugs(shmem: &Shmem) -> Outcome {
     };
     let want: f32 = (0..16).map(|q| small(0, q, 0) * small(0, q, 0)).sum();
     assert_eq!(d.to_vec()?[0], want, "thread 0 holds D[0][0]");
+    Ok(())
+}
+
+/// Every N of the family, both types, both A sources, issues and completes (zero operands).
+fn wgmma_every_shape_issues(shmem: &Shmem) -> Outcome {
+    let module = shmem.load(&IMAGE)?;
+    let mut out = shmem.alloc_from(&[f32::NAN; 128])?;
+    for n in (8..=256).step_by(8) {
+        for (f16_in, a_regs) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+            let cfg = LaunchConfig::new(1, 128).shared_mem(256 * 32 + 64 * 32 + 1024);
+            // SAFETY: `out` holds 128 f32.
+            unsafe {
+                module.launch::<k::mma::wgmma_every_shape>(
+                    cfg,
+                    (n, f16_in, a_regs, out.as_mut_ptr()),
+                )?
+            };
+            assert!(
+                out.to_vec()?.iter().all(|&v| v == 0.0),
+                "m64n{n}k16 (f16 {f16_in}, A in registers {a_regs})"
+            );
+        }
+    }
     Ok(())
 }

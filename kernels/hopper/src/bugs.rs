@@ -4,7 +4,8 @@
 
 use crate::mma::{load_operand, operand_desc, swizzle_of};
 use crate::{barrier, shared_from};
-use rshmem_device::hopper::wgmma::{self, Bf16, WgmmaAcc};
+use rshmem_device::bf16;
+use rshmem_device::hopper::wgmma::{self, WgmmaAcc};
 use rshmem_device::hopper::{self, tma, TensorMap};
 use rshmem_device::prelude::*;
 
@@ -72,7 +73,7 @@ pub unsafe fn wgmma_misuse(
         wgmma::fence();
     }
     let (a, b) = (hopper::shared_address(sa), hopper::shared_address(sb));
-    unsafe { acc.mma_ss::<Bf16>(operand_desc(a, 64, sw, 0), operand_desc(b, 8, sw, 0), false) };
+    unsafe { acc.mma_ss::<bf16>(operand_desc(a, 64, sw, 0), operand_desc(b, 8, sw, 0), false) };
     if which != 3 {
         wgmma::commit_group();
     }

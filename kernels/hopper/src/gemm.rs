@@ -5,7 +5,8 @@
 //! walks through it.
 
 use crate::{barrier, shared_from};
-use rshmem_device::hopper::wgmma::{self, Bf16, WgmmaAcc};
+use rshmem_device::bf16;
+use rshmem_device::hopper::wgmma::{self, WgmmaAcc};
 use rshmem_device::hopper::{self, tma, SmemDesc, Swizzle, TensorMap};
 use rshmem_device::prelude::*;
 
@@ -90,7 +91,7 @@ pub unsafe fn gemm_bf16(
         for ks in 0..BK / 16 {
             let ad = SmemDesc::new(a + 32 * ks, 16, 1024, Swizzle::B128);
             let bd = SmemDesc::new(b + 32 * ks, 16, 1024, Swizzle::B128);
-            unsafe { acc.mma_ss::<Bf16>(ad, bd, kt > 0 || ks > 0) };
+            unsafe { acc.mma_ss::<bf16>(ad, bd, kt > 0 || ks > 0) };
         }
         wgmma::commit_group();
         wgmma::wait_group::<0>();

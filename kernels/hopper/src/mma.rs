@@ -3,9 +3,10 @@
 //! (descriptors) or from registers (fragments loaded from global memory).
 
 use crate::{barrier, shared_from};
-use rshmem_device::hopper::wgmma::{self, Bf16, WgmmaA, WgmmaAcc, F16};
+use rshmem_device::hopper::wgmma::{self, WgmmaA, WgmmaAcc};
 use rshmem_device::hopper::{self, tma, SmemDesc, Swizzle, TensorMap};
 use rshmem_device::prelude::*;
+use rshmem_device::{bf16, f16};
 
 /// Where the boxes of a K-major operand of `rows` rows land and how `wgmma` finds K-slice
 /// `ks`: boxes of `E = span / 2` elements of K (8 without swizzle) one after another, each
@@ -122,10 +123,10 @@ unsafe fn mma_tile<const R: usize>(
         let first = ks == 0;
         unsafe {
             match (a_regs != 0, f16 != 0) {
-                (false, false) => acc.mma_ss::<Bf16>(operand_desc(a_at, 64, sw, ks), bd, !first),
-                (false, true) => acc.mma_ss::<F16>(operand_desc(a_at, 64, sw, ks), bd, !first),
-                (true, false) => acc.mma_rs::<Bf16>(frags[ks as usize], bd, !first),
-                (true, true) => acc.mma_rs::<F16>(frags[ks as usize], bd, !first),
+                (false, false) => acc.mma_ss::<bf16>(operand_desc(a_at, 64, sw, ks), bd, !first),
+                (false, true) => acc.mma_ss::<f16>(operand_desc(a_at, 64, sw, ks), bd, !first),
+                (true, false) => acc.mma_rs::<bf16>(frags[ks as usize], bd, !first),
+                (true, true) => acc.mma_rs::<f16>(frags[ks as usize], bd, !first),
             }
         }
     }
@@ -156,3 +157,49 @@ macro_rules! mma_kernels {
 }
 
 mma_kernels!(wgmma_n8 => 4, wgmma_n64 => 32, wgmma_n128 => 64, wgmma_n256 => 128);
+
+/// Issues one `wgmma` of shape m64n`n`k16 (every N from 8 to 256, bf16 or f16, A from shared
+/// memory or registers) on zeroed operands at shared address 0 and stores thread `t`'s first
+/// accumulator to `out[t]`. Its purpose is that ptxas assembles every shape of the family at
+/// each image build (the other kernels use four); run, it checks that each shape issues and
+/// completes (all zeros). One block of 128 threads; shared memory `256 * 32 + 64 * 32`.
+#[kernel]
+pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
+    let tid = thread::thread_idx_x();
+    let base = unsafe { shared_from(0, 1024) };
+    let mut i = tid;
+    while i < 256 * 32 + 64 * 32 {
+        unsafe { *base.add(i as usize) = 0 };
+        i += 128;
+    }
+    hopper::fence_proxy_async_shared();
+    thread::sync_threads();
+    let a = hopper::shared_address(base);
+    let (ad, bd) = (
+        SmemDesc::new(a, 16, 256, Swizzle::B32),
+        SmemDesc::new(a + 64 * 32, 16, 256, Swizzle::B32),
+    );
+    macro_rules! every {
+        ($($r:literal)*) => {
+            match n / 2 {
+                $($r => {
+                    let mut acc = WgmmaAcc::<$r>::zero();
+                    wgmma::fence();
+                    unsafe {
+                        match (a_regs != 0, f16 != 0) {
+                            (false, false) => acc.mma_ss::<bf16>(ad, bd, false),
+                            (false, true) => acc.mma_ss::<f16>(ad, bd, false),
+                            (true, false) => acc.mma_rs::<bf16>(WgmmaA::default(), bd, false),
+                            (true, true) => acc.mma_rs::<f16>(WgmmaA::default(), bd, false),
+                        }
+                    }
+                    wgmma::commit_group();
+                    wgmma::wait_group::<0>();
+                    unsafe { *out.add(tid as usize) = acc.regs()[0] };
+                })*
+                _ => unsafe { *out.add(tid as usize) = f32::NAN },
+            }
+        };
+    }
+    every!(4 8 12 16 20 24 28 32 36 40 44 48 52 56 60 64 68 72 76 80 84 88 92 96 100 104 108 112 116 120 124 128);
+}

@@ -34,7 +34,7 @@
 //! for k in 0..4 {
 //!     let a = SmemDesc::k_major(sa.add(k * 16), Swizzle::B128, 8 * 128);
 //!     let b = SmemDesc::k_major(sb.add(k * 16), Swizzle::B128, 8 * 128);
-//!     unsafe { acc.mma_ss::<Bf16>(a, b, k > 0) };
+//!     unsafe { acc.mma_ss::<bf16>(a, b, k > 0) };
 //! }
 //! wgmma::commit_group();
 //! wgmma::wait_group::<0>();
@@ -51,7 +51,7 @@ pub mod wgmma;
 pub use desc::{SmemDesc, Swizzle};
 pub use mbarrier::MBarrier;
 pub use tma::{TensorMap, TmaType};
-pub use wgmma::{Bf16, WgmmaA, WgmmaAcc, WgmmaElem, F16};
+pub use wgmma::{WgmmaA, WgmmaAcc, WgmmaElem};
 
 /// The 32-bit shared-memory (`.shared::cta` window) address of `p`, a generic pointer into
 /// this block's shared memory: what swizzle patterns and descriptors are computed on. Align

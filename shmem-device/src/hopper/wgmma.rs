@@ -16,7 +16,7 @@
 use super::desc::SmemDesc;
 use crate::backend::hopper as backend;
 
-/// Input element types of `wgmma` (`.bf16`, `.f16`).
+/// Input element types of `wgmma`: [`crate::bf16`] (`.bf16`) and [`crate::f16`] (`.f16`).
 pub trait WgmmaElem: sealed::Sealed {
     #[doc(hidden)]
     const KIND: Kind;
@@ -34,17 +34,12 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The bf16 input type of `wgmma` (type-level tag).
-pub enum Bf16 {}
-/// The f16 input type of `wgmma` (type-level tag).
-pub enum F16 {}
-
-impl sealed::Sealed for Bf16 {}
-impl sealed::Sealed for F16 {}
-impl WgmmaElem for Bf16 {
+impl sealed::Sealed for crate::bf16 {}
+impl sealed::Sealed for crate::f16 {}
+impl WgmmaElem for crate::bf16 {
     const KIND: Kind = Kind::Bf16;
 }
-impl WgmmaElem for F16 {
+impl WgmmaElem for crate::f16 {
     const KIND: Kind = Kind::F16;
 }
 
