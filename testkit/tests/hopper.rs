@@ -475,7 +475,8 @@ fn tile_gemm(shmem: &Shmem) -> Outcome {
 
 /// On the simulator: a box read before its mbarrier completes is poison (0xFF), and
 /// accumulators taken before `wait_group`, an mma without `wgmma::fence` and an uncommitted
-/// mma fail naming the rule. (Undefined on a GPU: not run there.)
+/// mma fail naming the rule; setmaxnreg needs whole warpgroups. (Undefined on a GPU: not run
+/// there.)
 fn simulator_exposes_async_bugs(shmem: &Shmem) -> Outcome {
     if shmem.backend() == Backend::Gpu {
         eprintln!("simulator_exposes_async_bugs: simulator only (the kernels race on a GPU)");
@@ -562,6 +563,28 @@ fn simulator_exposes_async_bugs(shmem: &Shmem) -> Outcome {
     };
     let want: f32 = (0..16).map(|q| small(0, q, 0) * small(0, q, 0)).sum();
     assert_eq!(d.to_vec()?[0], want, "thread 0 holds D[0][0]");
+    // setmaxnreg is a warpgroup meeting: whole warpgroups pass, a partial one fails.
+    let mut ones = shmem.alloc_from(&[0u32; 256])?;
+    // SAFETY: `ones` holds 256 u32.
+    unsafe {
+        module.launch::<k::bugs::setmaxnreg_meeting>(
+            LaunchConfig::new(1, 256),
+            (ones.as_mut_ptr(),),
+        )?
+    };
+    assert!(ones.to_vec()?.iter().all(|&v| v == 1));
+    // SAFETY: as above.
+    let launched = unsafe {
+        module.launch::<k::bugs::setmaxnreg_meeting>(LaunchConfig::new(1, 96), (ones.as_mut_ptr(),))
+    };
+    let msg = launched
+        .and_then(|()| shmem.synchronize())
+        .expect_err("a partial warpgroup must fail")
+        .to_string();
+    assert!(
+        msg.contains("setmaxnreg") && msg.contains("128 threads of a warpgroup"),
+        "{msg}"
+    );
     Ok(())
 }
 

@@ -83,3 +83,15 @@ pub unsafe fn wgmma_misuse(
     let d = acc.regs();
     unsafe { *out.add(tid as usize) = d[0] };
 }
+
+/// Every thread calls `setmaxnreg.dec 232` then `setmaxnreg.inc 240` and writes 1 to
+/// `out[t]`: on the simulator a warpgroup meeting each (a block that is not whole warpgroups
+/// fails). Not run on a GPU: register counts there depend on the launch's allocation.
+#[kernel]
+pub unsafe fn setmaxnreg_meeting(out: *mut u32) {
+    unsafe {
+        hopper::setmaxnreg_dec::<232>();
+        hopper::setmaxnreg_inc::<240>();
+        *out.add(thread::thread_idx_x() as usize) = 1;
+    }
+}

@@ -83,6 +83,10 @@ pub fn fence_barrier_init() {
 /// `setmaxnreg.inc.sync.aligned.u32 N`: raises this warpgroup's per-thread register limit to
 /// `N` (24..=256, a multiple of 8), waiting until the registers are free. Compile-time checked.
 ///
+/// ptxas 13.0 acts on `setmaxnreg` only when it knows the kernel's register count at entry
+/// (`.maxnreg`, CUDA's `__launch_bounds__`/`maxnreg`), which rustc's nvptx backend cannot
+/// emit yet: it then reports "C7508: 'setmaxnreg' ignored" and the instruction does nothing.
+///
 /// # Safety
 ///
 /// All 128 threads of the warpgroup (4 consecutive warps starting at a warp index divisible
