@@ -55,4 +55,6 @@
 //! ```
 
 pub use rshmem_device as device;
+/// bf16/f16 (the `half` crate's types): `SymBuffer<bf16>`, kernel arguments, RMA.
+pub use rshmem_device::half::{bf16, f16};
 pub use rshmem_host::*;

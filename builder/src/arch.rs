@@ -55,6 +55,10 @@ arches! {
     Sm89 = 89, "sm_89";
     /// Hopper (H100, H200). The default.
     Sm90 = 90, "sm_90";
+    /// Hopper with its architecture-specific features (`wgmma`, `setmaxnreg`): `sm_90a` code
+    /// runs on compute capability 9.0 only, so pair it with a portable target (the loader
+    /// prefers it on sm_90 and falls back to the other elsewhere).
+    Sm90a = 90, "sm_90a";
     /// Blackwell (B200).
     Sm100 = 100, "sm_100";
     /// Blackwell (RTX 50).
@@ -65,6 +69,12 @@ impl Arch {
     /// `sm_90` style name (the folder of its nested build, and its files' infix).
     pub fn name(self) -> String {
         self.as_str().to_string()
+    }
+
+    /// Whether the code uses architecture-specific features (the `a` suffix) and so runs
+    /// only on exactly this compute capability.
+    pub const fn arch_specific(self) -> bool {
+        matches!(self.as_str().as_bytes().last(), Some(b'a'))
     }
 }
 
@@ -100,6 +110,10 @@ mod tests {
         assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch::Sm90);
         assert_eq!("sm80".parse::<Arch>().unwrap(), Arch::Sm80);
         assert_eq!(" 86 ".parse::<Arch>().unwrap(), Arch::Sm86);
+        assert_eq!("90".parse::<Arch>().unwrap(), Arch::Sm90);
+        assert_eq!("sm_90a".parse::<Arch>().unwrap(), Arch::Sm90a);
+        assert_eq!(Arch::Sm90a.to_string(), "sm_90a");
+        assert!(Arch::Sm90a.arch_specific() && !Arch::Sm90.arch_specific());
         let err = "sm_42".parse::<Arch>().unwrap_err().to_string();
         assert!(err.contains("\"sm_42\"") && err.contains("sm_90"), "{err}");
     }

@@ -68,6 +68,7 @@ pub mod stream;
 mod stream_ops;
 mod sym_buffer;
 mod team;
+mod tensor_map;
 
 pub use contract::{
     BoxError, CollElem, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
@@ -83,6 +84,8 @@ pub use stream::Stream;
 pub use stream_ops::SymRange;
 pub use sym_buffer::SymBuffer;
 pub use team::TeamHandle;
+pub use contract::{Swizzle, TiledSpec, TmaType};
+pub use tensor_map::TensorMap;
 
 pub use bytemuck::Pod;
 pub use rshmem_device::shmem::{ReduceOp, Team};

@@ -80,7 +80,10 @@ pub mod atomic;
 mod backend;
 mod contract;
 pub mod debug;
+pub mod half;
+pub mod hopper;
 pub mod kernel;
+pub mod mma;
 pub mod queue;
 pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]
@@ -92,10 +95,13 @@ pub mod warp;
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 mod panic;
 
+/// bf16/f16, the `half` crate's types (see [`half`](mod@half)).
+pub use ::half::{bf16, f16};
 pub use kernel::{Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.
 pub mod prelude {
+    pub use crate::half::{bf16, f16, Half};
     pub use crate::kernel;
     pub use crate::queue::SymQueue;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};

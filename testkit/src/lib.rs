@@ -11,7 +11,9 @@
 //!
 //! * [`conformance`]: the OpenSHMEM conformance table (`tests/conformance.rs`);
 //! * [`teams`]: kernels over host-split teams (`tests/teams.rs`);
-//! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone.
+//! * [`perftest`]: the perftest (`examples/perftest.rs`), built for sm_90 alone;
+//! * [`tensor`]: tensor cores and bf16/f16 (`tests/tensor.rs`), built for sm_90 alone;
+//! * [`hopper`]: the Hopper primitives and a tile GEMM (`tests/hopper.rs`), built for sm_90a alone.
 
 /// The conformance kernels (`kernels/conformance`) and their image.
 pub mod conformance {
@@ -35,4 +37,20 @@ pub mod perftest {
 
     /// PTX and cubin for sm_90 alone (an H200 benchmark) of `kernels/perftest`.
     pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-perftest-kernels");
+}
+
+/// The tensor-core kernels (`kernels/tensor`) and their image.
+pub mod tensor {
+    pub use rshmem_tensor_kernels::*;
+
+    /// PTX and cubin for sm_90 alone (`stmatrix` needs it) of `kernels/tensor`.
+    pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-tensor-kernels");
+}
+
+/// The Hopper kernels (`kernels/hopper`: wgmma, TMA, mbarrier, a tile GEMM) and their image.
+pub mod hopper {
+    pub use rshmem_hopper_kernels::*;
+
+    /// PTX and cubin for sm_90a alone (runs on sm_90 GPUs only) of `kernels/hopper`.
+    pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-hopper-kernels");
 }

@@ -11,6 +11,7 @@ use super::image::KernelImage;
 use super::launch::KernelCall;
 use super::stream_id::StreamId;
 use super::team_split::split_2d_triplets;
+use super::tensor_map::{Checked, TiledSpec};
 use rshmem_device::shmem::Team;
 use std::time::Duration;
 
@@ -27,6 +28,13 @@ pub(crate) trait PeBackend:
     fn n_pes(&self) -> usize;
     fn barrier_all(&self) -> Result<()>;
     fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>>;
+    /// Encodes a tensor map (`spec`, already `check`ed as `checked`) in the form this
+    /// backend's bulk tensor copies read: `cuTensorMapEncodeTiled`'s on GPUs.
+    fn encode_tensor_map(
+        &self,
+        spec: &TiledSpec<'_>,
+        checked: &Checked,
+    ) -> Result<rshmem_device::hopper::TensorMap>;
     /// Called once, after the PE's closure returned `outcome` (not if it panicked) and before
     /// the backend is dropped: waits for the PE's outstanding work and returns the PE's
     /// verdict, with a failure of that work the closure was not told about.

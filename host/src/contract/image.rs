@@ -37,29 +37,50 @@ pub(crate) enum Code {
     Ptx(&'static str),
 }
 
+impl TargetImage {
+    /// Whether the PTX targets an architecture-specific variant (`.target sm_90a`): such code
+    /// runs on exactly its compute capability, never on a later one. Read from the PTX, so
+    /// images made before the builder knew `Arch::Sm90a` keep their meaning.
+    pub fn arch_specific(&self) -> bool {
+        self.ptx
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(".target"))
+            .and_then(|rest| rest.split([' ', ',', '\t']).find(|w| !w.is_empty()))
+            .is_some_and(|arch| arch.starts_with("sm_") && arch.ends_with('a'))
+    }
+
+    /// `sm_90` or `sm_90a`, for messages.
+    fn name(&self) -> String {
+        format!(
+            "sm_{}{}",
+            self.sm,
+            if self.arch_specific() { "a" } else { "" }
+        )
+    }
+}
+
 impl KernelImage {
-    /// Picks code for a device of compute capability `sm`: an exact cubin, else the PTX of
-    /// the highest architecture not above `sm` (the driver JIT-compiles it).
+    /// Picks code for a device of compute capability `sm`. Candidates are the
+    /// architecture-specific targets of exactly `sm` (`sm_90a` on an sm_90 GPU) and the
+    /// portable targets not above `sm`; the best is architecture-specific first, then the
+    /// highest, and its cubin is used where it was made for exactly `sm`, else its PTX (the
+    /// driver JIT-compiles it).
     pub(crate) fn code_for(&self, sm: u32) -> Result<(u32, Code)> {
-        if let Some(t) = self
-            .targets
-            .iter()
-            .find(|t| t.sm == sm && t.cubin.is_some())
-        {
-            return Ok((t.sm, Code::Cubin(t.cubin.unwrap())));
-        }
         self.targets
             .iter()
-            .filter(|t| t.sm <= sm)
-            .max_by_key(|t| t.sm)
-            .map(|t| (t.sm, Code::Ptx(t.ptx)))
+            .filter(|t| if t.arch_specific() { t.sm == sm } else { t.sm <= sm })
+            .max_by_key(|t| (t.arch_specific(), t.sm, t.cubin.is_some()))
+            .map(|t| match t.cubin {
+                Some(cubin) if t.sm == sm => (t.sm, Code::Cubin(cubin)),
+                _ => (t.sm, Code::Ptx(t.ptx)),
+            })
             .ok_or_else(|| Error::Module {
                 module: self.name.to_string(),
                 message: format!(
                     "no code for this GPU (sm_{sm}): the image has {}; add Arch::Sm{sm} to the builder",
                     self.targets
                         .iter()
-                        .map(|t| format!("sm_{}", t.sm))
+                        .map(TargetImage::name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -107,6 +128,51 @@ mod tests {
             },
         ],
     };
+
+    /// An image with portable sm_80 code and Hopper-specific sm_90a code, as testkit builds
+    /// the Hopper kernels.
+    static HOPPER: KernelImage = KernelImage {
+        name: "h",
+        nvshmem_version: None,
+        kernels: &["a"],
+        targets: &[
+            TargetImage {
+                sm: 90,
+                ptx: "//\n.version 8.6\n.target sm_90a\n.address_size 64\n",
+                cubin: Some(b"c90a"),
+            },
+            TargetImage {
+                sm: 80,
+                ptx: ".version 8.6\n.target sm_80\n",
+                cubin: Some(b"c80"),
+            },
+        ],
+    };
+
+    #[test]
+    fn prefers_sm90a_on_sm90_only() {
+        assert!(HOPPER.targets[0].arch_specific() && !HOPPER.targets[1].arch_specific());
+        assert!(!IMG.targets[1].arch_specific());
+        assert_eq!(HOPPER.code_for(90).unwrap(), (90, Code::Cubin(b"c90a")));
+        // sm_90a code never runs on a later GPU: those get the portable sm_80 PTX.
+        assert_eq!(
+            HOPPER.code_for(100).unwrap(),
+            (80, Code::Ptx(".version 8.6\n.target sm_80\n"))
+        );
+        assert_eq!(
+            HOPPER.code_for(89).unwrap(),
+            (80, Code::Ptx(".version 8.6\n.target sm_80\n"))
+        );
+        assert_eq!(HOPPER.code_for(80).unwrap(), (80, Code::Cubin(b"c80")));
+        let err = HOPPER.code_for(75).unwrap_err().to_string();
+        assert!(err.contains("sm_90a, sm_80"), "{err}");
+        // Alone, sm_90a code has nothing for other GPUs.
+        let only = KernelImage {
+            targets: &HOPPER.targets[..1],
+            ..HOPPER
+        };
+        assert!(only.code_for(100).is_err() && only.code_for(90).is_ok());
+    }
 
     #[test]
     fn picks_exact_cubin_then_best_ptx() {

@@ -10,6 +10,7 @@
 //! * [`image`]: [`KernelImage`], what rshmem-builder embeds, and the code a GPU picks of it;
 //! * [`coll`]: [`CollOp`] and [`ElemKind`], a host-side collective;
 //! * [`stream_id`], [`team_split`]: how streams are named, how a 2-D team split is made;
+//! * [`tensor_map`]: what a tensor map describes ([`TiledSpec`]) and the rules it is checked by;
 //! * [`error`]: [`Error`], returned by the backends and the API alike.
 //!
 //! ```ignore
@@ -26,6 +27,7 @@ pub(crate) mod image;
 pub(crate) mod launch;
 pub(crate) mod stream_id;
 pub(crate) mod team_split;
+pub(crate) mod tensor_map;
 
 pub(crate) use backend::{
     HeapBackend, ModuleBackend, OnStreamBackend, PeBackend, PeMain, StreamBackend, TeamBackend,
@@ -39,5 +41,7 @@ pub use image::{KernelImage, TargetImage};
 pub use launch::LaunchConfig;
 pub(crate) use launch::{BoundArgs, KernelCall, MAX_PARAMS};
 pub(crate) use stream_id::StreamId;
+pub(crate) use tensor_map::Checked;
+pub use tensor_map::{Swizzle, TiledSpec, TmaType};
 #[cfg(test)]
 pub(crate) use team_split::{split_2d_triplets, Axis};

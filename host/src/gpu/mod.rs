@@ -38,6 +38,7 @@ mod env;
 mod heap_accounting;
 mod nvshmem;
 mod pe;
+mod tensor_map;
 
 use crate::contract::{pe_error, Error, PeMain, Result};
 use crate::launch::{self, External, PeInfo, Role};

@@ -10,8 +10,8 @@ use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, World};
 use super::config::SimConfig;
 use super::module::SimModule;
 use crate::contract::{
-    BoxError, CollOp, ElemKind, Error, HeapBackend, KernelImage, ModuleBackend, OnStreamBackend,
-    PeBackend, Result, StreamBackend, StreamId, TeamBackend,
+    BoxError, Checked, CollOp, ElemKind, Error, HeapBackend, KernelImage, ModuleBackend, OnStreamBackend,
+    PeBackend, Result, StreamBackend, StreamId, TeamBackend, TiledSpec,
 };
 
 /// One PE of a simulated job, as the host runtime sees it.
@@ -160,6 +160,22 @@ impl PeBackend for SimPe {
             self.pe,
             self.config.max_threads,
         )))
+    }
+
+    fn encode_tensor_map(
+        &self,
+        spec: &TiledSpec<'_>,
+        c: &Checked,
+    ) -> Result<rshmem_device::hopper::TensorMap> {
+        Ok(rshmem_device::sim::encode_tensor_map(
+            spec.ty,
+            c.rank,
+            spec.global as u64,
+            c.dims,
+            c.strides,
+            c.box_dims,
+            spec.swizzle,
+        ))
     }
 
     fn finish(&self, outcome: Result<(), BoxError>) -> Result<(), BoxError> {

@@ -19,6 +19,10 @@
 //!    message on the simulator) and `Kernel::run_sim`, the simulator's entry in the
 //!    `#[kernel]` contract.
 //!
+//! Families with a namespace of their own are submodules with the same name on both sides:
+//! `cvt` (bf16/f16/tf32 conversions), `mma` (warp-level tensor cores, `ldmatrix`,
+//! `cp.async`) and `hopper` (wgmma, mbarrier, the bulk tensor copies, sm_90a).
+//!
 //! A typed family's public trait (`shmem::RmaScalar`, ...) has the backend's trait as a
 //! supertrait, so a type the public API admits but a backend does not implement is a compile
 //! error on that target, not a link error; the public traits stay sealed by their own

@@ -8,7 +8,7 @@ use super::Scope;
 use crate::backend;
 
 /// Element types with typed remote access: single-element `p`/`g` and strided `iput`/`iget`
-/// (`nvshmem_TYPE_p/g/iput/iget`): integers of 8 to 64 bits, `f32`, `f64`.
+/// (`nvshmem_TYPE_p/g/iput/iget`): integers of 8 to 64 bits, `f32`, `f64`, `bf16`, `f16`.
 pub trait RmaScalar: Copy + sealed::Sealed + backend::Rma + 'static {}
 
 mod sealed {
@@ -23,6 +23,9 @@ macro_rules! rma_scalars {
 }
 
 rma_scalars!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
+
+// bf16 and f16 too: each backend moves them as 16-bit words.
+rma_scalars!(::half::bf16, ::half::f16);
 
 /// Writes one element to `dest` on PE `pe`.
 ///

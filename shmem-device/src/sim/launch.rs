@@ -114,6 +114,8 @@ pub(crate) struct BlockState {
     /// Its warps of [`WARP_SIZE`] consecutive ranks (warp-scope calls).
     pub warps: Vec<Group>,
     pub shared: SharedMem,
+    /// Warpgroups and mbarriers (`crate::hopper`).
+    pub hopper: super::hopper::BlockHopper,
 }
 
 /// One launch on one PE.
@@ -152,6 +154,7 @@ impl<'j> Launch<'j> {
                     })
                     .collect(),
                 shared: SharedMem::new(spec.shared_mem_bytes),
+                hopper: super::hopper::BlockHopper::new(threads),
             })
             .collect();
         Self {
@@ -185,6 +188,7 @@ impl<'j> Launch<'j> {
         for block in &self.blocks {
             block.threads.barrier.wake();
             block.warps.iter().for_each(|w| w.barrier.wake());
+            block.hopper.wake();
         }
         self.world.poison_device(self.pe, self.spec.kernel, text);
     }

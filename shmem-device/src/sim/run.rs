@@ -34,6 +34,7 @@ impl Launch<'_> {
         block.threads.barrier.exit(rank);
         let (warp, lane) = ctx.warp();
         warp.barrier.exit(lane);
+        block.hopper.exit(rank);
     }
 }
 

@@ -27,7 +27,7 @@ fn local<T>(c: &ThreadCtx<'_>, op: &str, ivars: *const T, i: usize) -> *const T 
         .cast()
 }
 
-fn wait_limit() -> Duration {
+pub(crate) fn wait_limit() -> Duration {
     std::env::var("RSHMEM_SIM_WAIT_TIMEOUT")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())

@@ -8,7 +8,10 @@ use super::super::nvshmem::{result as nv, sys, Nvshmem};
 use super::alloc::control_block;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
-use crate::contract::{BoxError, Error, KernelImage, ModuleBackend, PeBackend, Result};
+use super::super::tensor_map::encode_tiled;
+use crate::contract::{
+    BoxError, Checked, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +74,15 @@ impl PeBackend for GpuPe {
 
     fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
         load(&self.shared, image)
+    }
+
+    fn encode_tensor_map(
+        &self,
+        spec: &TiledSpec<'_>,
+        checked: &Checked,
+    ) -> Result<rshmem_device::hopper::TensorMap> {
+        // The driver entry point needs no context: it only encodes the parameters.
+        encode_tiled(spec, checked)
     }
 
     fn finish(&self, outcome: Result<(), BoxError>) -> Result<(), BoxError> {

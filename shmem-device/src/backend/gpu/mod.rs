@@ -3,6 +3,9 @@
 //! `printf` primitives; [`shmem`] the NVSHMEM calls and [`atomic`] the scoped atomics.
 
 mod atomic;
+pub(crate) mod cvt;
+pub(crate) mod hopper;
+pub(crate) mod mma;
 mod shmem;
 
 pub(crate) use shmem::*;

@@ -206,6 +206,43 @@ rma! {
     f64 => double,
 }
 
+/// bf16 and f16 move as 16-bit words: NVSHMEM has no typed RMA for them (same size, same
+/// bits, so `nvshmem_uint16_*` moves them exactly).
+macro_rules! rma_as_u16 {
+    ($($t:ty),*) => {$(
+        impl Rma for $t {
+            #[inline(always)]
+            unsafe fn p(dest: *mut Self, value: Self, pe: i32) {
+                // SAFETY: forwarded; a `$t` is a `u16` in size, alignment and bits.
+                unsafe { <u16 as Rma>::p(dest.cast(), value.to_bits(), pe) }
+            }
+            #[inline(always)]
+            unsafe fn g(source: *const Self, pe: i32) -> Self {
+                // SAFETY: as in `p`.
+                <$t>::from_bits(unsafe { <u16 as Rma>::g(source.cast(), pe) })
+            }
+            #[inline(always)]
+            unsafe fn istrided(
+                scope: ScopeKind,
+                put: bool,
+                dest: *mut Self,
+                source: *const Self,
+                dst: isize,
+                sst: isize,
+                n: usize,
+                pe: i32,
+            ) {
+                // SAFETY: as in `p`; strides count elements, which are the same size.
+                unsafe {
+                    <u16 as Rma>::istrided(scope, put, dest.cast(), source.cast(), dst, sst, n, pe)
+                }
+            }
+        }
+    )*};
+}
+
+rma_as_u16!(::half::bf16, ::half::f16);
+
 /// `$t` uses NVSHMEM's `$c` names for fetch/set/swap, compare_swap and the bitwise ops, and
 /// `$a` names for add/inc (NVSHMEM has no `int64` add, only `long`).
 macro_rules! amo {

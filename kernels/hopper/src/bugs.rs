@@ -1,0 +1,97 @@
+//! Kernels that break the asynchronous contracts on purpose, so the tests can check that the
+//! simulator does not hide the bug (it poisons or fails where a GPU would race). Never run
+//! them on a GPU: their results there are undefined.
+
+use crate::mma::{load_operand, operand_desc, swizzle_of};
+use crate::{barrier, shared_from};
+use rshmem_device::bf16;
+use rshmem_device::hopper::wgmma::{self, WgmmaAcc};
+use rshmem_device::hopper::{self, tma, TensorMap};
+use rshmem_device::prelude::*;
+
+/// Reads a TMA box before waiting on its mbarrier (then waits, to end cleanly): the block
+/// copies what shared memory holds at that moment into `out`.
+#[kernel]
+pub unsafe fn read_before_wait(map: *const TensorMap, out: *mut u8, bytes: u32) {
+    let tid = thread::thread_idx_x();
+    let bar = unsafe { barrier(0) };
+    let tile = unsafe { shared_from(8, 1024) };
+    if tid == 0 {
+        unsafe {
+            bar.init(1);
+            hopper::fence_barrier_init();
+            tma::fence_tensormap_acquire(map);
+            bar.arrive_expect_tx(bytes);
+            tma::load_2d(map, tile, bar, 0, 0);
+        }
+    }
+    thread::sync_threads();
+    let mut i = tid;
+    while i < bytes {
+        unsafe { *out.add(i as usize) = *tile.add(i as usize) };
+        i += thread::block_dim_x();
+    }
+    // Every thread has read before any waits (a wait lands the data on the simulator).
+    thread::sync_threads();
+    unsafe { bar.wait_parity(0) };
+}
+
+/// One m64n8k16 `wgmma` from 128-byte swizzled operands, then the bug `which` selects:
+/// 0 none, 1 the accumulators taken before `wait_group` (committed), 2 no `wgmma::fence`
+/// before the mma, 3 never committed (but waited for).
+#[kernel]
+pub unsafe fn wgmma_misuse(
+    map_a: *const TensorMap,
+    map_b: *const TensorMap,
+    which: u32,
+    out: *mut f32,
+) {
+    let tid = thread::thread_idx_x();
+    let sw = swizzle_of(3);
+    let bar = unsafe { barrier(0) };
+    let sa = unsafe { shared_from(8, 1024) };
+    let sb = unsafe { sa.add(64 * 128) };
+    if tid == 0 {
+        unsafe {
+            bar.init(1);
+            hopper::fence_barrier_init();
+        }
+    }
+    thread::sync_threads();
+    if tid == 0 {
+        unsafe {
+            tma::fence_tensormap_acquire(map_a);
+            tma::fence_tensormap_acquire(map_b);
+            bar.arrive_expect_tx((64 + 8) * 128);
+            load_operand(map_a, sa, bar, 64, 64, sw, 0, 0);
+            load_operand(map_b, sb, bar, 8, 64, sw, 0, 0);
+        }
+    }
+    unsafe { bar.wait_parity(0) };
+    let mut acc = WgmmaAcc::<4>::zero();
+    if which != 2 {
+        wgmma::fence();
+    }
+    let (a, b) = (hopper::shared_address(sa), hopper::shared_address(sb));
+    unsafe { acc.mma_ss::<bf16>(operand_desc(a, 64, sw, 0), operand_desc(b, 8, sw, 0), false) };
+    if which != 3 {
+        wgmma::commit_group();
+    }
+    if which != 1 {
+        wgmma::wait_group::<0>();
+    }
+    let d = acc.regs();
+    unsafe { *out.add(tid as usize) = d[0] };
+}
+
+/// Every thread calls `setmaxnreg.dec 232` then `setmaxnreg.inc 240` and writes 1 to
+/// `out[t]`: on the simulator a warpgroup meeting each (a block that is not whole warpgroups
+/// fails). Not run on a GPU: register counts there depend on the launch's allocation.
+#[kernel]
+pub unsafe fn setmaxnreg_meeting(out: *mut u32) {
+    unsafe {
+        hopper::setmaxnreg_dec::<232>();
+        hopper::setmaxnreg_inc::<240>();
+        *out.add(thread::thread_idx_x() as usize) = 1;
+    }
+}

@@ -1,0 +1,205 @@
+//! One `m64nNk16` `wgmma` chain per shape: D(64 x N) = A(64 x K) * B(N x K)^T over K / 16
+//! steps, operands loaded by TMA in one of the four swizzle modes, A read from shared memory
+//! (descriptors) or from registers (fragments loaded from global memory).
+
+use crate::{barrier, shared_from};
+use rshmem_device::hopper::wgmma::{self, WgmmaA, WgmmaAcc};
+use rshmem_device::hopper::{self, tma, SmemDesc, Swizzle, TensorMap};
+use rshmem_device::prelude::*;
+use rshmem_device::{bf16, f16};
+
+/// Where the boxes of a K-major operand of `rows` rows land and how `wgmma` finds K-slice
+/// `ks`: boxes of `E = span / 2` elements of K (8 without swizzle) one after another, each
+/// `rows * span` bytes.
+pub fn operand_desc(base: u32, rows: u32, swizzle: Swizzle, ks: u32) -> SmemDesc {
+    let e = swizzle.row_bytes() / 2;
+    let (b, off) = (16 * ks / e, (16 * ks % e) * 2);
+    let start = base + b * rows * 2 * e + off;
+    match swizzle {
+        Swizzle::None => SmemDesc::new(start, rows * 16, 128, swizzle),
+        s => SmemDesc::new(start, 16, 8 * s.row_bytes(), s),
+    }
+}
+
+/// Thread 0 loads an operand of `rows` x `k` 16-bit elements at row `row0` into `dst`, box by
+/// box, on `bar`.
+///
+/// # Safety
+///
+/// `map`'s boxes are `span / 2` x `rows`; `dst` has room for `rows * k * 2` bytes.
+pub unsafe fn load_operand(
+    map: *const TensorMap,
+    dst: *mut u8,
+    bar: &hopper::MBarrier,
+    rows: u32,
+    k: u32,
+    swizzle: Swizzle,
+    k0: u32,
+    row0: u32,
+) {
+    let e = swizzle.row_bytes() / 2;
+    for b in 0..k / e {
+        // SAFETY: the caller's contract.
+        unsafe {
+            tma::load_2d(
+                map,
+                dst.add((b * rows * 2 * e) as usize),
+                bar,
+                (k0 + b * e) as i32,
+                row0 as i32,
+            )
+        };
+    }
+}
+
+/// The swizzle of code `c` (0 none, 1 32 B, 2 64 B, 3 128 B).
+pub fn swizzle_of(c: u32) -> Swizzle {
+    [Swizzle::None, Swizzle::B32, Swizzle::B64, Swizzle::B128][(c & 3) as usize]
+}
+
+/// The body shared by every shape.
+///
+/// # Safety
+///
+/// As the kernels generated below.
+#[inline(always)]
+unsafe fn mma_tile<const R: usize>(
+    map_a: *const TensorMap,
+    map_b: *const TensorMap,
+    a: *const u16,
+    k: u32,
+    swizzle: u32,
+    a_regs: u32,
+    f16: u32,
+    out: *mut f32,
+) {
+    let n = WgmmaAcc::<R>::N;
+    let tid = thread::thread_idx_x();
+    let sw = swizzle_of(swizzle);
+    let bar = unsafe { barrier(0) };
+    let sa = unsafe { shared_from(8, 1024) };
+    let sb = unsafe { sa.add((64 * k * 2) as usize) };
+    if tid == 0 {
+        unsafe {
+            bar.init(1);
+            hopper::fence_barrier_init();
+        }
+    }
+    thread::sync_threads();
+    if tid == 0 {
+        unsafe {
+            tma::fence_tensormap_acquire(map_a);
+            tma::fence_tensormap_acquire(map_b);
+            bar.arrive_expect_tx((64 + n) * k * 2);
+            load_operand(map_a, sa, bar, 64, k, sw, 0, 0);
+            load_operand(map_b, sb, bar, n, k, sw, 0, 0);
+        }
+    }
+    unsafe { bar.wait_parity(0) };
+    let (a_at, b_at) = (hopper::shared_address(sa), hopper::shared_address(sb));
+    let mut acc = WgmmaAcc::<R>::zero();
+    // A fragments from global memory, per K-slice (the registers are written before the fence).
+    let frag = |ks: u32| {
+        let mut r = [0u32; 4];
+        for (i, w) in r.iter_mut().enumerate() {
+            for h in 0..2 {
+                let (row, kk) = WgmmaA::coords(tid, i as u32, h);
+                let v = unsafe { *a.add((row * k + 16 * ks + kk) as usize) } as u32;
+                *w |= v << (16 * h);
+            }
+        }
+        WgmmaA(r)
+    };
+    let steps = k / 16;
+    let mut frags = [WgmmaA::default(); 4];
+    if a_regs != 0 {
+        for (ks, f) in frags.iter_mut().enumerate().take(steps as usize) {
+            *f = frag(ks as u32);
+        }
+    }
+    wgmma::fence();
+    for ks in 0..steps {
+        let bd = operand_desc(b_at, n, sw, ks);
+        let first = ks == 0;
+        unsafe {
+            match (a_regs != 0, f16 != 0) {
+                (false, false) => acc.mma_ss::<bf16>(operand_desc(a_at, 64, sw, ks), bd, !first),
+                (false, true) => acc.mma_ss::<f16>(operand_desc(a_at, 64, sw, ks), bd, !first),
+                (true, false) => acc.mma_rs::<bf16>(frags[ks as usize], bd, !first),
+                (true, true) => acc.mma_rs::<f16>(frags[ks as usize], bd, !first),
+            }
+        }
+    }
+    wgmma::commit_group();
+    wgmma::wait_group::<0>();
+    acc.for_each(|i, v| {
+        let (row, col) = WgmmaAcc::<R>::coords(tid, i);
+        unsafe { *out.add((row * n + col) as usize) = v };
+    });
+    thread::sync_threads();
+    if tid == 0 {
+        unsafe { bar.inval() };
+    }
+}
+
+/// One kernel per tested N: `wgmma_n{N}(map_a, map_b, a, k, swizzle, a_regs, f16, out)`.
+/// `k` is 16..=64 (a multiple of the swizzle span in elements), `a` the row-major 64 x `k`
+/// A (read when `a_regs != 0`), `out` the row-major 64 x N f32 result. One block of 128
+/// threads; shared memory `(64 + N) * k * 2 + 2048` bytes.
+macro_rules! mma_kernels {
+    ($($name:ident => $r:literal),*) => {$(
+        /// See [`mma_kernels`]-generated docs above: D = A B^T for one N.
+        #[kernel]
+        pub unsafe fn $name(map_a: *const TensorMap, map_b: *const TensorMap, a: *const u16, k: u32, swizzle: u32, a_regs: u32, f16: u32, out: *mut f32) {
+            unsafe { mma_tile::<$r>(map_a, map_b, a, k, swizzle, a_regs, f16, out) }
+        }
+    )*};
+}
+
+mma_kernels!(wgmma_n8 => 4, wgmma_n64 => 32, wgmma_n128 => 64, wgmma_n256 => 128);
+
+/// Issues one `wgmma` of shape m64n`n`k16 (every N from 8 to 256, bf16 or f16, A from shared
+/// memory or registers) on zeroed operands at shared address 0 and stores thread `t`'s first
+/// accumulator to `out[t]`. Its purpose is that ptxas assembles every shape of the family at
+/// each image build (the other kernels use four); run, it checks that each shape issues and
+/// completes (all zeros). One block of 128 threads; shared memory `256 * 32 + 64 * 32`.
+#[kernel]
+pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
+    let tid = thread::thread_idx_x();
+    let base = unsafe { shared_from(0, 1024) };
+    let mut i = tid;
+    while i < 256 * 32 + 64 * 32 {
+        unsafe { *base.add(i as usize) = 0 };
+        i += 128;
+    }
+    hopper::fence_proxy_async_shared();
+    thread::sync_threads();
+    let a = hopper::shared_address(base);
+    let (ad, bd) = (
+        SmemDesc::new(a, 16, 256, Swizzle::B32),
+        SmemDesc::new(a + 64 * 32, 16, 256, Swizzle::B32),
+    );
+    macro_rules! every {
+        ($($r:literal)*) => {
+            match n / 2 {
+                $($r => {
+                    let mut acc = WgmmaAcc::<$r>::zero();
+                    wgmma::fence();
+                    unsafe {
+                        match (a_regs != 0, f16 != 0) {
+                            (false, false) => acc.mma_ss::<bf16>(ad, bd, false),
+                            (false, true) => acc.mma_ss::<f16>(ad, bd, false),
+                            (true, false) => acc.mma_rs::<bf16>(WgmmaA::default(), bd, false),
+                            (true, true) => acc.mma_rs::<f16>(WgmmaA::default(), bd, false),
+                        }
+                    }
+                    wgmma::commit_group();
+                    wgmma::wait_group::<0>();
+                    unsafe { *out.add(tid as usize) = acc.regs()[0] };
+                })*
+                _ => unsafe { *out.add(tid as usize) = f32::NAN },
+            }
+        };
+    }
+    every!(4 8 12 16 20 24 28 32 36 40 44 48 52 56 60 64 68 72 76 80 84 88 92 96 100 104 108 112 116 120 124 128);
+}

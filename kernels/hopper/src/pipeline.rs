@@ -1,0 +1,69 @@
+//! An mbarrier pipeline: a producer thread streams tiles through `stages` shared-memory
+//! buffers, the whole block consumes them; "full" barriers carry TMA bytes, "empty" ones the
+//! consumers' arrivals, and both cycle through several phases.
+
+use crate::{barrier, shared_from};
+use rshmem_device::hopper::{self, tma, TensorMap};
+use rshmem_device::prelude::*;
+
+/// Tile `t` (0..tiles) is the box at (0, `t * box_rows`) of `map` (a 2-D f32 tensor, boxes of
+/// `box_bytes`); the block sums each tile's column `c` for c = thread index into
+/// `out[t * block + c]`. Stages `1..=4`; shared memory `stages * box_bytes + 2048`.
+#[kernel]
+pub unsafe fn pipeline_sum(
+    map: *const TensorMap,
+    tiles: u32,
+    stages: u32,
+    box_rows: u32,
+    box_cols: u32,
+    out: *mut f32,
+) {
+    let tid = thread::thread_idx_x();
+    let threads = thread::block_dim_x();
+    let box_bytes = box_rows * box_cols * 4;
+    // Barriers 0..4 are "full", 4..8 "empty".
+    let full = |s: u32| unsafe { barrier(s) };
+    let empty = |s: u32| unsafe { barrier(4 + s) };
+    let buf = |s: u32| unsafe { shared_from(64, 1024).add((s * box_bytes) as usize) };
+    if tid == 0 {
+        for s in 0..stages {
+            unsafe {
+                full(s).init(1);
+                empty(s).init(threads);
+            }
+        }
+        hopper::fence_barrier_init();
+    }
+    thread::sync_threads();
+    let issue = |t: u32| {
+        let s = t % stages;
+        unsafe {
+            full(s).arrive_expect_tx(box_bytes);
+            tma::load_2d(map, buf(s), full(s), 0, (t * box_rows) as i32);
+        }
+    };
+    if tid == 0 {
+        unsafe { tma::fence_tensormap_acquire(map) };
+        for t in 0..stages.min(tiles) {
+            issue(t);
+        }
+    }
+    for t in 0..tiles {
+        let (s, round) = (t % stages, t / stages);
+        unsafe { full(s).wait_parity(round & 1) };
+        let tile = buf(s) as *const f32;
+        if tid < box_cols {
+            let mut sum = 0.0f32;
+            for r in 0..box_rows {
+                sum += unsafe { *tile.add((r * box_cols + tid) as usize) };
+            }
+            unsafe { *out.add((t * threads + tid) as usize) = sum };
+        }
+        unsafe { empty(s).arrive() };
+        if tid == 0 && t + stages < tiles {
+            // The stage is free once every consumer has arrived for this round.
+            unsafe { empty(s).wait_parity(round & 1) };
+            issue(t + stages);
+        }
+    }
+}

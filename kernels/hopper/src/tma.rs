@@ -1,0 +1,89 @@
+//! TMA loads and stores, observed raw.
+
+use crate::{barrier, shared_from};
+use rshmem_device::hopper::{self, tma, TensorMap};
+use rshmem_device::prelude::*;
+
+/// Thread 0 loads the box of `map` at (`x`, `y`, `z`) (`rank` 2 or 3) into shared memory
+/// (1024-aligned, after one mbarrier), every thread waits for it, then the block copies the
+/// `bytes` of shared memory unchanged to `out`: the host sees the swizzle and the
+/// out-of-bounds fill as TMA wrote them. One block; shared memory `bytes + 2048`.
+#[kernel]
+pub unsafe fn tma_load_raw(
+    map: *const TensorMap,
+    rank: u32,
+    x: i32,
+    y: i32,
+    z: i32,
+    out: *mut u8,
+    bytes: u32,
+) {
+    let tid = thread::thread_idx_x();
+    let bar = unsafe { barrier(0) };
+    let tile = unsafe { shared_from(8, 1024) };
+    if tid == 0 {
+        unsafe {
+            bar.init(1);
+            hopper::fence_barrier_init();
+        }
+    }
+    thread::sync_threads();
+    if tid == 0 {
+        unsafe {
+            tma::fence_tensormap_acquire(map);
+            bar.arrive_expect_tx(bytes);
+            if rank == 2 {
+                tma::load_2d(map, tile, bar, x, y);
+            } else {
+                tma::load_3d(map, tile, bar, x, y, z);
+            }
+        }
+    }
+    unsafe { bar.wait_parity(0) };
+    let mut i = tid;
+    while i < bytes {
+        unsafe { *out.add(i as usize) = *tile.add(i as usize) };
+        i += thread::block_dim_x();
+    }
+    thread::sync_threads();
+    if tid == 0 {
+        unsafe { bar.inval() };
+    }
+}
+
+/// The block writes `bytes` of `src` into shared memory (1024-aligned) unchanged, fences
+/// them for the async proxy, and thread 0 stores the box to (`x`, `y`, `z`) of `map`
+/// (`rank` 2 or 3) and waits for it: the host sees which elements TMA wrote (clipped at the
+/// tensor's edges) and how it un-swizzled them. One block; shared memory `bytes + 1024`.
+#[kernel]
+pub unsafe fn tma_store_raw(
+    map: *const TensorMap,
+    rank: u32,
+    x: i32,
+    y: i32,
+    z: i32,
+    src: *const u8,
+    bytes: u32,
+) {
+    let tid = thread::thread_idx_x();
+    let tile = unsafe { shared_from(0, 1024) };
+    let mut i = tid;
+    while i < bytes {
+        unsafe { *tile.add(i as usize) = *src.add(i as usize) };
+        i += thread::block_dim_x();
+    }
+    hopper::fence_proxy_async_shared();
+    thread::sync_threads();
+    if tid == 0 {
+        unsafe {
+            tma::fence_tensormap_acquire(map);
+            if rank == 2 {
+                tma::store_2d(map, tile, x, y);
+            } else {
+                tma::store_3d(map, tile, x, y, z);
+            }
+        }
+        tma::commit_group();
+        tma::wait_group::<0>();
+    }
+}
