@@ -88,7 +88,8 @@ pub trait Operand<S: Shape>: Copy + sealed::Sealed + 'static {
     fn a_at(lane: usize, i: usize) -> (usize, usize);
     /// (row, column) in B (K×N) of element `i` of lane `lane`'s fragment.
     fn b_at(lane: usize, i: usize) -> (usize, usize);
-    /// The bits of a value in a register (the low `32 / PER_REG` bits).
+    /// The bits of a value in a register (the low `32 / PER_REG` bits); for tf32, the f32
+    /// rounded with [`crate::half::to_tf32`], as `mma` needs.
     fn to_bits(v: Self::Value) -> u32;
     /// A value from its bits.
     fn from_bits(bits: u32) -> Self::Value;
@@ -158,7 +159,7 @@ impl Operand<M16N8K8> for Tf32 {
     }
     #[inline(always)]
     fn to_bits(v: f32) -> u32 {
-        v.to_bits()
+        crate::half::to_tf32(v)
     }
     #[inline(always)]
     fn from_bits(bits: u32) -> f32 {
@@ -215,7 +216,8 @@ macro_rules! operand_fragment {
                 E::from_bits(if E::PER_REG == 1 { word } else { (word >> shift) & 0xFFFF })
             }
 
-            /// Sets element `i` (`0..ELEMS`) of this lane's fragment.
+            /// Sets element `i` (`0..ELEMS`) of this lane's fragment (a tf32 element is rounded
+            /// from the f32 given, `cvt.rna.tf32.f32`).
             #[inline(always)]
             pub fn set(&mut self, i: usize, v: E::Value) {
                 let r = &mut self.regs.as_mut()[i / E::PER_REG];
