@@ -15,6 +15,8 @@
 //! assert_eq!(Team::from_raw(Team::WORLD.raw()), Team::WORLD);
 //! ```
 
+pub mod hopper;
+
 /// Threads per warp, as on NVIDIA GPUs.
 pub const WARP_SIZE: u32 = 32;
 

@@ -15,51 +15,8 @@
 //! per kernel; it is also what makes maps the device itself rewrote usable.
 
 use super::mbarrier::MBarrier;
+pub use crate::contract::hopper::{TensorMap, TmaType};
 use crate::backend::hopper as backend;
-
-/// Element types a tensor map can hold (`CU_TENSOR_MAP_DATA_TYPE_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum TmaType {
-    /// `BFLOAT16`.
-    Bf16 = 0,
-    /// `FLOAT16`.
-    F16 = 1,
-    /// `FLOAT32`.
-    F32 = 2,
-}
-
-impl TmaType {
-    /// Bytes per element.
-    pub const fn size(self) -> u32 {
-        match self {
-            TmaType::Bf16 | TmaType::F16 => 2,
-            TmaType::F32 => 4,
-        }
-    }
-
-    /// The type of code `c` (as [`TmaType`] `as u8`), if any.
-    pub const fn from_code(c: u8) -> Option<TmaType> {
-        match c {
-            0 => Some(TmaType::Bf16),
-            1 => Some(TmaType::F16),
-            2 => Some(TmaType::F32),
-            _ => None,
-        }
-    }
-}
-
-/// An encoded tensor map (`CUtensorMap`): 128 opaque bytes, 128-byte aligned as CUDA 13
-/// declares it (TMA itself needs 64). On GPUs they are
-/// what `cuTensorMapEncodeTiled` wrote; on the simulator, the same parameters in the
-/// simulator's layout. Made by `rshmem::TensorMap` on the host; kernels only pass pointers
-/// to it (in global memory) to the copies below.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(128))]
-pub struct TensorMap {
-    /// The encoded words.
-    pub words: [u64; 16],
-}
 
 // SAFETY: plain bytes, same layout on host and device.
 unsafe impl crate::KernelArg for TensorMap {}

@@ -14,20 +14,15 @@
 //! group, or an `mma` after a register access without a `fence`, fails the thread.
 
 use super::desc::SmemDesc;
+#[doc(hidden)]
+pub use crate::contract::hopper::Kind;
+pub use crate::contract::hopper::WgmmaA;
 use crate::backend::hopper as backend;
 
 /// Input element types of `wgmma`: [`crate::bf16`] (`.bf16`) and [`crate::f16`] (`.f16`).
 pub trait WgmmaElem: sealed::Sealed {
     #[doc(hidden)]
     const KIND: Kind;
-}
-
-/// Which input type (the backends' switch).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Bf16,
-    F16,
 }
 
 mod sealed {
@@ -41,26 +36,6 @@ impl WgmmaElem for crate::bf16 {
 }
 impl WgmmaElem for crate::f16 {
     const KIND: Kind = Kind::F16;
-}
-
-/// An A fragment in registers for `m64k16`: 4 x 32 bits per thread, two 16-bit elements each
-/// (the lower-indexed K in the low half). Thread `t` of the warpgroup (warp `w = t / 32`, lane
-/// `l = t % 32`) holds, in register `i`, the elements at row `16 w + l / 4 + 8 (i % 2)` and
-/// K `2 (l % 4) + 8 (i / 2)` and `+1` (see [`WgmmaA::coords`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct WgmmaA(pub [u32; 4]);
-
-impl WgmmaA {
-    /// (row, k) of the element in half `half` (0 low, 1 high) of register `reg` of thread `t`
-    /// (0..128) of the warpgroup.
-    pub const fn coords(t: u32, reg: u32, half: u32) -> (u32, u32) {
-        let (w, l) = (t / 32, t % 32);
-        (
-            16 * w + l / 4 + 8 * (reg % 2),
-            2 * (l % 4) + 8 * (reg / 2) + half,
-        )
-    }
 }
 
 /// The f32 accumulators of an `m64nNk16` `wgmma`, `R = N / 2` per thread (R = 4, 8, ..., 128).
@@ -97,11 +72,7 @@ impl<const R: usize> WgmmaAcc<R> {
     /// (row, col) in the 64 x N tile of register `i` of thread `t` (0..128) of the warpgroup:
     /// row `16 w + l / 4 + 8 ((i / 2) % 2)`, col `8 (i / 4) + 2 (l % 4) + i % 2`.
     pub const fn coords(t: u32, i: u32) -> (u32, u32) {
-        let (w, l) = (t / 32, t % 32);
-        (
-            16 * w + l / 4 + 8 * ((i / 2) % 2),
-            8 * (i / 4) + 2 * (l % 4) + i % 2,
-        )
+        crate::contract::hopper::wgmma_acc_coords(t, i)
     }
 
     /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T` with A and B from shared memory:

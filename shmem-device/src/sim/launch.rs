@@ -115,7 +115,7 @@ pub(crate) struct BlockState {
     pub warps: Vec<Group>,
     pub shared: SharedMem,
     /// Warpgroups and mbarriers (`crate::hopper`).
-    pub hopper: super::hopper::BlockHopper,
+    pub hopper: super::hopper::state::BlockHopper,
 }
 
 /// One launch on one PE.
@@ -154,7 +154,7 @@ impl<'j> Launch<'j> {
                     })
                     .collect(),
                 shared: SharedMem::new(spec.shared_mem_bytes),
-                hopper: super::hopper::BlockHopper::new(threads),
+                hopper: super::hopper::state::BlockHopper::new(threads),
             })
             .collect();
         Self {

@@ -1,8 +1,7 @@
 //! nvptx64: the Hopper primitives of `crate::hopper` as inline PTX (sm_90a). Shared-memory
 //! operands are 32-bit `.shared::cta` addresses converted from generic pointers.
 
-use crate::hopper::tma::TensorMap;
-use crate::hopper::wgmma::Kind;
+use crate::contract::hopper::{Kind, TensorMap};
 use core::arch::asm;
 
 /// Where a `wgmma`'s A operand comes from.

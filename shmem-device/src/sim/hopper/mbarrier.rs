@@ -5,27 +5,9 @@ use std::string::String;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use super::state::{Landing, Mbar};
 use super::{shared_offset, smem_write, with, ThreadCtx};
 use crate::sim::wait::wait_limit;
-
-/// A TMA load in flight: its bytes (the whole box, as laid out in shared memory before the
-/// swizzle) land when a thread waits on the barrier.
-pub(super) struct Landing {
-    /// Shared address of the box.
-    pub dst: u32,
-    pub data: Vec<u8>,
-    pub swizzle: crate::hopper::Swizzle,
-}
-
-/// One mbarrier object.
-pub(crate) struct Mbar {
-    count: u32,
-    pending: u32,
-    tx: i64,
-    /// Phases completed since init.
-    phase: u32,
-    inflight: Vec<Landing>,
-}
 
 impl Mbar {
     fn complete_if_done(&mut self) {

@@ -30,12 +30,13 @@ use core::sync::atomic::{
     Ordering::{Relaxed, SeqCst},
 };
 use std::format;
-use std::vec::Vec;
 
 use super::barrier::Group;
+use state::WARPGROUP;
 use super::context::{with, ThreadCtx};
 
 mod mbarrier;
+pub(crate) mod state;
 mod tma;
 mod wgmma;
 
@@ -50,44 +51,6 @@ pub(crate) use tma::{
 pub(crate) use wgmma::{
     wgmma, wgmma_commit_group, wgmma_fence, wgmma_settle, wgmma_wait_group, WgmmaA,
 };
-
-/// Threads per warpgroup.
-const WARPGROUP: u32 = 128;
-
-/// The Hopper state of one block: its warpgroup meetings, their operand slots, and its
-/// mbarrier objects.
-pub(crate) struct BlockHopper {
-    warpgroups: Vec<Group>,
-    slots: Vec<std::sync::Mutex<wgmma::Slot>>,
-    mbarriers: std::sync::Mutex<std::collections::HashMap<u32, mbarrier::Mbar>>,
-}
-
-impl BlockHopper {
-    pub fn new(threads: u32) -> Self {
-        Self {
-            warpgroups: (0..threads.div_ceil(WARPGROUP))
-                .map(|g| {
-                    let first = g * WARPGROUP;
-                    Group::new("warpgroup", first, WARPGROUP.min(threads - first))
-                })
-                .collect(),
-            slots: (0..threads).map(|_| Default::default()).collect(),
-            mbarriers: Default::default(),
-        }
-    }
-
-    /// Wakes the warpgroup meetings' waiters (the launch was aborted).
-    pub fn wake(&self) {
-        self.warpgroups.iter().for_each(|g| g.barrier.wake());
-    }
-
-    /// Thread `rank` of the block has left the kernel.
-    pub fn exit(&self, rank: u32) {
-        self.warpgroups[(rank / WARPGROUP) as usize]
-            .barrier
-            .exit(rank % WARPGROUP);
-    }
-}
 
 /// This thread's warpgroup and its rank in it; fails if the warpgroup is not complete.
 fn warpgroup<'c>(c: &ThreadCtx<'c>, op: &str) -> (&'c Group, u32) {

@@ -8,10 +8,10 @@ use core::sync::atomic::{
 use std::format;
 use std::vec::Vec;
 
-use super::mbarrier::{push_landing, with_bar, Landing};
+use super::mbarrier::{push_landing, with_bar};
+use super::state::Landing;
 use super::{shared_offset, smem_read, smem_write, with, ThreadCtx};
-use crate::hopper::tma::{TensorMap, TmaType};
-use crate::hopper::Swizzle;
+use crate::contract::hopper::{Swizzle, TensorMap, TmaType};
 
 /// Word 0 of a simulator tensor map: "RSHMTSIM".
 const MAGIC: u64 = u64::from_le_bytes(*b"RSHMTSIM");

@@ -4,40 +4,14 @@ use core::cell::RefCell;
 use std::format;
 use std::vec::Vec;
 
+use super::state::Slot;
 use super::{smem_read, warpgroup, with, ThreadCtx};
-use crate::hopper::desc::SmemDesc;
-use crate::hopper::wgmma::{Kind, WgmmaA as RegsA};
+use crate::contract::hopper::{wgmma_acc_coords, Kind, SmemDesc, WgmmaA as RegsA};
 
 /// Where a `wgmma`'s A operand comes from.
 pub(crate) enum WgmmaA {
     Smem(u64),
     Regs([u32; 4]),
-}
-
-/// One thread's operands, published for its warpgroup.
-#[derive(Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Slot {
-    kind: u8,
-    regs: usize,
-    a_smem: bool,
-    a_desc: u64,
-    a_regs: [u32; 4],
-    b_desc: u64,
-    scale_d: bool,
-}
-
-impl Slot {
-    /// What every thread of the warpgroup must agree on.
-    fn shared_part(&self) -> (u8, usize, bool, u64, u64, bool) {
-        (
-            self.kind,
-            self.regs,
-            self.a_smem,
-            if self.a_smem { self.a_desc } else { 0 },
-            self.b_desc,
-            self.scale_d,
-        )
-    }
 }
 
 std::thread_local! {
@@ -194,7 +168,7 @@ pub(crate) unsafe fn wgmma<const R: usize>(
         };
         let mut out = std::vec![0f32; R];
         for (i, o) in out.iter_mut().enumerate() {
-            let (row, col) = crate::hopper::WgmmaAcc::<R>::coords(me, i as u32);
+            let (row, col) = wgmma_acc_coords(me, i as u32);
             let mut acc = if scale_d { input[i] } else { 0.0 };
             for k in 0..16 {
                 acc += a_at(row, k) * to_f32(kind, smem_u16(c, op, bd.element_address(col, k)));
