@@ -7,7 +7,7 @@
 #
 # PARTs (default: all of them): `examples` (the seed's programs and the queue example),
 # `tests` (every `gpu::` test of every carried test binary, one process per test with its own
-# bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests), `bandwidth` (Rust put bandwidth beside the
+# bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
 # CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
 # PE per GPU, RSHMEM_NPES of them, default all). Split the parts over several device calls to
 # stay under the per-call limit.
@@ -65,6 +65,8 @@ fi
 if want tests; then
     for t in $BIN/test-*; do
         [ -x "$t" ] || continue
+        # BINS=REGEX picks test binaries by name (test-tensor, test-conformance, ...).
+        [[ $(basename "$t") =~ ${BINS:-.} ]] || continue
         for name in $("$t" --list --ignored 2>/dev/null | sed -n 's/^\(gpu::[^:]*\): test$/\1/p' | grep -E -- "${TESTS:-.}"); do
             pes=$(sed -n 's/.*_\([0-9]\)pe$/\1/p' <<<"$name")
             # One shared GPU: 2 and 3 PEs are enough; otherwise no more PEs than GPUs.
