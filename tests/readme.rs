@@ -7,7 +7,8 @@
 //! fixture of this project reaches an application).
 //!
 //! Cost: the application has a target folder of its own, kept between runs inside this
-//! build's target folder (`target/readme-app/`): the first run compiles rshmem's host crates
+//! build's target folder (`target/readme-app/`; its sources in a temporary folder named after
+//! that target folder): the first run compiles rshmem's host crates
 //! and, for sm_90 alone (`RSHMEM_ARCH`), `core` and `rshmem-device` for the GPU (minutes on two
 //! cores); later runs rebuild only what changed. ptxas runs (seconds for one small kernel),
 //! as it would for a user.
@@ -145,11 +146,19 @@ fn using_rshmem_in_your_project_builds_and_runs() {
         "the files the section's code blocks give are not the files of its tree"
     );
 
-    // <target>/readme-app/: `my-app/`, `rshmem` (this checkout) beside it, and the app's
-    // target folder. This binary is <target>/<profile>/deps/readme-<hash>.
-    let target = std::env::current_exe().unwrap();
-    let target = target.ancestors().nth(3).unwrap();
-    let base = target.join("readme-app");
+    // `my-app/` and `rshmem` (a symlink to this checkout) beside it, in a folder outside the
+    // checkout (inside it, cargo would take the app for a stray member of this workspace),
+    // named after this build's target folder so that later runs find their files again. The
+    // app's target folder stays in this build's: <target>/readme-app. This binary is
+    // <target>/<profile>/deps/readme-<hash>.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap();
+    let mut key = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(target, &mut key);
+    let base = std::env::temp_dir().join(format!(
+        "rshmem-readme-{:016x}",
+        std::hash::Hasher::finish(&key)
+    ));
     let app = base.join("my-app");
     std::fs::create_dir_all(&base).unwrap();
     let link = base.join("rshmem");
@@ -178,7 +187,7 @@ fn using_rshmem_in_your_project_builds_and_runs() {
         std::fs::copy(checkout.join("Cargo.lock"), app.join("Cargo.lock")).unwrap();
     }
 
-    let app_target = base.join("target");
+    let app_target = target.join("readme-app");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut run = Command::new(cargo);
     run.current_dir(&app)
