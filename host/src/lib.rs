@@ -73,6 +73,7 @@ mod tensor_map;
 pub use contract::{
     BoxError, CollElem, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
 };
+pub use contract::{Swizzle, TiledSpec, TmaType};
 pub use job::{run, Job};
 pub use module::Module;
 pub use queue::{
@@ -84,7 +85,6 @@ pub use stream::Stream;
 pub use stream_ops::SymRange;
 pub use sym_buffer::SymBuffer;
 pub use team::TeamHandle;
-pub use contract::{Swizzle, TiledSpec, TmaType};
 pub use tensor_map::TensorMap;
 
 pub use bytemuck::Pod;

@@ -51,4 +51,3 @@ impl TensorMap {
         maps.as_ptr().cast()
     }
 }
-

@@ -73,10 +73,11 @@ fn nearest_even(values: &[(f64, u16)], inf: u16, x: f32) -> u16 {
     }
 }
 
-/// `cvt.rna.tf32.f32`: the nearer of the two 10-bit-mantissa neighbours, ties away from zero.
+/// `cvt.rna.tf32.f32`: the nearer of the two 10-bit-mantissa neighbours, ties away from zero;
+/// a NaN with its 13 low bits cut (what an H200 returns: `scripts/cuda/cvt_nan_probe.cu`).
 fn tf32_reference(x: f32) -> u32 {
     if x.is_nan() {
-        return 0x7FFF_FFFF;
+        return x.to_bits() & 0xFFFF_E000;
     }
     if x.is_infinite() {
         return x.to_bits();

@@ -41,7 +41,7 @@ pub use image::{KernelImage, TargetImage};
 pub use launch::LaunchConfig;
 pub(crate) use launch::{BoundArgs, KernelCall, MAX_PARAMS};
 pub(crate) use stream_id::StreamId;
-pub(crate) use tensor_map::Checked;
-pub use tensor_map::{Swizzle, TiledSpec, TmaType};
 #[cfg(test)]
 pub(crate) use team_split::{split_2d_triplets, Axis};
+pub(crate) use tensor_map::Checked;
+pub use tensor_map::{Swizzle, TiledSpec, TmaType};

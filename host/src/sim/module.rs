@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rshmem_device::sim::{World, LaunchSpec};
+use rshmem_device::sim::{LaunchSpec, World};
 use rshmem_device::thread::Dim3;
 
 use crate::contract::{Error, KernelCall, LaunchConfig, ModuleBackend, Result};

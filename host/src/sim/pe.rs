@@ -10,8 +10,8 @@ use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, World};
 use super::config::SimConfig;
 use super::module::SimModule;
 use crate::contract::{
-    BoxError, Checked, CollOp, ElemKind, Error, HeapBackend, KernelImage, ModuleBackend, OnStreamBackend,
-    PeBackend, Result, StreamBackend, StreamId, TeamBackend, TiledSpec,
+    BoxError, Checked, CollOp, ElemKind, Error, HeapBackend, KernelImage, ModuleBackend,
+    OnStreamBackend, PeBackend, Result, StreamBackend, StreamId, TeamBackend, TiledSpec,
 };
 
 /// One PE of a simulated job, as the host runtime sees it.

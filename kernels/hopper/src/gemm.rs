@@ -1,7 +1,7 @@
 //! A tile GEMM of one warpgroup per block: C (M x N, f32) = A (M x K, bf16, row-major) *
 //! B (N x K, bf16, row-major)^T, tiles of 64 x 128 x 64, a 3-stage TMA + mbarrier pipeline
 //! with 128-byte swizzle, `wgmma.m64n128k16` from shared-memory descriptors. Edges in M, N
-//! and K are handled by TMA's zero fill and masked stores. `docs/tensor-cores-hopper.md`
+//! and K are handled by TMA's zero fill and masked stores. `docs/tensor-cores.md (## Hopper)`
 //! walks through it.
 
 use crate::{barrier, shared_from};

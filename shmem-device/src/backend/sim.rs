@@ -16,8 +16,8 @@ pub(crate) use crate::sim::device::*;
 // Families with a namespace of their own: bf16/f16/tf32 conversions, warp-level tensor cores
 // (`mma`, `ldmatrix`, `cp.async`), and the Hopper primitives; the GPU side has modules of
 // the same names.
-pub(crate) use crate::sim::{cvt, hopper, mma};
 pub(crate) use crate::sim::wait::check_spin;
+pub(crate) use crate::sim::{cvt, hopper, mma};
 
 /// # Safety
 ///

@@ -12,7 +12,7 @@
 //!
 //! Code using these must be built for `Arch::Sm90a` (rshmem-builder) and runs on sm_90 GPUs
 //! only; the simulator runs all of it on the host (see `rshmem_device::sim` for what it models
-//! and what it refuses). A tile GEMM that puts them together is in `docs/tensor-cores-hopper.md`.
+//! and what it refuses). A tile GEMM that puts them together is in `docs/tensor-cores.md (## Hopper)`.
 //!
 //! ```ignore
 //! use rshmem_device::hopper::{mbarrier::MBarrier, tma, wgmma::{self, WgmmaAcc}, SmemDesc, Swizzle};

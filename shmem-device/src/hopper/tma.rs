@@ -15,8 +15,8 @@
 //! per kernel; it is also what makes maps the device itself rewrote usable.
 
 use super::mbarrier::MBarrier;
-pub use crate::contract::hopper::{TensorMap, TmaType};
 use crate::backend::hopper as backend;
+pub use crate::contract::hopper::{TensorMap, TmaType};
 
 // SAFETY: plain bytes, same layout on host and device.
 unsafe impl crate::KernelArg for TensorMap {}

@@ -14,10 +14,10 @@
 //! group, or an `mma` after a register access without a `fence`, fails the thread.
 
 use super::desc::SmemDesc;
+use crate::backend::hopper as backend;
 #[doc(hidden)]
 pub use crate::contract::hopper::Kind;
 pub use crate::contract::hopper::WgmmaA;
-use crate::backend::hopper as backend;
 
 /// Input element types of `wgmma`: [`crate::bf16`] (`.bf16`) and [`crate::f16`] (`.f16`).
 pub trait WgmmaElem: sealed::Sealed {

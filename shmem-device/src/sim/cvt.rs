@@ -5,7 +5,8 @@
 //! Narrowing (`cvt.rn.{bf16,f16}.f32`) rounds to nearest, ties to even, keeps subnormals (no
 //! `.ftz`), overflows to ±∞, and turns every NaN into the canonical NaN `0x7FFF` (sign and
 //! payload dropped), as CUDA's conversions do. `cvt.rna.tf32.f32` rounds to nearest, ties away
-//! from zero, and leaves the 13 low bits zero. Widening is exact; bf16 → f32 is the 16-bit shift
+//! from zero, and leaves the 13 low bits zero; a NaN keeps its sign and its payload's upper
+//! bits, the 13 low bits cut (`0x7F80_1FFF` becomes `+∞`). Widening is exact; bf16 → f32 is the 16-bit shift
 //! (NaNs keep their bits, as the GPU side does), f16 → f32 (`cvt.f32.f16`) turns a NaN into
 //! the canonical `0x7FFF_FFFF`. The GPU tests in `testkit/tests/tensor.rs` pin each of these
 //! against the hardware.
@@ -88,7 +89,9 @@ pub(crate) fn f16_to_f32(h: u16) -> f32 {
 pub(crate) fn tf32_from_f32(x: f32) -> u32 {
     let b = x.to_bits();
     if b & 0x7FFF_FFFF > 0x7F80_0000 {
-        return NAN32;
+        // As the H200 does (measured, scripts/cuda/cvt_nan_probe.cu): a NaN's low 13 bits are
+        // cut, not rounded, so a NaN whose payload lies only there becomes ±∞.
+        return b & 0xFFFF_E000;
     }
     if b & 0x7FFF_FFFF == 0x7F80_0000 {
         return b;
@@ -238,7 +241,9 @@ mod tests {
         assert_eq!(bf16_to_f32(0xFFC1).to_bits(), 0xFFC1_0000);
         assert_eq!(f16_to_f32(1), 2f32.powi(-24));
         assert_eq!(f16_to_f32(0x83FF), -1023.0 * 2f32.powi(-24));
-        assert_eq!(tf32_from_f32(f32::NAN), NAN32);
+        assert_eq!(tf32_from_f32(f32::NAN), 0x7FC0_0000);
+        assert_eq!(tf32_from_f32(f32::from_bits(0xFFFF_FFFF)), 0xFFFF_E000);
+        assert_eq!(tf32_from_f32(f32::from_bits(0x7F80_1FFF)), 0x7F80_0000);
         assert_eq!(tf32_from_f32(f32::NEG_INFINITY), 0xFF80_0000);
         assert_eq!(tf32_from_f32(f32::MAX), 0x7F80_0000);
     }

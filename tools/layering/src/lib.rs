@@ -107,7 +107,12 @@ impl fmt::Display for Cycle {
         write!(f, "\n  {} again", show(&self.modules[0]))?;
         if self.group.len() > self.modules.len() {
             let all: Vec<String> = self.group.iter().map(|m| show(m)).collect();
-            write!(f, "\n  (all {} modules that reach each other: {})", all.len(), all.join(", "))?;
+            write!(
+                f,
+                "\n  (all {} modules that reach each other: {})",
+                all.len(),
+                all.join(", ")
+            )?;
         }
         Ok(())
     }

@@ -13,7 +13,10 @@ fn graph(files: &[(&str, &str)]) -> ModuleGraph {
                 .filter(|s| !s.is_empty())
                 .map(String::from)
                 .collect();
-            (path, (PathBuf::from(format!("{module}.rs")), text.to_string()))
+            (
+                path,
+                (PathBuf::from(format!("{module}.rs")), text.to_string()),
+            )
         })
         .collect();
     ModuleGraph::from_sources(sources).expect("valid Rust")
@@ -24,8 +27,14 @@ fn a_planted_loop_is_found_and_named() {
     let g = graph(&[
         ("", "mod contract; mod shmem; mod gpu;"),
         ("contract", "pub trait Backend {}"),
-        ("shmem", "use crate::contract::Backend;\npub struct Shmem;\nfn f() { crate::gpu::run(); }"),
-        ("gpu", "use crate::contract::Backend;\n\nuse crate::shmem::Shmem;\npub fn run() {}"),
+        (
+            "shmem",
+            "use crate::contract::Backend;\npub struct Shmem;\nfn f() { crate::gpu::run(); }",
+        ),
+        (
+            "gpu",
+            "use crate::contract::Backend;\n\nuse crate::shmem::Shmem;\npub fn run() {}",
+        ),
     ]);
     let cycles = g.cycles();
     assert_eq!(cycles.len(), 1, "{cycles:?}");
@@ -53,8 +62,14 @@ fn nesting_and_one_way_layers_are_not_loops() {
         ("", "pub mod backend; pub mod api; pub use api::*;"),
         ("backend", "mod gpu; pub use gpu::*; pub struct Vocab;"),
         // A child using its parent's items, and a test module using its own file.
-        ("backend::gpu", "use super::Vocab; pub fn put() {} mod tests { use super::*; }"),
-        ("api", "use crate::backend::{put, Vocab}; pub fn f() { crate::backend::put() }"),
+        (
+            "backend::gpu",
+            "use super::Vocab; pub fn put() {} mod tests { use super::*; }",
+        ),
+        (
+            "api",
+            "use crate::backend::{put, Vocab}; pub fn f() { crate::backend::put() }",
+        ),
     ]);
     assert!(g.cycles().is_empty(), "{:?}", g.cycles());
     assert!(g.uses(&["api".into()], &["backend".into()]).is_some());
@@ -73,7 +88,10 @@ fn workspace_crates_have_no_import_loops() {
     for krate in ["host", "shmem-device", "builder", "macros"] {
         let g = ModuleGraph::from_src_dir(Path::new(krate).join("src").as_path())
             .unwrap_or_else(|e| panic!("{krate}: {e}"));
-        assert!(g.modules().count() > 1 || krate == "macros", "{krate}: no modules read");
+        assert!(
+            g.modules().count() > 1 || krate == "macros",
+            "{krate}: no modules read"
+        );
         for cycle in g.cycles() {
             report.push_str(&format!("{krate}: {cycle}\n"));
         }

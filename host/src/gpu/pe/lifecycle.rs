@@ -5,10 +5,10 @@
 use super::super::cuda::{Context, Stream};
 use super::super::heap_accounting::heap_limit;
 use super::super::nvshmem::{result as nv, sys, Nvshmem};
+use super::super::tensor_map::encode_tiled;
 use super::alloc::control_block;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
-use super::super::tensor_map::encode_tiled;
 use crate::contract::{
     BoxError, Checked, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
 };

@@ -32,8 +32,8 @@ use core::sync::atomic::{
 use std::format;
 
 use super::barrier::Group;
-use state::WARPGROUP;
 use super::context::{with, ThreadCtx};
+use state::WARPGROUP;
 
 mod mbarrier;
 pub(crate) mod state;

@@ -9,7 +9,7 @@ use std::vec::Vec;
 use super::layout;
 use crate::half::{bf16, f16, to_tf32, Half};
 use crate::mma::*;
-use crate::sim::{World, LaunchSpec};
+use crate::sim::{LaunchSpec, World};
 use crate::thread::{self, Dim3};
 use crate::warp;
 
