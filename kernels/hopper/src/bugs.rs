@@ -11,6 +11,11 @@ use rshmem_device::prelude::*;
 
 /// Reads a TMA box before waiting on its mbarrier (then waits, to end cleanly): the block
 /// copies what shared memory holds at that moment into `out`.
+///
+/// # Safety
+///
+/// `map` is a tensor map in global memory whose box is `bytes` bytes; `out` has room for
+/// `bytes`; one block with `bytes + 2048` bytes of shared memory.
 #[kernel]
 pub unsafe fn read_before_wait(map: *const TensorMap, out: *mut u8, bytes: u32) {
     let tid = thread::thread_idx_x();
@@ -39,6 +44,12 @@ pub unsafe fn read_before_wait(map: *const TensorMap, out: *mut u8, bytes: u32) 
 /// One m64n8k16 `wgmma` from 128-byte swizzled operands, then the bug `which` selects:
 /// 0 none, 1 the accumulators taken before `wait_group` (committed), 2 no `wgmma::fence`
 /// before the mma, 3 never committed (but waited for).
+///
+/// # Safety
+///
+/// The maps describe 128-byte swizzled bf16 operands as `wgmma_n8` takes them and `out` has
+/// room for the 64 x 8 result; one block of 128 threads. Cases 1-3 break `wgmma`'s contract on
+/// purpose: run them only on the simulator, which stops the thread.
 #[kernel]
 pub unsafe fn wgmma_misuse(
     map_a: *const TensorMap,
@@ -87,6 +98,10 @@ pub unsafe fn wgmma_misuse(
 /// Every thread calls `setmaxnreg.dec 232` then `setmaxnreg.inc 240` and writes 1 to
 /// `out[t]`: on the simulator a warpgroup meeting each (a block that is not whole warpgroups
 /// fails). Not run on a GPU: register counts there depend on the launch's allocation.
+///
+/// # Safety
+///
+/// `out` has room for one u32 per thread; blocks of whole warpgroups (128 threads).
 #[kernel]
 pub unsafe fn setmaxnreg_meeting(out: *mut u32) {
     unsafe {

@@ -26,6 +26,11 @@ pub const SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 2048;
 /// `map_a`: 2-D bf16 map of A (K innermost) with boxes BK x BM and 128-byte swizzle;
 /// `map_b`: the same for B with boxes BK x BN. Grid ceil(N / BN) * ceil(M / BM) blocks (N-tiles fastest), 128
 /// threads, [`SHARED_BYTES`] of shared memory.
+///
+/// # Safety
+///
+/// The maps are as described above (in global memory, made for this backend), `c` has room for
+/// M x N f32s, and the launch is the grid, block and shared memory above, on sm_90a code.
 #[kernel]
 pub unsafe fn gemm_bf16(
     map_a: *const TensorMap,

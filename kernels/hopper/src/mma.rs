@@ -149,6 +149,12 @@ unsafe fn mma_tile<const R: usize>(
 macro_rules! mma_kernels {
     ($($name:ident => $r:literal),*) => {$(
         /// See [`mma_kernels`]-generated docs above: D = A B^T for one N.
+        ///
+        /// # Safety
+        ///
+        /// `map_a`/`map_b` point to fenced-for-launch tensor maps in global memory for the 64 x
+        /// `k` A and N x `k` B as above; `a` holds 64 x `k` elements, `out` 64 x N f32;
+        /// launched as one block of 128 threads with the shared memory above, on sm_90a code.
         #[kernel]
         pub unsafe fn $name(map_a: *const TensorMap, map_b: *const TensorMap, a: *const u16, k: u32, swizzle: u32, a_regs: u32, f16: u32, out: *mut f32) {
             unsafe { mma_tile::<$r>(map_a, map_b, a, k, swizzle, a_regs, f16, out) }
@@ -163,6 +169,11 @@ mma_kernels!(wgmma_n8 => 4, wgmma_n64 => 32, wgmma_n128 => 64, wgmma_n256 => 128
 /// accumulator to `out[t]`. Its purpose is that ptxas assembles every shape of the family at
 /// each image build (the other kernels use four); run, it checks that each shape issues and
 /// completes (all zeros). One block of 128 threads; shared memory `256 * 32 + 64 * 32`.
+///
+/// # Safety
+///
+/// `out` has room for 128 f32s; launched as one block of 128 threads with the shared memory
+/// above, on sm_90a code.
 #[kernel]
 pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
     let tid = thread::thread_idx_x();

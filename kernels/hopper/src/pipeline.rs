@@ -9,6 +9,11 @@ use rshmem_device::prelude::*;
 /// Tile `t` (0..tiles) is the box at (0, `t * box_rows`) of `map` (a 2-D f32 tensor, boxes of
 /// `box_bytes`); the block sums each tile's column `c` for c = thread index into
 /// `out[t * block + c]`. Stages `1..=4`; shared memory `stages * box_bytes + 2048`.
+///
+/// # Safety
+///
+/// `map` is a tensor map in global memory of a 2-D f32 tensor of at least `tiles` boxes; `out`
+/// has room for `tiles * blockDim` f32s; stages 1..=4 and the shared memory above.
 #[kernel]
 pub unsafe fn pipeline_sum(
     map: *const TensorMap,

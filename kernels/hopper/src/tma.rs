@@ -8,6 +8,11 @@ use rshmem_device::prelude::*;
 /// (1024-aligned, after one mbarrier), every thread waits for it, then the block copies the
 /// `bytes` of shared memory unchanged to `out`: the host sees the swizzle and the
 /// out-of-bounds fill as TMA wrote them. One block; shared memory `bytes + 2048`.
+///
+/// # Safety
+///
+/// `map` is a tensor map in global memory whose box is `bytes` bytes; `out` has room for
+/// `bytes`; one block with `bytes + 2048` bytes of shared memory.
 #[kernel]
 pub unsafe fn tma_load_raw(
     map: *const TensorMap,
@@ -55,6 +60,11 @@ pub unsafe fn tma_load_raw(
 /// them for the async proxy, and thread 0 stores the box to (`x`, `y`, `z`) of `map`
 /// (`rank` 2 or 3) and waits for it: the host sees which elements TMA wrote (clipped at the
 /// tensor's edges) and how it un-swizzled them. One block; shared memory `bytes + 1024`.
+///
+/// # Safety
+///
+/// `map` is a tensor map in global memory whose box is `bytes` bytes; `src` holds `bytes`; one
+/// block with `bytes + 1024` bytes of shared memory.
 #[kernel]
 pub unsafe fn tma_store_raw(
     map: *const TensorMap,

@@ -307,9 +307,9 @@ impl<S: Shape> FragC<S> {
     #[inline(always)]
     pub unsafe fn load(ptr: *const f32, ld: usize) -> Self {
         let lane = crate::warp::lane_id() as usize;
-        // SAFETY: in the matrix, by the caller's contract.
         Self::from_regs(core::array::from_fn(|i| {
             let (r, c) = Self::coord(lane, i);
+            // SAFETY: element (r, c) of the matrix, readable by the caller's contract.
             unsafe { ptr.add(r * ld + c).read() }
         }))
     }

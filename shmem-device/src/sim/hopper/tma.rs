@@ -114,11 +114,11 @@ fn read_map(c: &ThreadCtx<'_>, op: &str, p: *const TensorMap, rank: Option<u32>)
             "{op}: tensor map pointer {p:?} is null or not 64-byte aligned"
         ));
     }
-    // SAFETY: the caller's contract: a tensor map in memory the kernel may read; read as
-    // relaxed atomic bytes, so a concurrent write by a buggy kernel is no Rust data race.
     let word = |i: usize| {
         let mut b = [0u8; 8];
         for (j, v) in b.iter_mut().enumerate() {
+            // SAFETY: the caller's contract: a tensor map in memory the kernel may read; read
+            // as relaxed atomic bytes, so a concurrent write by a buggy kernel is no data race.
             *v = unsafe { AtomicU8::from_ptr(p.cast::<u8>().add(8 * i + j).cast_mut()) }
                 .load(Relaxed);
         }

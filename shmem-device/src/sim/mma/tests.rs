@@ -408,7 +408,7 @@ fn cp_async_lands_at_the_wait_in_group_order() {
 #[test]
 fn the_simulator_refuses_what_it_cannot_run_faithfully() {
     let err = |threads, shared, body: &(dyn Fn() + Sync)| run(threads, shared, body).unwrap_err();
-    // SAFETY (all bodies): the simulator checks the contracts these calls break and stops.
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(32, 256, &|| unsafe {
         let _ = ldmatrix::<1>(smem().add(1));
     });
@@ -421,6 +421,7 @@ fn the_simulator_refuses_what_it_cannot_run_faithfully() {
     struct Aligned([u16; 64]);
     let global = Aligned([0; 64]);
     let g = P(global.0.as_ptr().cast_mut());
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(32, 256, &|| unsafe {
         let _ = ldmatrix_trans::<4>(g.at(8 * (warp::lane_id() as usize % 4)));
     });
@@ -428,6 +429,7 @@ fn the_simulator_refuses_what_it_cannot_run_faithfully() {
         e.contains("not inside the block's dynamic shared memory"),
         "{e}"
     );
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(32, 0, &|| unsafe {
         let a = FragA::<M16N8K8, Tf32>::from_regs([1.1f32.to_bits(); 4]);
         let _ = mma_sync(&a, &FragB::zero(), &FragC::zero());
@@ -436,6 +438,7 @@ fn the_simulator_refuses_what_it_cannot_run_faithfully() {
         e.contains("m16n8k8.row.col.f32.tf32.tf32.f32") && e.contains("half::to_tf32"),
         "{e}"
     );
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(48, 0, &|| unsafe {
         let _ = mma_sync(
             &FragA::<M16N8K16, bf16>::zero(),
@@ -444,6 +447,7 @@ fn the_simulator_refuses_what_it_cannot_run_faithfully() {
         );
     });
     assert!(e.contains("needs all 32 lanes"), "{e}");
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(32, 256, &|| unsafe {
         if warp::lane_id() < 16 {
             let _ = ldmatrix::<2>(smem());
@@ -455,6 +459,7 @@ fn the_simulator_refuses_what_it_cannot_run_faithfully() {
         e.contains("must execute the same warp-collective instruction"),
         "{e}"
     );
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(32, 64, &|| unsafe {
         cp_async_ca::<8>(thread::dynamic_shared::<u8>().0.add(4), g.at(0).cast());
     });
@@ -462,6 +467,7 @@ fn the_simulator_refuses_what_it_cannot_run_faithfully() {
         e.contains("cp.async.ca.shared.global in kernel `tensor_test`") && e.contains("aligned"),
         "{e}"
     );
+    // SAFETY: breaks a contract on purpose; the simulator checks it and stops the thread.
     let e = err(32, 64, &|| unsafe {
         let s = thread::dynamic_shared::<u8>().0;
         cp_async_cg(g.at(0).cast(), s);
