@@ -58,20 +58,85 @@ pub(crate) fn extract_rlib(tc: &Toolchain, rlib: &Path, into: &Path) -> Result<V
     Ok(members)
 }
 
-/// The `ptx_kernel` functions defined in the given bitcode files.
-pub(crate) fn kernels_in(tc: &Toolchain, objects: &[PathBuf]) -> Result<Vec<String>> {
-    let mut names = Vec::new();
+/// A kernel's `#[kernel(launch_bounds(max_threads, min_blocks))]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LaunchBounds {
+    pub kernel: String,
+    pub max_threads: u32,
+    /// 0: not stated.
+    pub min_blocks: u32,
+}
+
+/// What the kernel crate's own bitcode declares: its entry points and their launch bounds.
+#[derive(Debug, Default)]
+pub(crate) struct Entries {
+    pub kernels: Vec<String>,
+    pub bounds: Vec<LaunchBounds>,
+}
+
+/// The `ptx_kernel` functions defined in the given bitcode files, and the launch bounds
+/// `#[kernel]` recorded for them.
+pub(crate) fn kernels_in(tc: &Toolchain, objects: &[PathBuf]) -> Result<Entries> {
+    let mut entries = Entries::default();
     for obj in objects {
         let out = run(Command::new(tc.llvm("llvm-dis")).arg(obj).args(["-o", "-"]))?;
-        names.extend(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(kernel_name_in_define),
-        );
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            entries.kernels.extend(kernel_name_in_define(line));
+            entries.bounds.extend(launch_bounds_in_global(line));
+        }
     }
-    names.sort();
-    names.dedup();
-    Ok(names)
+    entries.kernels.sort();
+    entries.kernels.dedup();
+    entries.bounds.sort_by(|a, b| a.kernel.cmp(&b.kernel));
+    entries.bounds.dedup();
+    Ok(entries)
+}
+
+/// The prefix of the marker `#[kernel(launch_bounds(..))]` emits (rshmem-macros).
+const BOUNDS_MARKER: &str = "@__rshmem_launch_bounds_";
+
+/// `@__rshmem_launch_bounds_NAME = ... constant [5 x i8] c"384 1", align 1` → bounds of NAME.
+fn launch_bounds_in_global(line: &str) -> Option<LaunchBounds> {
+    let rest = line.strip_prefix(BOUNDS_MARKER)?;
+    let (kernel, tail) = rest.split_once(" = ")?;
+    let text = tail.split_once("c\"")?.1.split_once('"')?.0;
+    let mut nums = text.split(' ').map(str::parse::<u32>);
+    let (max_threads, min_blocks) = (nums.next()?.ok()?, nums.next()?.ok()?);
+    Some(LaunchBounds {
+        kernel: kernel.to_string(),
+        max_threads,
+        min_blocks,
+    })
+}
+
+/// Writes each bounded kernel's `.maxntid` (and `.minnctapersm`) between its `.entry`
+/// parameter list and its body, as nvcc does for `__launch_bounds__`: the register budget
+/// ptxas allocates by, and what lets it honour `setmaxnreg`.
+pub(crate) fn with_launch_bounds(ptx: &str, bounds: &[LaunchBounds]) -> String {
+    if bounds.is_empty() {
+        return ptx.to_string();
+    }
+    let mut out = String::with_capacity(ptx.len() + 64 * bounds.len());
+    let mut pending: Option<&LaunchBounds> = None;
+    for line in ptx.split_inclusive('\n') {
+        let body = line.trim();
+        if let Some(name) = body
+            .split_once(".entry ")
+            .map(|(_, n)| n.split(['(', ' ']).next().unwrap_or(""))
+        {
+            pending = bounds.iter().find(|b| b.kernel == name);
+        }
+        if body == "{" {
+            if let Some(b) = pending.take() {
+                out.push_str(&format!(".maxntid {}, 1, 1\n", b.max_threads));
+                if b.min_blocks > 0 {
+                    out.push_str(&format!(".minnctapersm {}\n", b.min_blocks));
+                }
+            }
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// `define ptx_kernel void @name(...)` → `name`.
@@ -115,6 +180,8 @@ pub(crate) struct LinkInputs<'a> {
     pub objects: &'a [PathBuf],
     /// The kernels, kept visible.
     pub kernels: &'a [String],
+    /// Their launch bounds, written into the PTX.
+    pub bounds: &'a [LaunchBounds],
     /// NVSHMEM's device bitcode, if the kernels call NVSHMEM.
     pub nvshmem: Option<&'a Path>,
     /// Target architecture.
@@ -131,6 +198,7 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
         work,
         objects,
         kernels,
+        bounds,
         nvshmem,
         arch,
         debug,
@@ -192,7 +260,7 @@ pub(crate) fn link(tc: &Toolchain, inputs: &LinkInputs<'_>) -> Result<Linked> {
         .arg(ptx_out))?;
     let ptx =
         std::fs::read_to_string(ptx_out).map_err(io(format!("reading {}", ptx_out.display())))?;
-    let ptx = unaligned_cta_barriers(&ptx);
+    let ptx = with_launch_bounds(&unaligned_cta_barriers(&ptx), bounds);
     std::fs::write(ptx_out, &ptx).map_err(io(format!("writing {}", ptx_out.display())))?;
     Ok(Linked {
         ptx: ptx_out.to_path_buf(),
@@ -286,6 +354,22 @@ pub(crate) fn ptxas(ptxas: &Path, ptx: &Path, arch: Arch, cubin: &Path) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_bounds_reach_their_entries_only() {
+        let ir = "@__rshmem_launch_bounds_gemm = unnamed_addr constant [5 x i8] c\"384 1\", align 1";
+        let b = launch_bounds_in_global(ir).unwrap();
+        assert_eq!((b.kernel.as_str(), b.max_threads, b.min_blocks), ("gemm", 384, 1));
+        assert!(launch_bounds_in_global("@other = constant [5 x i8] c\"384 1\"").is_none());
+        let ptx = ".visible .entry gemm(\n\t.param .u64 gemm_param_0\n)\n{\n\tret;\n}\n\
+                   .visible .entry other(\n)\n{\n\tret;\n}\n";
+        let out = with_launch_bounds(ptx, &[b]);
+        assert_eq!(
+            out,
+            ".visible .entry gemm(\n\t.param .u64 gemm_param_0\n)\n.maxntid 384, 1, 1\n\
+             .minnctapersm 1\n{\n\tret;\n}\n.visible .entry other(\n)\n{\n\tret;\n}\n"
+        );
+    }
 
     #[test]
     fn cta_barriers_become_unaligned() {

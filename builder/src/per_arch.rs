@@ -126,7 +126,7 @@ fn link_fresh(
         }
         objects.extend(members);
     }
-    let kernels = link::kernels_in(tc, &own)?;
+    let link::Entries { kernels, bounds } = link::kernels_in(tc, &own)?;
     let nvshmem = nvshmem_for(tc, &objects, work)?;
     let linked = link::link(
         tc,
@@ -134,6 +134,7 @@ fn link_fresh(
             work,
             objects: &objects,
             kernels: &kernels,
+            bounds: &bounds,
             nvshmem: nvshmem.as_deref(),
             arch,
             debug,

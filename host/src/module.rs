@@ -77,6 +77,18 @@ impl<'s> Module<'s> {
                 message: format!("empty grid or block ({config:?})"),
             });
         }
+        if config.block_threads() > u64::from(K::MAX_THREADS) {
+            return Err(Error::Launch {
+                kernel: K::NAME,
+                message: format!(
+                    "{} threads per block, above the kernel's launch bound of {} \
+                     (#[kernel(launch_bounds({}))])",
+                    config.block_threads(),
+                    K::MAX_THREADS,
+                    K::MAX_THREADS
+                ),
+            });
+        }
         let args = BoundArgs::<K>::new(args);
         let call = KernelCall::new(stream.id, config, &args);
         // SAFETY: `call` ties the arguments to the kernel by type (`K::Args`); what they point

@@ -19,6 +19,12 @@
 //! reported by `clippy::missing_safety_doc`, like any other `unsafe fn`. The macro adds
 //! `unsafe` when the signature lacks it (every entry point trusts its launcher's arguments).
 //!
+//! `#[kernel(launch_bounds(384))]` (or `launch_bounds(384, 1)`) is CUDA's
+//! `__launch_bounds__(384, 1)`: the kernel is launched with at most 384 threads per block
+//! (checked by the host at launch, on both backends) and, on the GPU, ptxas allocates
+//! registers for that many threads (`.maxntid 384, 1, 1`, `.minnctapersm 1`, which the builder
+//! writes into the kernel's PTX entry). ptxas honours `setmaxnreg` only in such kernels.
+//!
 //! The most parameters a kernel may take, `MAX_KERNEL_ARGS`, is defined here and nowhere
 //! else: `rshmem_device::kernel::MAX_KERNEL_ARGS` is `max_kernel_args!()`, and the device
 //! crate checks that its `KernelArgs` tuples reach it. Every rejected signature is a test
@@ -52,20 +58,64 @@ pub fn max_kernel_args(input: TokenStream) -> TokenStream {
 /// Marks a kernel entry point. See the crate documentation.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let attr = proc_macro2::TokenStream::from(attr);
-        return Error::new(attr.span(), "#[kernel] takes no arguments")
-            .to_compile_error()
-            .into();
-    }
+    let bounds = match parse_bounds(proc_macro2::TokenStream::from(attr)) {
+        Ok(b) => b,
+        Err(err) => return err.to_compile_error().into(),
+    };
     let func = parse_macro_input!(item as ItemFn);
-    match expand(func) {
+    match expand(func, bounds) {
         Ok(tokens) => tokens.into(),
         Err(err) => err.to_compile_error().into(),
     }
 }
 
-fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
+/// `launch_bounds(max_threads[, min_blocks_per_sm])`, the only argument `#[kernel]` takes.
+#[derive(Clone, Copy)]
+struct Bounds {
+    max_threads: u32,
+    min_blocks: u32,
+}
+
+fn parse_bounds(attr: proc_macro2::TokenStream) -> syn::Result<Option<Bounds>> {
+    if attr.is_empty() {
+        return Ok(None);
+    }
+    let usage = "#[kernel] takes one optional argument: `launch_bounds(max_threads)` or \
+                 `launch_bounds(max_threads, min_blocks_per_sm)`";
+    let call: syn::ExprCall = syn::parse2(attr.clone()).map_err(|_| Error::new(attr.span(), usage))?;
+    if !matches!(&*call.func, syn::Expr::Path(p) if p.path.is_ident("launch_bounds"))
+        || call.args.is_empty()
+        || call.args.len() > 2
+    {
+        return Err(Error::new(attr.span(), usage));
+    }
+    let mut values = Vec::new();
+    for arg in &call.args {
+        match arg {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => values.push((i.base10_parse::<u32>()?, i.span())),
+            other => {
+                return Err(Error::new(
+                    other.span(),
+                    "launch_bounds takes integer literals",
+                ))
+            }
+        }
+    }
+    let (max_threads, span) = values[0];
+    if max_threads == 0 || max_threads > 1024 {
+        return Err(Error::new(span, "launch_bounds: max_threads must be 1..=1024"));
+    }
+    let min_blocks = values.get(1).map_or(0, |v| v.0);
+    Ok(Some(Bounds {
+        max_threads,
+        min_blocks,
+    }))
+}
+
+fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::TokenStream> {
     check_signature(&func)?;
     let ItemFn {
         attrs,
@@ -103,8 +153,34 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
          `module.launch::<{name_str}>(config, args)`."
     );
 
+    // The builder reads `__rshmem_launch_bounds_<kernel>` ("max min", ASCII) from the kernel
+    // crate's bitcode and writes the PTX directives; the host reads MAX_THREADS.
+    let (bounds_marker, max_threads) = match bounds {
+        Some(Bounds {
+            max_threads,
+            min_blocks,
+        }) => {
+            let marker = syn::Ident::new(&format!("__rshmem_launch_bounds_{name_str}"), name.span());
+            let text = format!("{max_threads} {min_blocks}");
+            let bytes = proc_macro2::Literal::byte_string(text.as_bytes());
+            let len = text.len();
+            (
+                quote! {
+                    #[cfg(target_arch = "nvptx64")]
+                    #[doc(hidden)]
+                    #[no_mangle]
+                    pub static #marker: [u8; #len] = *#bytes;
+                },
+                quote! { const MAX_THREADS: u32 = #max_threads; },
+            )
+        }
+        None => (quote! {}, quote! {}),
+    };
+
     Ok(quote! {
         #(#arg_checks)*
+
+        #bounds_marker
 
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
@@ -123,6 +199,7 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         #[cfg(not(target_arch = "nvptx64"))]
         impl ::rshmem_device::Kernel for #name {
             const NAME: &'static str = #name_str;
+            #max_threads
             type Args = (#(#arg_types,)*);
             #[inline]
             unsafe fn run_sim(args: Self::Args) {

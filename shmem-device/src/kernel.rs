@@ -24,6 +24,9 @@ pub const MAX_KERNEL_ARGS: usize = rshmem_macros::max_kernel_args!();
 pub trait Kernel: 'static {
     /// The symbol name in the PTX module.
     const NAME: &'static str;
+    /// The most threads per block it may be launched with: 1024, or what
+    /// `#[kernel(launch_bounds(N))]` declared (the GPU code's registers are allocated for it).
+    const MAX_THREADS: u32 = 1024;
     /// The argument tuple, in declaration order.
     type Args: KernelArgs;
 

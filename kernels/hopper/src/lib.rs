@@ -18,33 +18,26 @@ pub mod mma;
 pub mod pipeline;
 pub mod tma;
 
-use rshmem_device::hopper::{shared_address, MBarrier};
-use rshmem_device::thread;
+use rshmem_device::hopper::{dynamic_shared_aligned, MBarrier};
 
-/// This block's dynamic shared memory from the first `align`-aligned shared address (the
-/// alignment swizzle patterns are computed on), with `skip` bytes reserved before it.
+/// This block's dynamic shared memory past `skip` bytes, `align`-aligned.
 ///
 /// # Safety
 ///
-/// The launch gave at least `skip + align` more bytes than the caller uses.
+/// As [`dynamic_shared_aligned`].
 #[inline(always)]
 pub(crate) unsafe fn shared_from(skip: u32, align: u32) -> *mut u8 {
-    let (base, _) = thread::dynamic_shared::<u8>();
-    let at = shared_address(base) + skip;
-    let pad = (align - at % align) % align;
-    // SAFETY: within the launch's shared memory (the caller's contract).
-    unsafe { base.add((skip + pad) as usize) }
+    // SAFETY: forwarded contract.
+    unsafe { dynamic_shared_aligned(skip, align) }
 }
 
 /// The `i`-th mbarrier at the start of shared memory.
 ///
 /// # Safety
 ///
-/// The launch gave at least `8 * (i + 1)` bytes of shared memory; the kernel keeps barriers
-/// there and nothing else.
+/// As [`MBarrier::in_dynamic_shared`].
 #[inline(always)]
 pub(crate) unsafe fn barrier(i: u32) -> &'static MBarrier {
-    let (base, _) = thread::dynamic_shared::<MBarrier>();
-    // SAFETY: 8-aligned (shared memory is 16-aligned), in bounds (the caller's contract).
-    unsafe { &*base.add(i as usize) }
+    // SAFETY: forwarded contract.
+    unsafe { MBarrier::in_dynamic_shared(i) }
 }

@@ -20,6 +20,21 @@ use crate::backend::hopper as backend;
 pub struct MBarrier(u64);
 
 impl MBarrier {
+    /// The `i`-th mbarrier at the start of this block's dynamic shared memory, where kernels
+    /// keep their barriers (the data after them: [`super::dynamic_shared_aligned`]).
+    ///
+    /// # Safety
+    ///
+    /// The launch gave at least `8 * (i + 1)` bytes of dynamic shared memory, and the kernel
+    /// uses those bytes for barriers only.
+    #[inline(always)]
+    pub unsafe fn in_dynamic_shared(i: u32) -> &'static MBarrier {
+        let (base, _) = crate::thread::dynamic_shared::<MBarrier>();
+        // SAFETY: 8-aligned (dynamic shared memory is 16-aligned), in bounds (the caller's
+        // contract).
+        unsafe { &*base.add(i as usize) }
+    }
+
     /// The raw pointer the backends take.
     #[inline(always)]
     fn raw(&self) -> *mut u64 {

@@ -63,6 +63,23 @@ pub fn shared_address<T>(p: *const T) -> u32 {
     backend::shared_address(p.cast())
 }
 
+/// This block's dynamic shared memory from the first `align`-aligned shared address (what
+/// swizzle patterns are computed on: 1024 for [`Swizzle::B128`]) at or after `skip` bytes,
+/// which the caller keeps for itself (mbarriers: see [`MBarrier::in_dynamic_shared`]).
+///
+/// # Safety
+///
+/// The launch gave at least `skip + align` more bytes of dynamic shared memory than the
+/// caller uses from the result; `align` is a power of two.
+#[inline(always)]
+pub unsafe fn dynamic_shared_aligned(skip: u32, align: u32) -> *mut u8 {
+    let (base, _) = crate::thread::dynamic_shared::<u8>();
+    let at = shared_address(base) + skip;
+    let pad = at.wrapping_neg() & (align - 1);
+    // SAFETY: within the launch's shared memory (the caller's contract).
+    unsafe { base.add((skip + pad) as usize) }
+}
+
 /// `fence.proxy.async.shared::cta`: makes this thread's generic-proxy writes to shared memory
 /// visible to the async proxy (TMA stores, `wgmma` operand reads) and orders async-proxy writes
 /// before later generic reads. Call it after writing shared memory that a TMA store or a

@@ -1,0 +1,233 @@
+//! The Hopper GEMM: persistent, warp-specialised, `wgmma` fed by TMA through a multi-stage
+//! mbarrier pipeline.
+//!
+//! A block of [`THREADS`] = 3 warpgroups stays on its SM for the whole problem and walks
+//! tiles `blockIdx.x, blockIdx.x + gridDim.x, ...` of the schedule ([`Hooks::tile`]):
+//!
+//! * warpgroup 0, the **producer**, gives up registers (`setmaxnreg.dec` to 40) and one
+//!   thread of it issues, for each k-step of each tile, the TMA loads of a [`BM`] x [`BK`]
+//!   box of A and a [`BN`] x [`BK`] box of B (128-byte swizzle) into the next of [`STAGES`]
+//!   stages, once the consumers have released it ("empty" barrier); the copies complete on
+//!   that stage's "full" barrier;
+//! * warpgroups 1 and 2, the **consumers**, take more registers (`setmaxnreg.inc` to 232)
+//!   and each computes 64 rows of the 128 x 256 tile: per stage four
+//!   `wgmma.m64n256k16` from shared-memory descriptors, keeping one commit group in flight
+//!   (the stage before is released once its group retired), then the tile's epilogue
+//!   through [`Hooks::store`] straight from the accumulators, while the producer already
+//!   loads the next tile.
+//!
+//! Stages and barrier phases run on across tiles (a k-step counter shared by both roles), so
+//! the pipeline never drains between tiles. TMA's zero fill covers the edges of M, N and K;
+//! the epilogue masks rows and columns outside C.
+
+use crate::hooks::{self, Hooks, Problem, Tile};
+use rshmem_device::hopper::wgmma::{self, WgmmaAcc, WgmmaElem};
+use rshmem_device::hopper::{self, tma, MBarrier, SmemDesc, Swizzle, TensorMap};
+use rshmem_device::thread;
+
+/// Rows of C per tile (64 per consumer warpgroup).
+pub const BM: u32 = 128;
+/// Columns of C per tile: one `wgmma.m64n256`.
+pub const BN: u32 = 256;
+/// K per stage: one 128-byte swizzled row of 16-bit elements.
+pub const BK: u32 = 64;
+/// Pipeline depth: 4 x 48 KiB of the 227 KiB of shared memory.
+pub const STAGES: u32 = 4;
+/// Threads per block: a producer and two consumer warpgroups.
+pub const THREADS: u32 = 384;
+/// Bytes of one stage's A box.
+const A_BYTES: u32 = BM * BK * 2;
+/// Bytes of one stage: A's box, then B's.
+const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
+/// Consumer threads, which all arrive on each "empty" barrier.
+const CONSUMERS: u32 = 256;
+/// mbarriers: full[STAGES], empty[STAGES], the epilogue's.
+const BARRIERS: u32 = 2 * STAGES + 1;
+/// Dynamic shared memory a launch needs: barriers, alignment to 1024 (the swizzle's), stages.
+pub const SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 1024 + 8 * BARRIERS;
+
+/// The maps [`gemm`] reads: A as a 2-D tensor {K, M} (K innermost, rows `lda`), B as
+/// {K, N}, both of 16-bit elements, with boxes {[`BK`], [`BM`]} and {[`BK`], [`BN`]}, 128-byte
+/// swizzle, zero fill: what `rshmem::ops` encodes.
+pub const A_BOX: [u32; 2] = [BK, BM];
+/// See [`A_BOX`].
+pub const B_BOX: [u32; 2] = [BK, BN];
+
+/// Tiles of `problem`.
+#[inline(always)]
+pub const fn tiles(problem: Problem) -> u32 {
+    let (tm, tn) = hooks::tiles(problem, BM, BN);
+    tm * tn
+}
+
+/// `C = A · Bᵀ` (A: M x K, B: N x K, both K-major, elements `T`), the tiles' values handed to
+/// `hooks`. Called by every thread of the block, with the same arguments.
+///
+/// # Safety
+///
+/// * The launch is 1-D blocks of [`THREADS`] threads (any grid: blocks share the tiles) with
+///   [`SHARED_BYTES`] of dynamic shared memory, of code built for sm_90a, on an sm_90 GPU.
+/// * `map_a` and `map_b` point to tensor maps in global memory as [`A_BOX`] describes, of
+///   tensors of at least `problem`'s extent, of element type `T`, that nothing writes while
+///   the kernel runs.
+/// * `hooks` is valid for the problem (its own contract).
+#[inline(always)]
+pub unsafe fn gemm<T: WgmmaElem, H: Hooks>(
+    map_a: *const TensorMap,
+    map_b: *const TensorMap,
+    problem: Problem,
+    hooks: H,
+) {
+    let tid = thread::thread_idx_x();
+    // SAFETY: barriers 0..BARRIERS at the start of shared memory, the stages after them
+    // (the launch's SHARED_BYTES).
+    let bar = |i: u32| unsafe { MBarrier::in_dynamic_shared(i) };
+    let (full, empty, epilogue) = (
+        |s: u32| bar(s),
+        |s: u32| bar(STAGES + s),
+        bar(2 * STAGES),
+    );
+    // SAFETY: as above.
+    let stages = unsafe { hopper::dynamic_shared_aligned(8 * BARRIERS, 1024) };
+    if tid == 0 {
+        for s in 0..STAGES {
+            // SAFETY: each barrier initialised once, before any use (the sync below).
+            unsafe {
+                full(s).init(1);
+                empty(s).init(CONSUMERS);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { epilogue.init(CONSUMERS) };
+        hopper::fence_barrier_init();
+    }
+    thread::sync_threads();
+
+    let (tiles_m, tiles_n) = hooks::tiles(problem, BM, BN);
+    let total = tiles_m * tiles_n;
+    let k_steps = problem.k.div_ceil(BK);
+    let tile_at = |t: u32| {
+        let (i, j) = hooks.tile(t, tiles_m, tiles_n);
+        Tile {
+            index: t,
+            m0: i * BM,
+            n0: j * BN,
+        }
+    };
+    let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
+    let warpgroup = tid / 128;
+
+    if warpgroup == 0 {
+        // SAFETY: the whole warpgroup, together; the consumers' increase below fits the
+        // 384-thread launch bound's budget (128 x 40 + 256 x 232 <= 65536).
+        unsafe { hopper::setmaxnreg_dec::<40>() };
+        if tid != 0 {
+            return;
+        }
+        // SAFETY: the maps are in global memory (the caller's contract).
+        unsafe {
+            tma::fence_tensormap_acquire(map_a);
+            tma::fence_tensormap_acquire(map_b);
+        }
+        let mut it = 0u32;
+        let mut t = first;
+        while t < total {
+            let tile = tile_at(t);
+            // SAFETY: the hooks' contract.
+            unsafe { hooks.before_loads(tile) };
+            for kt in 0..k_steps {
+                let (s, round) = (it % STAGES, it / STAGES);
+                // SAFETY: stage `s` lies in the launch's shared memory; a stage is refilled
+                // only once all consumers released its previous round; the box sizes are
+                // STAGE_BYTES (TMA counts zero-filled bytes too).
+                unsafe {
+                    if round > 0 {
+                        empty(s).wait_parity((round - 1) & 1);
+                    }
+                    let a = stages.add((s * STAGE_BYTES) as usize);
+                    full(s).arrive_expect_tx(STAGE_BYTES);
+                    let k0 = (kt * BK) as i32;
+                    tma::load_2d(map_a, a, full(s), k0, tile.m0 as i32);
+                    tma::load_2d(map_b, a.add(A_BYTES as usize), full(s), k0, tile.n0 as i32);
+                }
+                it += 1;
+            }
+            t += step;
+        }
+        return;
+    }
+
+    // SAFETY: both consumer warpgroups, together, after the producer's decrease.
+    unsafe { hopper::setmaxnreg_inc::<232>() };
+    let row0 = (warpgroup - 1) * 64;
+    let lane_tid = tid % 128;
+    let stage_addr = hopper::shared_address(stages);
+    let mut it = 0u32;
+    let mut done = 0u32;
+    let mut t = first;
+    while t < total {
+        let tile = tile_at(t);
+        let mut acc = WgmmaAcc::<128>::zero();
+        let mut held: Option<u32> = None;
+        for kt in 0..k_steps {
+            let (s, round) = (it % STAGES, it / STAGES);
+            // SAFETY: the producer arms every stage it fills.
+            unsafe { full(s).wait_parity(round & 1) };
+            let a = stage_addr + s * STAGE_BYTES + row0 * BK * 2;
+            let b = stage_addr + s * STAGE_BYTES + A_BYTES;
+            wgmma::fence();
+            for ks in 0..BK / 16 {
+                let ad = SmemDesc::new(a + 32 * ks, 16, 1024, Swizzle::B128);
+                let bd = SmemDesc::new(b + 32 * ks, 16, 1024, Swizzle::B128);
+                // SAFETY: the warpgroup together; the stage holds A's 64 rows and B's 256
+                // rows, swizzled as the descriptors say, loaded (full barrier) and not
+                // refilled before this group retires (released below only after it).
+                unsafe { acc.mma_ss::<T>(ad, bd, kt > 0 || ks > 0) };
+            }
+            wgmma::commit_group();
+            // The group before this one has retired: its stage can be refilled.
+            wgmma::wait_group::<1>();
+            if let Some(prev) = held {
+                // SAFETY: every consumer thread arrives once per round of each stage.
+                unsafe { empty(prev).arrive() };
+            }
+            held = Some(s);
+            it += 1;
+        }
+        wgmma::wait_group::<0>();
+        if let Some(prev) = held {
+            // SAFETY: as above.
+            unsafe { empty(prev).arrive() };
+        }
+        let (m, n) = (problem.m, problem.n);
+        let mut pending = 0.0f32;
+        acc.for_each(|i, v| {
+            if i % 2 == 0 {
+                pending = v;
+                return;
+            }
+            let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i - 1);
+            let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
+            if row < m && col < n {
+                // SAFETY: in C's bounds, as the hook's contract asks.
+                unsafe { hooks.store(row, col, [pending, v], col + 1 < n) };
+            }
+        });
+        if H::TILE_DONE {
+            // Every consumer waits, so that no thread's arrival for the next tile can count
+            // towards this one.
+            // SAFETY: all 256 consumer threads arrive once per tile.
+            unsafe {
+                epilogue.arrive();
+                epilogue.wait_parity(done & 1);
+            }
+            if tid == 128 {
+                // SAFETY: the hook's contract; every consumer's stores of `tile` precede the
+                // barrier's completion.
+                unsafe { hooks.tile_done(tile) };
+            }
+        }
+        done += 1;
+        t += step;
+    }
+}
