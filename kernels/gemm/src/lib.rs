@@ -9,7 +9,7 @@
 //!
 //! * [`sm90`]: Hopper (sm_90a): persistent, warp-specialised — one producer warpgroup feeds
 //!   a multi-stage TMA + mbarrier pipeline, two consumer warpgroups run `wgmma` on 128 x 256
-//!   tiles. B is N x K (K-major, "B transposed").
+//!   tiles; B either N x K or K x N (`wgmma`'s MN-major B).
 //! * [`sm80`]: Ampere and later: `cp.async` + `ldmatrix` + `mma.sync` on 128 x 128 tiles, B
 //!   either N x K or K x N.
 //!

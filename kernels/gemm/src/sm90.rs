@@ -46,12 +46,17 @@ const BARRIERS: u32 = 2 * STAGES + 1;
 /// Dynamic shared memory a launch needs: barriers, alignment to 1024 (the swizzle's), stages.
 pub const SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 1024 + 8 * BARRIERS;
 
-/// The maps [`gemm`] reads: A as a 2-D tensor {K, M} (K innermost, rows `lda`), B as
-/// {K, N}, both of 16-bit elements, with boxes {[`BK`], [`BM`]} and {[`BK`], [`BN`]}, 128-byte
-/// swizzle, zero fill: what `rshmem::ops` encodes.
+/// The maps [`gemm`] reads, all of 16-bit elements with 128-byte swizzle and zero fill (what
+/// `rshmem::ops` encodes): A as a 2-D tensor {K, M} (K innermost) with boxes `A_BOX`;
+/// B, when N x K, as {K, N} with boxes [`B_BOX_NK`]; B, when K x N, as {N, K} with boxes
+/// [`B_BOX_KN`] (four per stage, side by side along N).
 pub const A_BOX: [u32; 2] = [BK, BM];
 /// See [`A_BOX`].
-pub const B_BOX: [u32; 2] = [BK, BN];
+pub const B_BOX_NK: [u32; 2] = [BK, BN];
+/// See [`A_BOX`]: 64 columns (one 128-byte swizzle row) by [`BK`] rows of K.
+pub const B_BOX_KN: [u32; 2] = [64, BK];
+/// Bytes of one K x N box of B in shared memory (the descriptors' LBO).
+const B_KN_BOX_BYTES: u32 = 64 * BK * 2;
 
 /// Tiles of `problem`.
 #[inline(always)]
@@ -60,19 +65,21 @@ pub const fn tiles(problem: Problem) -> u32 {
     tm * tn
 }
 
-/// `C = A · Bᵀ` (A: M x K, B: N x K, both K-major, elements `T`), the tiles' values handed to
-/// `hooks`. Called by every thread of the block, with the same arguments.
+/// `C = A · B` with A M x K and B K x N (`B_KN`) or `C = A · Bᵀ` with B N x K (elements `T`),
+/// the tiles' values handed to `hooks`. Called by every thread of the block, with the same
+/// arguments.
 ///
 /// # Safety
 ///
 /// * The launch is 1-D blocks of [`THREADS`] threads (any grid: blocks share the tiles) with
 ///   [`SHARED_BYTES`] of dynamic shared memory, of code built for sm_90a, on an sm_90 GPU.
-/// * `map_a` and `map_b` point to tensor maps in global memory as [`A_BOX`] describes, of
+/// * `map_a` and `map_b` point to tensor maps in global memory as [`A_BOX`] describes (B's
+///   for its layout), of
 ///   tensors of at least `problem`'s extent, of element type `T`, that nothing writes while
 ///   the kernel runs.
 /// * `hooks` is valid for the problem (its own contract).
 #[inline(always)]
-pub unsafe fn gemm<T: WgmmaElem, H: Hooks>(
+pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
     map_a: *const TensorMap,
     map_b: *const TensorMap,
     problem: Problem,
@@ -82,11 +89,7 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks>(
     // SAFETY: barriers 0..BARRIERS at the start of shared memory, the stages after them
     // (the launch's SHARED_BYTES).
     let bar = |i: u32| unsafe { MBarrier::in_dynamic_shared(i) };
-    let (full, empty, epilogue) = (
-        |s: u32| bar(s),
-        |s: u32| bar(STAGES + s),
-        bar(2 * STAGES),
-    );
+    let (full, empty, epilogue) = (|s: u32| bar(s), |s: u32| bar(STAGES + s), bar(2 * STAGES));
     // SAFETY: as above.
     let stages = unsafe { hopper::dynamic_shared_aligned(8 * BARRIERS, 1024) };
     if tid == 0 {
@@ -148,7 +151,15 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks>(
                     full(s).arrive_expect_tx(STAGE_BYTES);
                     let k0 = (kt * BK) as i32;
                     tma::load_2d(map_a, a, full(s), k0, tile.m0 as i32);
-                    tma::load_2d(map_b, a.add(A_BYTES as usize), full(s), k0, tile.n0 as i32);
+                    let b = a.add(A_BYTES as usize);
+                    if B_KN {
+                        for j in 0..BN / 64 {
+                            let at = b.add((j * B_KN_BOX_BYTES) as usize);
+                            tma::load_2d(map_b, at, full(s), (tile.n0 + 64 * j) as i32, k0);
+                        }
+                    } else {
+                        tma::load_2d(map_b, b, full(s), k0, tile.n0 as i32);
+                    }
                 }
                 it += 1;
             }
@@ -178,11 +189,18 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks>(
             wgmma::fence();
             for ks in 0..BK / 16 {
                 let ad = SmemDesc::new(a + 32 * ks, 16, 1024, Swizzle::B128);
-                let bd = SmemDesc::new(b + 32 * ks, 16, 1024, Swizzle::B128);
+                // N x K: 256 rows of 128 bytes, 16 K-elements = 32 bytes on; K x N: four
+                // boxes of 64 K-rows x 64 columns, B_KN_BOX_BYTES apart (LBO), 16 K-rows =
+                // 2048 bytes on.
+                let bd = if B_KN {
+                    SmemDesc::new(b + 2048 * ks, B_KN_BOX_BYTES, 1024, Swizzle::B128)
+                } else {
+                    SmemDesc::new(b + 32 * ks, 16, 1024, Swizzle::B128)
+                };
                 // SAFETY: the warpgroup together; the stage holds A's 64 rows and B's 256
-                // rows, swizzled as the descriptors say, loaded (full barrier) and not
+                // columns, swizzled as the descriptors say, loaded (full barrier) and not
                 // refilled before this group retires (released below only after it).
-                unsafe { acc.mma_ss::<T>(ad, bd, kt > 0 || ks > 0) };
+                unsafe { acc.mma_ss_b::<T, B_KN>(ad, bd, kt > 0 || ks > 0) };
             }
             wgmma::commit_group();
             // The group before this one has retired: its stage can be refilled.

@@ -13,9 +13,9 @@ pub use rshmem_gemm::sm90;
 use rshmem_gemm::{Problem, StoreC};
 
 macro_rules! sm90_gemms {
-    ($($name:ident: $in:ty => $out:ty;)*) => {$(
-        #[doc = concat!("`C = A · Bᵀ`: A (m x k) and B (n x k) of `", stringify!($in),
-            "`, K-major, through the tensor maps `map_a` and `map_b` ([`sm90::A_BOX`]); C (m x n, rows `ldc` \
+    ($($name:ident: $in:ty => $out:ty, $kn:literal;)*) => {$(
+        #[doc = concat!("`C = A · B`: A (m x k) of `", stringify!($in), "`, B k x n (`B_KN = ", stringify!($kn),
+            "`) or n x k, through the tensor maps `map_a` and `map_b` ([`sm90::A_BOX`]); C (m x n, rows `ldc` \
              apart) of `", stringify!($out), "`.")]
         ///
         /// # Safety
@@ -33,14 +33,18 @@ macro_rules! sm90_gemms {
             k: u32,
         ) {
             // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
-            unsafe { sm90::gemm::<$in, _>(map_a, map_b, Problem { m, n, k }, StoreC { c, ldc }) }
+            unsafe { sm90::gemm::<$in, _, $kn>(map_a, map_b, Problem { m, n, k }, StoreC { c, ldc }) }
         }
     )*};
 }
 
 sm90_gemms! {
-    gemm90_bf16_bf16: bf16 => bf16;
-    gemm90_bf16_f32: bf16 => f32;
-    gemm90_f16_f16: f16 => f16;
-    gemm90_f16_f32: f16 => f32;
+    gemm90_bf16_bf16_nk: bf16 => bf16, false;
+    gemm90_bf16_f32_nk: bf16 => f32, false;
+    gemm90_f16_f16_nk: f16 => f16, false;
+    gemm90_f16_f32_nk: f16 => f32, false;
+    gemm90_bf16_bf16_kn: bf16 => bf16, true;
+    gemm90_bf16_f32_kn: bf16 => f32, true;
+    gemm90_f16_f16_kn: f16 => f16, true;
+    gemm90_f16_f32_kn: f16 => f32, true;
 }

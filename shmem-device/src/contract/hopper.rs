@@ -107,6 +107,10 @@ const fn field(v: u32) -> u64 {
 ///
 /// Advancing `start` by 32 bytes selects the next 16 K-elements of a swizzled row (the
 /// swizzle applies to the address sum, as on the GPU).
+///
+/// B may also be MN-major (N contiguous: a K x N row-major matrix, `imm-trans-b = 1`, see
+/// [`SmemDesc::element_address_mn`]); the PTX ISA's canonical layouts then swap the offsets'
+/// roles: `lbo` steps along N between swizzle atoms, `sbo` along K between 8-row groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct SmemDesc(pub u64);
@@ -166,6 +170,42 @@ impl SmemDesc {
             }
             _ => {
                 sw.apply(self.start() + (row / 8) * self.sbo() + (row % 8) * sw.row_bytes() + k * 2)
+            }
+        }
+    }
+}
+
+impl SmemDesc {
+    /// The shared address element (`mn`, `k`) (16-bit elements, k < 16) of an MN-major
+    /// operand is read from (the PTX ISA's canonical MN-major layouts):
+    ///
+    /// * [`Swizzle::None`]: `start + (mn / 8) * sbo + (k / 8) * lbo + (k % 8) * 16 + (mn % 8) * 2`
+    ///   (core matrices of 8 K-rows x 16 bytes of MN);
+    /// * swizzled with rows of W bytes (E = W / 2 elements of MN):
+    ///   `swizzle(start + (mn / E) * lbo + (k / 8) * sbo + (k % 8) * W + (mn % E) * 2)` —
+    ///   what a TMA box of E x rows (MN innermost) with that swizzle writes, boxes `lbo` apart,
+    ///   with `sbo = 8 * W`.
+    ///
+    /// Advancing `start` by `16 * W` bytes selects the next 16 K-rows.
+    pub const fn element_address_mn(self, mn: u32, k: u32) -> u32 {
+        let sw = self.swizzle();
+        match sw {
+            Swizzle::None => {
+                self.start()
+                    + (mn / 8) * self.sbo()
+                    + (k / 8) * self.lbo()
+                    + (k % 8) * 16
+                    + (mn % 8) * 2
+            }
+            _ => {
+                let (w, e) = (sw.row_bytes(), sw.row_bytes() / 2);
+                sw.apply(
+                    self.start()
+                        + (mn / e) * self.lbo()
+                        + (k / 8) * self.sbo()
+                        + (k % 8) * w
+                        + (mn % e) * 2,
+                )
             }
         }
     }
@@ -326,5 +366,21 @@ mod tests {
             // chunk 2 of row 2 is chunk 2 ^ 2 = 0
             1024 + 2 * 128
         );
+        // MN-major, 128-byte swizzle: K-rows of 64 N-elements, boxes of 64 N 8192 bytes
+        // apart (LBO), 8-row groups 1024 apart (SBO).
+        let t = SmemDesc::new(1024, 8192, 1024, Swizzle::B128);
+        assert_eq!(t.element_address_mn(0, 0), 1024);
+        assert_eq!(t.element_address_mn(1, 0), 1024 + 2);
+        assert_eq!(t.element_address_mn(0, 1), 1024 + 128 + 16);
+        assert_eq!(t.element_address_mn(64, 0), 1024 + 8192);
+        assert_eq!(t.element_address_mn(0, 8), 2048);
+        assert_eq!(
+            t.element_address_mn(9, 3),
+            1024 + 3 * 128 + (((9 * 2) / 16) ^ 3) * 16 + 2
+        );
+        // MN-major, no swizzle: core matrices of 8 K-rows x 16 bytes.
+        let u = SmemDesc::new(0, 256, 128, Swizzle::None);
+        assert_eq!(u.element_address_mn(3, 2), 2 * 16 + 3 * 2);
+        assert_eq!(u.element_address_mn(8, 8), 128 + 256);
     }
 }

@@ -92,10 +92,28 @@ impl<const R: usize> WgmmaAcc<R> {
     /// * The kernel is built for sm_90a and runs on an sm_90 GPU.
     #[inline(always)]
     pub unsafe fn mma_ss<T: WgmmaElem>(&mut self, a: SmemDesc, b: SmemDesc, scale_d: bool) {
+        // SAFETY: forwarded contract.
+        unsafe { self.mma_ss_b::<T, false>(a, b, scale_d) }
+    }
+
+    /// As [`WgmmaAcc::mma_ss`], with B's major-ness chosen: `B_MN_MAJOR` = true reads B as
+    /// 16 x N with N contiguous (a K x N row-major matrix; `imm-trans-b = 1`), its addresses as
+    /// [`SmemDesc::element_address_mn`] says; false is [`WgmmaAcc::mma_ss`].
+    ///
+    /// # Safety
+    ///
+    /// As [`WgmmaAcc::mma_ss`], with `b` describing an operand of that major-ness.
+    #[inline(always)]
+    pub unsafe fn mma_ss_b<T: WgmmaElem, const B_MN_MAJOR: bool>(
+        &mut self,
+        a: SmemDesc,
+        b: SmemDesc,
+        scale_d: bool,
+    ) {
         let _ = Self::N;
         // SAFETY: forwarded contract.
         unsafe {
-            backend::wgmma::<R>(
+            backend::wgmma::<R, B_MN_MAJOR>(
                 T::KIND,
                 &mut self.regs,
                 backend::WgmmaA::Smem(a.0),
@@ -115,7 +133,7 @@ impl<const R: usize> WgmmaAcc<R> {
         let _ = Self::N;
         // SAFETY: forwarded contract.
         unsafe {
-            backend::wgmma::<R>(
+            backend::wgmma::<R, false>(
                 T::KIND,
                 &mut self.regs,
                 backend::WgmmaA::Regs(a.0),

@@ -250,6 +250,7 @@ macro_rules! wgmma_asm {
             $($aop)*
             b = in(reg64) $b,
             sd = in(reg32) $sd,
+            tb = const TB as u32,
             options(nostack)
         )
     };
@@ -269,16 +270,16 @@ macro_rules! wgmma_shape {
         }
 
         #[inline(always)]
-        unsafe fn $f(kind: Kind, d: &mut [f32; $n / 2], a: &WgmmaA, b: u64, sd: u32) {
+        unsafe fn $f<const TB: bool>(kind: Kind, d: &mut [f32; $n / 2], a: &WgmmaA, b: u64, sd: u32) {
             // SAFETY: the caller's contract (`WgmmaAcc::mma_ss`); the operands are this
             // thread's registers and the descriptors.
             unsafe {
                 match (kind, a) {
-                    (Kind::Bf16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "bf16.bf16", "{a}", ", 0, 0", b, sd, a = in(reg64) *ad,),
-                    (Kind::F16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "f16.f16", "{a}", ", 0, 0", b, sd, a = in(reg64) *ad,),
-                    (Kind::Bf16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "bf16.bf16", "{{{a0}, {a1}, {a2}, {a3}}}", ", 0", b, sd,
+                    (Kind::Bf16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "bf16.bf16", "{a}", ", 0, {tb}", b, sd, a = in(reg64) *ad,),
+                    (Kind::F16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "f16.f16", "{a}", ", 0, {tb}", b, sd, a = in(reg64) *ad,),
+                    (Kind::Bf16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "bf16.bf16", "{{{a0}, {a1}, {a2}, {a3}}}", ", {tb}", b, sd,
                         a0 = in(reg32) r[0], a1 = in(reg32) r[1], a2 = in(reg32) r[2], a3 = in(reg32) r[3],),
-                    (Kind::F16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "f16.f16", "{{{a0}, {a1}, {a2}, {a3}}}", ", 0", b, sd,
+                    (Kind::F16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "f16.f16", "{{{a0}, {a1}, {a2}, {a3}}}", ", {tb}", b, sd,
                         a0 = in(reg32) r[0], a1 = in(reg32) r[1], a2 = in(reg32) r[2], a3 = in(reg32) r[3],),
                 }
             }
@@ -309,12 +310,12 @@ macro_rules! wgmma_family {
         ///
         /// `WgmmaAcc::mma_ss`'s contract; `R` is one of the shapes (checked by `WgmmaAcc::N`).
         #[inline(always)]
-        pub(crate) unsafe fn wgmma<const R: usize>(kind: Kind, d: &mut [f32; R], a: WgmmaA, b: u64, scale_d: bool) {
+        pub(crate) unsafe fn wgmma<const R: usize, const TB: bool>(kind: Kind, d: &mut [f32; R], a: WgmmaA, b: u64, scale_d: bool) {
             let sd = scale_d as u32;
             // SAFETY: each arm casts `d` to its own length, which equals R in that arm.
             unsafe {
                 match R {
-                    $($r => $f(kind, &mut *(d as *mut [f32; R]).cast::<[f32; $r]>(), &a, b, sd),)*
+                    $($r => $f::<TB>(kind, &mut *(d as *mut [f32; R]).cast::<[f32; $r]>(), &a, b, sd),)*
                     _ => unreachable!(),
                 }
             }

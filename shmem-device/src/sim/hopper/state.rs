@@ -54,18 +54,21 @@ pub(crate) struct Slot {
     pub(super) a_desc: u64,
     pub(super) a_regs: [u32; 4],
     pub(super) b_desc: u64,
+    /// B is MN-major (`imm-trans-b = 1`).
+    pub(super) b_mn: bool,
     pub(super) scale_d: bool,
 }
 
 impl Slot {
     /// What every thread of the warpgroup must agree on.
-    pub(super) fn shared_part(&self) -> (u8, usize, bool, u64, u64, bool) {
+    pub(super) fn shared_part(&self) -> (u8, usize, bool, u64, u64, bool, bool) {
         (
             self.kind,
             self.regs,
             self.a_smem,
             if self.a_smem { self.a_desc } else { 0 },
             self.b_desc,
+            self.b_mn,
             self.scale_d,
         )
     }

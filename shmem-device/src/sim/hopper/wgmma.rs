@@ -83,7 +83,7 @@ fn check_desc(c: &ThreadCtx<'_>, op: &str, which: &str, d: SmemDesc) {
 /// # Safety
 ///
 /// No preconditions on the simulator (checked): the accumulator is this thread's.
-pub(crate) unsafe fn wgmma<const R: usize>(
+pub(crate) unsafe fn wgmma<const R: usize, const B_MN: bool>(
     kind: Kind,
     d: &mut [f32; R],
     a: WgmmaA,
@@ -129,6 +129,7 @@ pub(crate) unsafe fn wgmma<const R: usize>(
                 _ => [0; 4],
             },
             b_desc: b,
+            b_mn: B_MN,
             scale_d,
         };
         let slots = &c.block.hopper.slots[(c.rank - me) as usize..][..128];
@@ -171,7 +172,12 @@ pub(crate) unsafe fn wgmma<const R: usize>(
             let (row, col) = wgmma_acc_coords(me, i as u32);
             let mut acc = if scale_d { input[i] } else { 0.0 };
             for k in 0..16 {
-                acc += a_at(row, k) * to_f32(kind, smem_u16(c, op, bd.element_address(col, k)));
+                let b_at = if B_MN {
+                    bd.element_address_mn(col, k)
+                } else {
+                    bd.element_address(col, k)
+                };
+                acc += a_at(row, k) * to_f32(kind, smem_u16(c, op, b_at));
             }
             *o = acc;
         }
