@@ -121,7 +121,9 @@ impl OutElem for f32 {
         // SAFETY: the caller's contract; `pair_aligned` means 8-byte aligned.
         unsafe {
             if both && pair_aligned {
-                p.cast::<[f32; 2]>().write(v);
+                // One 8-byte store (`[f32; 2]` is only 4-aligned: it would be two).
+                p.cast::<u64>()
+                    .write(u64::from(v[0].to_bits()) | u64::from(v[1].to_bits()) << 32);
             } else {
                 p.write(v[0]);
                 if both {
@@ -141,7 +143,9 @@ macro_rules! half_out {
                 // SAFETY: the caller's contract; `pair_aligned` means 4-byte aligned.
                 unsafe {
                     if both && pair_aligned {
-                        p.cast::<[$t; 2]>().write([lo, hi]);
+                        // One 4-byte store (`[$t; 2]` is only 2-aligned: it would be two).
+                        p.cast::<u32>()
+                            .write(u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16);
                     } else {
                         p.write(lo);
                         if both {

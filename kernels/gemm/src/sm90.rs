@@ -85,6 +85,23 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
     problem: Problem,
     hooks: H,
 ) {
+    // SAFETY: forwarded contract.
+    unsafe { gemm_tuned::<T, H, B_KN, 0>(map_a, map_b, problem, hooks) }
+}
+
+#[doc(hidden)]
+/// [`gemm`] with diagnostic switches: bit 0 keeps the registers as launched (no setmaxnreg).
+///
+/// # Safety
+///
+/// As [`gemm`].
+#[inline(always)]
+pub unsafe fn gemm_tuned<T: WgmmaElem, H: Hooks, const B_KN: bool, const TUNE: u32>(
+    map_a: *const TensorMap,
+    map_b: *const TensorMap,
+    problem: Problem,
+    hooks: H,
+) {
     let tid = thread::thread_idx_x();
     // SAFETY: barriers 0..BARRIERS at the start of shared memory, the stages after them
     // (the launch's SHARED_BYTES).
@@ -123,7 +140,9 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
     if warpgroup == 0 {
         // SAFETY: the whole warpgroup, together; the consumers' increase below fits the
         // 384-thread launch bound's budget (128 x 40 + 256 x 232 <= 65536).
-        unsafe { hopper::setmaxnreg_dec::<40>() };
+        if TUNE & 1 == 0 {
+            unsafe { hopper::setmaxnreg_dec::<40>() };
+        }
         if tid != 0 {
             return;
         }
@@ -169,7 +188,9 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
     }
 
     // SAFETY: both consumer warpgroups, together, after the producer's decrease.
-    unsafe { hopper::setmaxnreg_inc::<232>() };
+    if TUNE & 1 == 0 {
+        unsafe { hopper::setmaxnreg_inc::<232>() };
+    }
     let row0 = (warpgroup - 1) * 64;
     let lane_tid = tid % 128;
     let stage_addr = hopper::shared_address(stages);
