@@ -34,6 +34,7 @@
 extern crate std;
 
 pub mod hooks;
+pub mod sm80;
 pub mod sm90;
 
 pub use hooks::{Hooks, OutElem, Problem, StoreC, Tile};
