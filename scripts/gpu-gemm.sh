@@ -10,7 +10,7 @@ export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
 G=.gpu
-PARTS=${PARTS:-sass small tests probe cublas}
+PARTS=${PARTS:-sass small longk_nosmr longk_nk tests probe cublas}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
@@ -29,10 +29,12 @@ step() {
     if kill -0 $pid 2>/dev/null; then
         echo "--- $name still running after $((SECONDS - t0)) s: GPU state"
         nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
-        for p in $(pgrep -f "$(basename "$1")"); do
-            timeout 60 "$CUDA_BIN/cuda-gdb" -q -batch -p "$p" -ex "info cuda kernels" \
-                -ex "info cuda warps" -ex "x/4i \$pc" 2>&1 | grep -v "^\[New\|^warning" | head -60
-        done
+        if [ "${GDB:-1}" = 1 ]; then
+            # The newest process of that name: the PE process that runs the kernel.
+            timeout 45 "$CUDA_BIN/cuda-gdb" -q -batch -p "$(pgrep -n -f "$(basename "$1")")" \
+                -ex "info cuda kernels" -ex "info cuda warps" -ex "x/4i \$pc" 2>&1 \
+                | grep -v "^\[New\|^warning" | head -60 | tee "$OUT/$name.gdb"
+        fi
         while kill -0 $pid 2>/dev/null && (( SECONDS - t0 < bound )); do sleep 1; done
         pkill -9 -f "$(basename "$1")"
     fi
@@ -49,10 +51,19 @@ if want sass; then
     done
 fi
 want small && PROBE_SHAPES="256,256,128" PROBE_VARIANTS="nosmr,nk,kn" step small 60 $G/gemm_probe
+want longk_nosmr && PROBE_SHAPES="512,256,1024" PROBE_VARIANTS="nosmr" step longk_nosmr 40 $G/gemm_probe
+if want bisect; then
+    for shape in 256,256,256 256,256,320 128,256,1024; do
+        for v in nk nosmr; do
+            PROBE_SHAPES=$shape PROBE_VARIANTS=$v step "bisect_${shape//,/x}_$v" 15 $G/gemm_probe
+        done
+    done
+fi
+want longk_nk && PROBE_SHAPES="512,256,1024" PROBE_VARIANTS="nk" step longk_nk 30 $G/gemm_probe
 if want tests; then
     for t in $G/test-*; do step "$(basename "$t")" 120 "$t" --ignored --test-threads=1 gpu::; done
 fi
-want probe && step probe 300 $G/gemm_probe
+want probe && step probe 240 $G/gemm_probe
 if want cublas; then
     echo "=== cuBLAS (torch.matmul bf16, A @ B.T with B n x k; A @ B with B k x n), median of 20"
     python3 - <<'PY'

@@ -200,7 +200,11 @@ pub unsafe fn gemm_tuned<T: WgmmaElem, H: Hooks, const B_KN: bool, const TUNE: u
     while t < total {
         let tile = tile_at(t);
         let mut acc = WgmmaAcc::<128>::zero();
-        let mut held: Option<u32> = None;
+        // The stage before this k-step's is released once its group retired. It is computed
+        // from the counter, not carried in an `Option` from the previous k-step: the carried
+        // form (whose first value is undefined) came out of ptxas 13.0 releasing the *current*
+        // stage and never stage 0 (SASS of 2026-12-01; the producer then waited forever once
+        // K needed more k-steps than stages).
         for kt in 0..k_steps {
             let (s, round) = (it % STAGES, it / STAGES);
             // SAFETY: the producer arms every stage it fills.
@@ -226,17 +230,16 @@ pub unsafe fn gemm_tuned<T: WgmmaElem, H: Hooks, const B_KN: bool, const TUNE: u
             wgmma::commit_group();
             // The group before this one has retired: its stage can be refilled.
             wgmma::wait_group::<1>();
-            if let Some(prev) = held {
+            if kt > 0 {
                 // SAFETY: every consumer thread arrives once per round of each stage.
-                unsafe { empty(prev).arrive() };
+                unsafe { empty((it - 1) % STAGES).arrive() };
             }
-            held = Some(s);
             it += 1;
         }
         wgmma::wait_group::<0>();
-        if let Some(prev) = held {
+        if k_steps > 0 {
             // SAFETY: as above.
-            unsafe { empty(prev).arrive() };
+            unsafe { empty((it - 1) % STAGES).arrive() };
         }
         let (m, n) = (problem.m, problem.n);
         let mut pending = 0.0f32;
