@@ -357,9 +357,13 @@ mod tests {
 
     #[test]
     fn launch_bounds_reach_their_entries_only() {
-        let ir = "@__rshmem_launch_bounds_gemm = unnamed_addr constant [5 x i8] c\"384 1\", align 1";
+        let ir =
+            "@__rshmem_launch_bounds_gemm = unnamed_addr constant [5 x i8] c\"384 1\", align 1";
         let b = launch_bounds_in_global(ir).unwrap();
-        assert_eq!((b.kernel.as_str(), b.max_threads, b.min_blocks), ("gemm", 384, 1));
+        assert_eq!(
+            (b.kernel.as_str(), b.max_threads, b.min_blocks),
+            ("gemm", 384, 1)
+        );
         assert!(launch_bounds_in_global("@other = constant [5 x i8] c\"384 1\"").is_none());
         let ptx = ".visible .entry gemm(\n\t.param .u64 gemm_param_0\n)\n{\n\tret;\n}\n\
                    .visible .entry other(\n)\n{\n\tret;\n}\n";

@@ -82,7 +82,8 @@ fn parse_bounds(attr: proc_macro2::TokenStream) -> syn::Result<Option<Bounds>> {
     }
     let usage = "#[kernel] takes one optional argument: `launch_bounds(max_threads)` or \
                  `launch_bounds(max_threads, min_blocks_per_sm)`";
-    let call: syn::ExprCall = syn::parse2(attr.clone()).map_err(|_| Error::new(attr.span(), usage))?;
+    let call: syn::ExprCall =
+        syn::parse2(attr.clone()).map_err(|_| Error::new(attr.span(), usage))?;
     if !matches!(&*call.func, syn::Expr::Path(p) if p.path.is_ident("launch_bounds"))
         || call.args.is_empty()
         || call.args.len() > 2
@@ -106,7 +107,10 @@ fn parse_bounds(attr: proc_macro2::TokenStream) -> syn::Result<Option<Bounds>> {
     }
     let (max_threads, span) = values[0];
     if max_threads == 0 || max_threads > 1024 {
-        return Err(Error::new(span, "launch_bounds: max_threads must be 1..=1024"));
+        return Err(Error::new(
+            span,
+            "launch_bounds: max_threads must be 1..=1024",
+        ));
     }
     let min_blocks = values.get(1).map_or(0, |v| v.0);
     Ok(Some(Bounds {
@@ -160,7 +164,8 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
             max_threads,
             min_blocks,
         }) => {
-            let marker = syn::Ident::new(&format!("__rshmem_launch_bounds_{name_str}"), name.span());
+            let marker =
+                syn::Ident::new(&format!("__rshmem_launch_bounds_{name_str}"), name.span());
             let text = format!("{max_threads} {min_blocks}");
             let bytes = proc_macro2::Literal::byte_string(text.as_bytes());
             let len = text.len();

@@ -82,11 +82,7 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks>(
     // SAFETY: barriers 0..BARRIERS at the start of shared memory, the stages after them
     // (the launch's SHARED_BYTES).
     let bar = |i: u32| unsafe { MBarrier::in_dynamic_shared(i) };
-    let (full, empty, epilogue) = (
-        |s: u32| bar(s),
-        |s: u32| bar(STAGES + s),
-        bar(2 * STAGES),
-    );
+    let (full, empty, epilogue) = (|s: u32| bar(s), |s: u32| bar(STAGES + s), bar(2 * STAGES));
     // SAFETY: as above.
     let stages = unsafe { hopper::dynamic_shared_aligned(8 * BARRIERS, 1024) };
     if tid == 0 {
