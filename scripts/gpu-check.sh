@@ -9,7 +9,8 @@
 # `tests` (every `gpu::` test of every carried test binary, one process per test with its own
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
 # CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
-# PE per GPU, RSHMEM_NPES of them, default all). Split the parts over several device calls to
+# PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
+# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N). Split the parts over several device calls to
 # stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -57,6 +58,17 @@ if want examples; then
     step hello_symmetric env RSHMEM_NPES=$EX_NPES $BIN/hello_symmetric
     step ring env RSHMEM_NPES=$EX_NPES $BIN/ring
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
+    step gemm env RSHMEM_NPES=1 $BIN/gemm
+fi
+if want gemm_bench; then
+    # The GEMM images' SASS (cubins carried by gpu-prepare.sh): HGMMA in the sm_90a kernels.
+    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)
+    for cubin in .gpu/cubin/*.cubin; do
+        "$CUOBJDUMP" -sass "$cubin" >"$OUT/$(basename "$cubin").sass" 2>&1
+        echo "$(basename "$cubin"): $(grep -c HGMMA "$OUT/$(basename "$cubin").sass") HGMMA"
+    done
+    STEP_TIMEOUT=540 step gemm_bench python3 .gpu/scripts/gemm_bench.py --bin $BIN/gemm_bench
+    STEP_TIMEOUT=540 step gemm_bench_kn python3 .gpu/scripts/gemm_bench.py --kn --bin $BIN/gemm_bench
 fi
 [ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
 

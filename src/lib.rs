@@ -58,3 +58,6 @@ pub use rshmem_device as device;
 /// bf16/f16 (the `half` crate's types): `SymBuffer<bf16>`, kernel arguments, RMA.
 pub use rshmem_device::half::{bf16, f16};
 pub use rshmem_host::*;
+/// rshmem's own operations (the GEMM): [`rshmem_ops`], with the feature `ops`.
+#[cfg(feature = "ops")]
+pub use rshmem_ops as ops;

@@ -28,6 +28,18 @@ fn ring_passes_ids_to_the_right() {
 }
 
 #[test]
+fn gemm_checks_odd_shapes() {
+    let out = run_sim("gemm", 1, &[]);
+    for shape in [
+        "1x1x8 B NK bf16 -> f32: ok",
+        "130x258x72 B NK bf16 -> bf16: ok",
+    ] {
+        assert!(out.contains(shape), "{out}");
+    }
+    assert!(out.contains("GEMMs checked"), "{out}");
+}
+
+#[test]
 fn put_bandwidth_checks_its_data() {
     let out = run_sim(
         "put_bandwidth",

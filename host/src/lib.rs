@@ -71,7 +71,7 @@ mod team;
 mod tensor_map;
 
 pub use contract::{
-    BoxError, CollElem, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
+    BoxError, CollElem, DeviceInfo, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
 };
 pub use contract::{Swizzle, TiledSpec, TmaType};
 pub use job::{run, Job};

@@ -77,7 +77,8 @@ impl<'s> Module<'s> {
                 message: format!("empty grid or block ({config:?})"),
             });
         }
-        if config.block_threads() > u64::from(K::MAX_THREADS) {
+        // The hardware's own limit (1024) is each backend's check, with its own message.
+        if K::MAX_THREADS < 1024 && config.block_threads() > u64::from(K::MAX_THREADS) {
             return Err(Error::Launch {
                 kernel: K::NAME,
                 message: format!(

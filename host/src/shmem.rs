@@ -1,6 +1,6 @@
 //! [`Shmem`]: one PE's handle to the runtime, over the PE's backend.
 
-use crate::contract::{PeBackend, Result};
+use crate::contract::{DeviceInfo, PeBackend, Result};
 use crate::select::Backend;
 use rshmem_device::shmem::Team;
 use std::sync::Mutex;
@@ -40,6 +40,13 @@ impl Shmem {
     /// Which backend runs this PE.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The device this PE runs on: compute capability (`sm`, 90 for Hopper) and
+    /// multiprocessor count, e.g. to size a persistent kernel's grid. The simulator reports
+    /// [`DeviceInfo::SIM`] (sm 90, two multiprocessors, so such grids stay small there).
+    pub fn device_info(&self) -> DeviceInfo {
+        self.inner.device_info()
     }
 
     /// Host-side barrier across all PEs; also completes this PE's outstanding work

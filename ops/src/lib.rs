@@ -1,6 +1,56 @@
 //! # rshmem-ops
 //!
-//! rshmem's own operations on device buffers, re-exported by `rshmem` as `rshmem::ops`.
+//! rshmem's own operations on symmetric buffers, re-exported by `rshmem` (feature `ops`) as
+//! `rshmem::ops`. So far: the GEMM, `C = A · B` with bf16 or f16 inputs, f32 accumulation and
+//! an f32 or input-typed output, on the Hopper kernel (TMA + `wgmma`, persistent,
+//! warp-specialised: `kernels/gemm/src/sm90.rs`) or the Ampere one (`cp.async` + `mma.sync`).
+//!
+//! * [`Ops`]: made once per PE ([`Ops::new`], collective), it loads the kernel images and
+//!   keeps the GEMM's tensor maps ([`maps`]); [`Ops::gemm`] queues a GEMM on a stream.
+//! * [`GemmShape`], [`BLayout`]: what to compute, B N x K (`A · Bᵀ`) or K x N;
+//!   [`GemmOptions`] / [`Kernel`] force a kernel.
+//! * [`elem`]: the element types ([`GemmIn`], [`GemmOut`]) and their kernels.
+//!
+//! ```no_run
+//! use rshmem_device::bf16;
+//! use rshmem_ops::{BLayout, GemmOptions, GemmShape, Kernel, Ops};
+//!
+//! rshmem_host::run(|shmem| -> rshmem_host::Result<()> {
+//!     let ops = Ops::new(shmem)?;
+//!     let (m, n, k) = (67u32, 45u32, 40u32);
+//!     let a = shmem.alloc_from(&vec![bf16::ONE; (m * k) as usize])?; // m x k
+//!     let b = shmem.alloc_from(&vec![bf16::ONE; (n * k) as usize])?; // n x k
+//!     let mut c = shmem.alloc_zeroed::<bf16>((m * n) as usize)?;
+//!     let shape = GemmShape::new(m, n, k, BLayout::NK);
+//!     ops.gemm(&shmem.stream(), &a, &b, &mut c, shape)?;
+//!     // Or force the Hopper kernel (an error on other GPUs):
+//!     let sm90 = GemmOptions { kernel: Kernel::Sm90 };
+//!     ops.gemm_with(&shmem.stream(), &a, &b, &mut c, shape, sm90)?;
+//!     assert!(c.to_vec()?.iter().all(|&x| x == bf16::from_f32(40.0)));
+//!     Ok(())
+//! })
+//! .unwrap();
+//! ```
+//!
+//! Which kernel runs ([`Kernel::Auto`]): the sm90 one on an sm_90 GPU (and on the simulator,
+//! which reports sm 90) for B N x K and for B K x N with `n` a multiple of 8, the sm80 one
+//! otherwise. B K x N needs `n` a multiple of 8 on both (16-byte rows); N x K takes any `n`.
+//! The sm90 kernel launches `min(tiles, multiprocessors)` persistent blocks
+//! ([`rshmem_host::Shmem::device_info`]).
+//!
+//! The kernels are `rshmem_gemm`'s mainloops with its plain epilogue; a fused kernel reuses
+//! the same mainloops with its own `rshmem_gemm::Hooks` (tile order, a wait before a tile's
+//! loads, the store of each value, a per-tile signal) instead of copying them.
+
+pub mod elem;
+pub mod maps;
+mod ops;
+pub mod shape;
+
+pub use elem::{GemmIn, GemmOut};
+pub use maps::MAP_SLOTS;
+pub use ops::Ops;
+pub use shape::{BLayout, GemmOptions, GemmShape, Kernel};
 
 /// The sm_90a image of `kernels/ops-sm90` (the Hopper GEMM).
 pub static SM90: rshmem_host::KernelImage =

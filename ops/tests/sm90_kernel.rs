@@ -10,14 +10,15 @@
 mod common;
 
 use common::Outcome;
-use rshmem::{Backend, LaunchConfig, Shmem, SymBuffer, TensorMap, TiledSpec, TmaType};
 use rshmem::{bf16, f16, Swizzle};
+use rshmem::{Backend, LaunchConfig, Shmem, SymBuffer, TensorMap, TiledSpec, TmaType};
 use rshmem_ops_sm90_kernels::{self as k, sm90};
 
 per_backend! {
     sm90_gemm_nk => [1];
     sm90_gemm_kn => [1];
     sm90_gemm_long_k => [1];
+    launch_bound_is_checked => [1];
 }
 
 fn small(i: u32, j: u32, salt: u32) -> f32 {
@@ -132,8 +133,14 @@ fn check(shmem: &Shmem, (m, n, kk): (u32, u32, u32), kn: bool, f16_in: bool) -> 
         };
         assert_eq!(got16[i], w16, "{what}: 16-bit C[{r}][{c}] (want {w})");
     }
-    assert!(got32[want.len()..].iter().all(|v| v.is_nan()), "{what}: f32 guard rows written");
-    assert!(got16[want.len()..].iter().all(|&v| v == 0xFFFF), "{what}: 16-bit guard rows written");
+    assert!(
+        got32[want.len()..].iter().all(|v| v.is_nan()),
+        "{what}: f32 guard rows written"
+    );
+    assert!(
+        got16[want.len()..].iter().all(|&v| v == 0xFFFF),
+        "{what}: 16-bit guard rows written"
+    );
     if shmem.backend() == Backend::Gpu {
         eprintln!("sm90 gemm {what} (f16 {f16_in}) matches the host reference on the GPU");
     }
@@ -161,4 +168,23 @@ fn sm90_gemm_kn(shmem: &Shmem) -> Outcome {
 fn sm90_gemm_long_k(shmem: &Shmem) -> Outcome {
     check(shmem, (200, 16, 600), false, false)?;
     check(shmem, (200, 16, 600), true, false)
+}
+
+/// `#[kernel(launch_bounds(384, 1))]`: a wider block is refused before anything runs, naming
+/// the bound (the GPU code's registers are allocated for 384 threads).
+fn launch_bound_is_checked(shmem: &Shmem) -> Outcome {
+    let module = shmem.load(&rshmem_ops::SM90)?;
+    let cfg = LaunchConfig::new(1, 512).shared_mem(sm90::SHARED_BYTES);
+    let null = std::ptr::null();
+    // SAFETY: refused before launch (the test's point); nothing is dereferenced.
+    let err = unsafe {
+        module.launch::<k::gemm90_bf16_f32_nk>(cfg, (null, null, std::ptr::null_mut(), 8, 8, 8, 8))
+    }
+    .expect_err("512 threads must be refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("512 threads") && msg.contains("launch bound of 384"),
+        "{msg}"
+    );
+    Ok(())
 }

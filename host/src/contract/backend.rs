@@ -6,6 +6,7 @@
 //! `Module`, `Stream`, `TeamHandle`) are thin wrappers that check arguments and call these.
 
 use super::coll::{CollOp, ElemKind};
+use super::device_info::DeviceInfo;
 use super::error::{BoxError, Result};
 use super::image::KernelImage;
 use super::launch::KernelCall;
@@ -28,6 +29,9 @@ pub(crate) trait PeBackend:
     fn n_pes(&self) -> usize;
     fn barrier_all(&self) -> Result<()>;
     fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>>;
+    /// The device this PE runs on: its compute capability and multiprocessor count (what the
+    /// simulator pretends to be on the simulator).
+    fn device_info(&self) -> DeviceInfo;
     /// Encodes a tensor map (`spec`, already `check`ed as `checked`) in the form this
     /// backend's bulk tensor copies read: `cuTensorMapEncodeTiled`'s on GPUs.
     fn encode_tensor_map(

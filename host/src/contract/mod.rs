@@ -8,6 +8,7 @@
 //!   [`PeMain`], how a backend runs each PE's closure;
 //! * [`launch`]: one launch as every backend reads it ([`KernelCall`]), and [`LaunchConfig`];
 //! * [`image`]: [`KernelImage`], what rshmem-builder embeds, and the code a GPU picks of it;
+//! * [`device_info`]: [`DeviceInfo`], the facts of a PE's device that launch sizes need;
 //! * [`coll`]: [`CollOp`] and [`ElemKind`], a host-side collective;
 //! * [`stream_id`], [`team_split`]: how streams are named, how a 2-D team split is made;
 //! * [`tensor_map`]: what a tensor map describes ([`TiledSpec`]) and the rules it is checked by;
@@ -22,6 +23,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod coll;
+pub(crate) mod device_info;
 pub(crate) mod error;
 pub(crate) mod image;
 pub(crate) mod launch;
@@ -34,6 +36,7 @@ pub(crate) use backend::{
 };
 pub(crate) use coll::CollOp;
 pub use coll::{CollElem, ElemKind};
+pub use device_info::DeviceInfo;
 pub(crate) use error::pe_error;
 pub use error::{BoxError, Error, Result};
 pub(crate) use image::Code;

@@ -10,8 +10,9 @@ use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, World};
 use super::config::SimConfig;
 use super::module::SimModule;
 use crate::contract::{
-    BoxError, Checked, CollOp, ElemKind, Error, HeapBackend, KernelImage, ModuleBackend,
-    OnStreamBackend, PeBackend, Result, StreamBackend, StreamId, TeamBackend, TiledSpec,
+    BoxError, Checked, CollOp, DeviceInfo, ElemKind, Error, HeapBackend, KernelImage,
+    ModuleBackend, OnStreamBackend, PeBackend, Result, StreamBackend, StreamId, TeamBackend,
+    TiledSpec,
 };
 
 /// One PE of a simulated job, as the host runtime sees it.
@@ -160,6 +161,10 @@ impl PeBackend for SimPe {
             self.pe,
             self.config.max_threads,
         )))
+    }
+
+    fn device_info(&self) -> DeviceInfo {
+        DeviceInfo::SIM
     }
 
     fn encode_tensor_map(

@@ -74,29 +74,11 @@ pub const fn tiles(problem: Problem) -> u32 {
 /// * The launch is 1-D blocks of [`THREADS`] threads (any grid: blocks share the tiles) with
 ///   [`SHARED_BYTES`] of dynamic shared memory, of code built for sm_90a, on an sm_90 GPU.
 /// * `map_a` and `map_b` point to tensor maps in global memory as [`A_BOX`] describes (B's
-///   for its layout), of
-///   tensors of at least `problem`'s extent, of element type `T`, that nothing writes while
-///   the kernel runs.
+///   for its layout), of tensors of at least `problem`'s extent, of element type `T`, that
+///   nothing writes while the kernel runs.
 /// * `hooks` is valid for the problem (its own contract).
 #[inline(always)]
 pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
-    map_a: *const TensorMap,
-    map_b: *const TensorMap,
-    problem: Problem,
-    hooks: H,
-) {
-    // SAFETY: forwarded contract.
-    unsafe { gemm_tuned::<T, H, B_KN, 0>(map_a, map_b, problem, hooks) }
-}
-
-#[doc(hidden)]
-/// [`gemm`] with diagnostic switches: bit 0 keeps the registers as launched (no setmaxnreg).
-///
-/// # Safety
-///
-/// As [`gemm`].
-#[inline(always)]
-pub unsafe fn gemm_tuned<T: WgmmaElem, H: Hooks, const B_KN: bool, const TUNE: u32>(
     map_a: *const TensorMap,
     map_b: *const TensorMap,
     problem: Problem,
@@ -140,9 +122,7 @@ pub unsafe fn gemm_tuned<T: WgmmaElem, H: Hooks, const B_KN: bool, const TUNE: u
     if warpgroup == 0 {
         // SAFETY: the whole warpgroup, together; the consumers' increase below fits the
         // 384-thread launch bound's budget (128 x 40 + 256 x 232 <= 65536).
-        if TUNE & 1 == 0 {
-            unsafe { hopper::setmaxnreg_dec::<40>() };
-        }
+        unsafe { hopper::setmaxnreg_dec::<40>() };
         if tid != 0 {
             return;
         }
@@ -188,9 +168,7 @@ pub unsafe fn gemm_tuned<T: WgmmaElem, H: Hooks, const B_KN: bool, const TUNE: u
     }
 
     // SAFETY: both consumer warpgroups, together, after the producer's decrease.
-    if TUNE & 1 == 0 {
-        unsafe { hopper::setmaxnreg_inc::<232>() };
-    }
+    unsafe { hopper::setmaxnreg_inc::<232>() };
     let row0 = (warpgroup - 1) * 64;
     let lane_tid = tid % 128;
     let stage_addr = hopper::shared_address(stages);

@@ -48,24 +48,3 @@ sm90_gemms! {
     gemm90_f16_f16_kn: f16 => f16, true;
     gemm90_f16_f32_kn: f16 => f32, true;
 }
-
-/// Diagnostic: [`gemm90_bf16_bf16_nk`] without `setmaxnreg`.
-///
-/// # Safety
-///
-/// As [`gemm90_bf16_bf16_nk`].
-#[kernel(launch_bounds(384, 1))]
-pub unsafe fn diag_gemm90_nosmr(
-    map_a: *const TensorMap,
-    map_b: *const TensorMap,
-    c: *mut bf16,
-    ldc: u32,
-    m: u32,
-    n: u32,
-    k: u32,
-) {
-    // SAFETY: as above.
-    unsafe {
-        sm90::gemm_tuned::<bf16, _, false, 1>(map_a, map_b, Problem { m, n, k }, StoreC { c, ldc })
-    }
-}

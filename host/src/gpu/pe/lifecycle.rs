@@ -10,7 +10,7 @@ use super::alloc::control_block;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
 use crate::contract::{
-    BoxError, Checked, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
+    BoxError, Checked, DeviceInfo, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,6 +74,14 @@ impl PeBackend for GpuPe {
 
     fn load(&self, image: &KernelImage) -> Result<Box<dyn ModuleBackend>> {
         load(&self.shared, image)
+    }
+
+    fn device_info(&self) -> DeviceInfo {
+        let ctx = self.shared.ctx();
+        DeviceInfo {
+            sm: ctx.sm,
+            multiprocessors: ctx.sm_count,
+        }
     }
 
     fn encode_tensor_map(

@@ -1,0 +1,33 @@
+//! [`DeviceInfo`]: what a PE's device is, as far as choosing a kernel and its grid needs.
+
+/// The device a PE runs on, from [`Shmem::device_info`](crate::Shmem::device_info).
+///
+/// On GPUs: the driver's compute capability and multiprocessor count. On the simulator:
+/// `sm: 90` (the simulator runs sm_90a kernels: TMA, mbarriers, `wgmma`) and
+/// [`DeviceInfo::SIM_MULTIPROCESSORS`] multiprocessors, few on purpose: a grid sized "one
+/// block per SM" stays small there, since every simulated GPU thread is a host thread.
+///
+/// ```no_run
+/// # fn f(shmem: &rshmem_host::Shmem) {
+/// let info = shmem.device_info();
+/// let blocks = info.multiprocessors; // a persistent kernel: one block per SM
+/// let hopper = info.sm >= 90;
+/// # let _ = (blocks, hopper); }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceInfo {
+    /// Compute capability as `major * 10 + minor`: 90 for an H100/H200, 80 for an A100.
+    pub sm: u32,
+    /// Streaming multiprocessors (132 on an H100 SXM or H200).
+    pub multiprocessors: u32,
+}
+
+impl DeviceInfo {
+    /// The multiprocessors the simulator reports.
+    pub const SIM_MULTIPROCESSORS: u32 = 2;
+    /// What the simulator reports.
+    pub const SIM: DeviceInfo = DeviceInfo {
+        sm: 90,
+        multiprocessors: Self::SIM_MULTIPROCESSORS,
+    };
+}

@@ -1,0 +1,257 @@
+//! [`Ops`]: one PE's handle to rshmem's own operations, holding their loaded kernel images
+//! and the GEMM's tensor-map table.
+//!
+//! ```no_run
+//! use rshmem_device::bf16;
+//! use rshmem_ops::{BLayout, GemmShape, Ops};
+//! # fn f(shmem: &rshmem_host::Shmem) -> rshmem_host::Result<()> {
+//! let ops = Ops::new(shmem)?; // collective: every PE makes its Ops
+//! let (m, n, k) = (1000, 1000, 512);
+//! let a = shmem.alloc_from(&vec![bf16::ONE; m * k])?; // m x k
+//! let b = shmem.alloc_from(&vec![bf16::ONE; n * k])?; // n x k
+//! let mut c = shmem.alloc_zeroed::<f32>(m * n)?;
+//! let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+//! ops.gemm(&shmem.stream(), &a, &b, &mut c, shape)?; // queued on the stream
+//! assert!(c.to_vec()?.iter().all(|&x| x == k as f32));
+//! # Ok(()) }
+//! ```
+
+use crate::elem::{GemmIn, GemmOut};
+use crate::maps::{MapKey, MapTable};
+use crate::shape::{BLayout, GemmOptions, GemmShape, Kernel, CALL};
+use rshmem_host::{
+    DeviceInfo, Error, LaunchConfig, Module, Result, Shmem, Stream, Swizzle, SymBuffer, TensorMap,
+    TiledSpec,
+};
+use rshmem_ops_sm90_kernels::sm90;
+use std::sync::Mutex;
+
+/// rshmem's operations on one PE: made once by [`Ops::new`] (collective), then used for any
+/// number of calls on any of the PE's streams.
+pub struct Ops<'s> {
+    shmem: &'s Shmem,
+    info: DeviceInfo,
+    /// The sm_90a image, loaded where it can run (sm_90 GPUs, the simulator).
+    sm90: Option<Module<'s>>,
+    /// The sm_80 image (any GPU from sm_80 on).
+    sm80: Option<Module<'s>>,
+    maps: Mutex<MapTable<'s>>,
+}
+
+/// The kernel a GEMM runs after [`Kernel::Auto`] is resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Sm90,
+    Sm80,
+}
+
+impl<'s> Ops<'s> {
+    /// Loads the ops' kernel images that can run on this PE's device (once) and allocates the
+    /// GEMM's tensor-map table ([`crate::maps`]). Collective: every PE calls it, in the same
+    /// order relative to its other allocations.
+    pub fn new(shmem: &'s Shmem) -> Result<Self> {
+        let info = shmem.device_info();
+        let sm90 = match info.sm {
+            90 => Some(shmem.load(&crate::SM90)?),
+            _ => None,
+        };
+        let sm80 = match info.sm {
+            80.. => Some(shmem.load(&crate::SM80)?),
+            _ => None,
+        };
+        Ok(Self {
+            shmem,
+            info,
+            sm90,
+            sm80,
+            maps: Mutex::new(MapTable::new(shmem)?),
+        })
+    }
+
+    /// The device the ops run on ([`Shmem::device_info`]).
+    pub fn device_info(&self) -> DeviceInfo {
+        self.info
+    }
+
+    /// Slots of the tensor-map table that hold maps (at most [`crate::MAP_SLOTS`]): a GEMM on
+    /// operands seen before reuses their slot and leaves this unchanged.
+    pub fn map_slots_in_use(&self) -> usize {
+        self.table().in_use()
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, MapTable<'s>> {
+        // A panic while holding the lock leaves the table consistent (keys are set last).
+        self.maps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `C = A · B` (B as `shape.b_layout` says, A m x k, C m x n, all row-major and dense),
+    /// queued on `stream` with [`Kernel::Auto`]: see [`Ops::gemm_with`].
+    pub fn gemm<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        self.gemm_with(stream, a, b, c, shape, GemmOptions::default())
+    }
+
+    /// `C = A · B` on this PE's copies of the buffers, queued on `stream` (a stream of this
+    /// PE) after its earlier work; returns once queued. f32 accumulation; an `In` output is
+    /// rounded to nearest even. Buffers may be longer than the shape needs.
+    ///
+    /// Errors (nothing is launched): a shape with a zero extent or `k` not a multiple of 8, a
+    /// buffer shorter than the shape, [`Kernel::Sm90`] on a device that is not sm_90 or with
+    /// [`BLayout::KN`], a kernel not in this build. The first GEMM on new operands fills a
+    /// tensor-map slot, which waits for the PE's launched work ([`crate::maps`]).
+    pub fn gemm_with<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+        options: GemmOptions,
+    ) -> Result<()> {
+        shape.check(a.len(), b.len(), c.len())?;
+        match self.path(shape.b_layout, shape.n, options.kernel)? {
+            Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape),
+            Path::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
+        }
+    }
+
+    /// Resolves `kernel` for this device and layout, or says why it cannot run.
+    fn path(&self, layout: BLayout, n: u32, kernel: Kernel) -> Result<Path> {
+        let sm = self.info.sm;
+        let refuse = |reason: String| Error::Unsupported { call: CALL, reason };
+        match kernel {
+            Kernel::Sm90 if sm != 90 => Err(refuse(format!(
+                "with Kernel::Sm90 on this PE's device, an sm_{sm}: the sm90 kernel (TMA + \
+                 wgmma, built for sm_90a) runs on sm_90 GPUs (H100, H200) only; use \
+                 Kernel::Auto or Kernel::Sm80"
+            ))),
+            Kernel::Sm90 if layout == BLayout::KN && n % 8 != 0 => Err(refuse(format!(
+                "with Kernel::Sm90 for b_layout KN and n = {n}: TMA reads B's rows of n \
+                 elements, whose stride must be a multiple of 16 bytes (n a multiple of 8); \
+                 pass B as N x K, or use Kernel::Auto, which runs the sm80 kernel here"
+            ))),
+            Kernel::Sm90 => Ok(Path::Sm90),
+            Kernel::Auto if sm == 90 && (layout == BLayout::NK || n % 8 == 0) => Ok(Path::Sm90),
+            Kernel::Sm80 | Kernel::Auto if sm >= 80 => Ok(Path::Sm80),
+            Kernel::Sm80 | Kernel::Auto => Err(refuse(format!(
+                "on this PE's device, an sm_{sm}: rshmem's GEMM kernels need sm_80 or later"
+            ))),
+        }
+    }
+
+    /// The sm90 path: both operands through tensor maps from the table, one persistent block
+    /// per SM (fewer when there are fewer tiles).
+    fn sm90<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        let module = self.sm90.as_ref().ok_or_else(|| Error::Unsupported {
+            call: CALL,
+            reason: "with the sm90 kernel: its image is not loaded on this device".into(),
+        })?;
+        let GemmShape { m, n, k, b_layout } = shape;
+        let b_kn = b_layout == BLayout::KN;
+        let key = MapKey {
+            a: a.as_ptr() as u64,
+            b: b.as_ptr() as u64,
+            m,
+            n,
+            k,
+            elem: In::NAME,
+            b_kn,
+        };
+        // A row-major `rows x cols` matrix, boxes as the kernel reads them.
+        let encode = |buf: &SymBuffer<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
+            TensorMap::tiled(
+                self.shmem,
+                &TiledSpec {
+                    ty: In::TMA,
+                    global: buf.as_ptr().cast(),
+                    dims: &[u64::from(cols), u64::from(rows)],
+                    strides: &[u64::from(cols) * 2],
+                    box_dims: &box_dims,
+                    swizzle: Swizzle::B128,
+                },
+            )
+        };
+        let mut table = self.table();
+        let slot = table.slot(key, || {
+            let map_b = if b_kn {
+                encode(b, k, n, sm90::B_BOX_KN)?
+            } else {
+                encode(b, n, k, sm90::B_BOX_NK)?
+            };
+            Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
+        })?;
+        let (map_a, map_b) = table.kernel_ptrs(slot);
+        let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
+        let blocks = tiles.min(self.info.multiprocessors.max(1));
+        let config = LaunchConfig::new(blocks, sm90::THREADS).shared_mem(sm90::SHARED_BYTES);
+        let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
+        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
+        // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
+        // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
+        // is rewritten before the PE's work is done (`MapTable::slot`); `c` holds m x n
+        // (checked) with rows n apart. The buffers outlive the kernel: dropping or
+        // host-copying them waits for the PE's work.
+        unsafe {
+            if b_kn {
+                module.launch_on::<Out::Sm90Kn>(stream, config, args)
+            } else {
+                module.launch_on::<Out::Sm90Nk>(stream, config, args)
+            }
+        }
+    }
+
+    /// The sm80 path: plain pointers, B either layout, one persistent block per SM.
+    fn sm80<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        use rshmem_gemm::sm80;
+        let module = self.sm80.as_ref().ok_or_else(|| Error::Unsupported {
+            call: CALL,
+            reason: "with the sm80 kernel: its image is not loaded on this device".into(),
+        })?;
+        let GemmShape { m, n, k, b_layout } = shape;
+        // B K x N is read in 16-byte pieces along N too (until the kernel says otherwise).
+        if b_layout == BLayout::KN && n % 8 != 0 {
+            return Err(Error::InvalidArgument {
+                call: CALL,
+                message: format!("n = {n} with b_layout KN is not a multiple of 8"),
+            });
+        }
+        let ldb = match b_layout {
+            BLayout::NK => k,
+            BLayout::KN => n,
+        };
+        let args = (a.as_ptr(), k, b.as_ptr(), ldb, c.as_mut_ptr(), n, m, n, k);
+        let tiles = sm80::tiles(rshmem_gemm::Problem { m, n, k });
+        let blocks = tiles.min(self.info.multiprocessors.max(1));
+        let config = LaunchConfig::new(blocks, sm80::THREADS).shared_mem(sm80::SHARED_BYTES);
+        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_80 or later
+        // checked by `path`); `a` holds m x k, `b` n x k (rows `ldb` apart) and `c` m x n,
+        // checked. The buffers outlive the kernel: dropping or host-copying them waits for
+        // the PE's work.
+        unsafe {
+            match b_layout {
+                BLayout::NK => module.launch_on::<Out::Sm80Nk>(stream, config, args),
+                BLayout::KN => module.launch_on::<Out::Sm80Kn>(stream, config, args),
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! What a GEMM computes ([`GemmShape`], [`BLayout`]), which kernel may run it
+//! ([`Kernel`], [`GemmOptions`]), and the checks of a shape against its buffers.
+//!
+//! ```
+//! use rshmem_ops::{BLayout, GemmShape};
+//! let shape = GemmShape::new(67, 45, 40, BLayout::NK);
+//! assert_eq!((shape.a_len(), shape.b_len(), shape.c_len()), (67 * 40, 45 * 40, 67 * 45));
+//! // k must be a multiple of 8; the error names the shape:
+//! let e = GemmShape::new(8, 8, 12, BLayout::NK).check(96, 96, 64).unwrap_err();
+//! assert!(e.to_string().contains("k = 12"), "{e}");
+//! ```
+
+use rshmem_host::{Error, Result};
+
+/// How B is laid out in memory. A is always M x K row-major and C M x N row-major (rows `k`
+/// and `n` elements apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BLayout {
+    /// B is N x K row-major (K-major, "B transposed"): `C = A · Bᵀ`, as `torch.matmul(a,
+    /// b.T)` with a weight stored `out_features x in_features`.
+    NK,
+    /// B is K x N row-major: `C = A · B`.
+    KN,
+}
+
+/// `C (m x n) = A (m x k) · B`, B as [`BLayout`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmShape {
+    /// Rows of A and C.
+    pub m: u32,
+    /// Columns of C (rows of B for [`BLayout::NK`]).
+    pub n: u32,
+    /// The reduction: columns of A; a multiple of 8.
+    pub k: u32,
+    /// B's layout.
+    pub b_layout: BLayout,
+}
+
+/// Which kernel runs a GEMM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// The sm90 kernel on an sm_90 GPU (and the simulator), for [`BLayout::NK`] and for
+    /// [`BLayout::KN`] with `n` a multiple of 8 (TMA's 16-byte row strides); the sm80 kernel
+    /// otherwise (other GPUs from sm_80 on, and K x N with other `n`).
+    #[default]
+    Auto,
+    /// The Hopper kernel (TMA + `wgmma`, warp-specialised, persistent): sm_90 only, B N x K.
+    Sm90,
+    /// The Ampere kernel (`cp.async` + `mma.sync`): any GPU from sm_80 on, both layouts.
+    Sm80,
+}
+
+/// Options of [`Ops::gemm_with`](crate::Ops::gemm_with).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GemmOptions {
+    /// The kernel; [`Kernel::Auto`] unless a test or benchmark forces one.
+    pub kernel: Kernel,
+}
+
+/// The call GEMM errors name.
+pub(crate) const CALL: &str = "Ops::gemm";
+
+impl GemmShape {
+    /// The shape `m x n x k` with B laid out as `b_layout`.
+    pub const fn new(m: u32, n: u32, k: u32, b_layout: BLayout) -> Self {
+        Self { m, n, k, b_layout }
+    }
+
+    /// Elements A needs: `m * k`.
+    pub const fn a_len(&self) -> usize {
+        self.m as usize * self.k as usize
+    }
+
+    /// Elements B needs: `n * k`, either layout.
+    pub const fn b_len(&self) -> usize {
+        self.n as usize * self.k as usize
+    }
+
+    /// Elements C needs: `m * n`.
+    pub const fn c_len(&self) -> usize {
+        self.m as usize * self.n as usize
+    }
+
+    /// Floating-point operations of the GEMM, `2 m n k`.
+    pub const fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// Checks the shape and that buffers of `a`, `b` and `c` elements hold it (longer is
+    /// fine: the GEMM uses the first elements). Errors name the shape and the buffer.
+    pub fn check(&self, a: usize, b: usize, c: usize) -> Result<()> {
+        let GemmShape { m, n, k, b_layout } = *self;
+        let bad = |message: String| Error::InvalidArgument {
+            call: CALL,
+            message,
+        };
+        if m == 0 || n == 0 || k == 0 {
+            return Err(bad(format!(
+                "m, n and k must all be > 0, got m x n x k = {m} x {n} x {k}"
+            )));
+        }
+        if k % 8 != 0 {
+            return Err(bad(format!(
+                "k = {k} (m x n x k = {m} x {n} x {k}) is not a multiple of 8: the rows of A \
+                 (and of B when N x K) are copied in 16-byte pieces (8 elements); pad K with \
+                 zeros to {}",
+                k.next_multiple_of(8)
+            )));
+        }
+        let (b_dims, b_what) = match b_layout {
+            BLayout::NK => ("n x k", (n, k)),
+            BLayout::KN => ("k x n", (k, n)),
+        };
+        for (name, len, dims, (r, c), need) in [
+            ("a", a, "m x k", (m, k), self.a_len()),
+            ("b", b, b_dims, b_what, self.b_len()),
+            ("c", c, "m x n", (m, n), self.c_len()),
+        ] {
+            if len < need {
+                return Err(bad(format!(
+                    "`{name}` has {len} elements, but {dims} = {r} x {c} = {need} are needed \
+                     (shape m x n x k = {m} x {n} x {k}, B {b_layout:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(shape: GemmShape, a: usize, b: usize, c: usize) -> String {
+        shape.check(a, b, c).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_the_shape_and_the_buffer() {
+        let s = GemmShape::new(8, 4, 16, BLayout::NK);
+        assert!(s.check(128, 64, 32).is_ok());
+        let e = msg(s, 100, 64, 32);
+        assert!(
+            e.contains("`a` has 100 elements") && e.contains("8 x 16 = 128"),
+            "{e}"
+        );
+        let e = msg(s, 128, 63, 32);
+        assert!(
+            e.contains("`b` has 63") && e.contains("n x k = 4 x 16 = 64"),
+            "{e}"
+        );
+        let e = msg(GemmShape::new(8, 4, 16, BLayout::KN), 128, 63, 32);
+        assert!(e.contains("k x n = 16 x 4 = 64"), "{e}");
+        let e = msg(s, 128, 64, 31);
+        assert!(
+            e.contains("`c` has 31") && e.contains("m x n = 8 x 4 = 32"),
+            "{e}"
+        );
+        let e = msg(GemmShape::new(8, 4, 12, BLayout::NK), 999, 999, 999);
+        assert!(e.contains("k = 12") && e.contains("multiple of 8"), "{e}");
+        let e = msg(GemmShape::new(0, 4, 16, BLayout::NK), 999, 999, 999);
+        assert!(e.contains("> 0") && e.contains("0 x 4 x 16"), "{e}");
+    }
+}

@@ -1,0 +1,265 @@
+//! `Ops::gemm` on every backend against a host reference: odd M and N, a K edge that is not a
+//! multiple of 64, bf16 and f16 inputs, f32 and 16-bit outputs, poisoned outputs (every
+//! element of C written, nothing past it); the errors of bad shapes and short buffers; the
+//! tensor-map cache. Inputs are small integers, exact in bf16 and f16, whose products sum
+//! exactly in f32, so results compare exactly (as values: -0 = 0; a 16-bit output is the reference rounded to
+//! nearest even, as the kernel rounds). GPU instances of the sm90 cases need an sm_90 GPU.
+
+#[macro_use]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::Outcome;
+use rshmem::{bf16, f16, Pod, Shmem, SymBuffer};
+use rshmem_ops::{BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, Kernel, Ops};
+
+per_backend! {
+    sm90_odd_shapes_exact => [1];
+    sm90_f16_and_16bit_outputs => [1];
+    kn_both_kernels => [1];
+    errors_name_the_problem => [1];
+    map_slots_are_reused => [1];
+}
+
+/// Host conversions of the test's element types.
+trait Elem: Pod {
+    fn of(v: f32) -> Self;
+    fn get(self) -> f32;
+    fn poison() -> Self;
+}
+
+impl Elem for f32 {
+    fn of(v: f32) -> Self {
+        v
+    }
+    fn get(self) -> f32 {
+        self
+    }
+    fn poison() -> Self {
+        f32::NAN
+    }
+}
+
+impl Elem for bf16 {
+    fn of(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn get(self) -> f32 {
+        self.to_f32()
+    }
+    fn poison() -> Self {
+        bf16::NAN
+    }
+}
+
+impl Elem for f16 {
+    fn of(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn get(self) -> f32 {
+        self.to_f32()
+    }
+    fn poison() -> Self {
+        f16::NAN
+    }
+}
+
+/// Small integers in `-r..=r`, from the position and a salt.
+fn small(i: u32, j: u32, salt: u32, r: u32) -> f32 {
+    ((i * 7 + j * 13 + salt * 3 + i * j) % (2 * r + 1)) as f32 - r as f32
+}
+
+/// Poison after C, so that a store past its end shows.
+const TAIL: usize = 37;
+
+/// Runs `shape` through `ops` with `kernel` and compares with the host, exactly. Returns the
+/// GEMM's error, if it refused.
+fn run_gemm<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    shape: GemmShape,
+    kernel: Kernel,
+) -> Result<(), rshmem::Error> {
+    let GemmShape { m, n, k, b_layout } = shape;
+    let a: Vec<f32> = (0..m * k).map(|i| small(i / k, i % k, 1, 2)).collect();
+    // b_at(col, kk): B's element of column `col` of C at reduction index `kk`.
+    let b_host: Vec<f32> = match b_layout {
+        BLayout::NK => (0..n * k).map(|i| small(i / k, i % k, 5, 3)).collect(),
+        BLayout::KN => (0..k * n).map(|i| small(i % n, i / n, 5, 3)).collect(),
+    };
+    let b_at = |col: u32, kk: u32| match b_layout {
+        BLayout::NK => b_host[(col * k + kk) as usize],
+        BLayout::KN => b_host[(kk * n + col) as usize],
+    };
+    let ga: SymBuffer<'_, In> =
+        shmem.alloc_from(&a.iter().map(|&v| In::of(v)).collect::<Vec<_>>())?;
+    let gb: SymBuffer<'_, In> =
+        shmem.alloc_from(&b_host.iter().map(|&v| In::of(v)).collect::<Vec<_>>())?;
+    let mut gc = shmem.alloc_from(&vec![Out::poison(); shape.c_len() + TAIL])?;
+    ops.gemm_with(
+        &shmem.stream(),
+        &ga,
+        &gb,
+        &mut gc,
+        shape,
+        GemmOptions { kernel },
+    )?;
+    let c = gc.to_vec()?;
+    for row in 0..m {
+        for col in 0..n {
+            let want: f32 = (0..k)
+                .map(|kk| a[(row * k + kk) as usize] * b_at(col, kk))
+                .sum();
+            let got = c[(row * n + col) as usize].get();
+            assert!(
+                got == Out::of(want).get(),
+                "{shape:?} {kernel:?}: C[{row}][{col}] = {got}, want {want}"
+            );
+        }
+    }
+    assert!(
+        c[shape.c_len()..].iter().all(|v| v.get().is_nan()),
+        "{shape:?}: a store past C's end"
+    );
+    Ok(())
+}
+
+const SM90: Kernel = Kernel::Sm90;
+
+/// Whether the sm90 kernel runs here (the simulator, or an sm_90 GPU).
+fn has_sm90(ops: &Ops<'_>) -> bool {
+    ops.device_info().sm == 90
+}
+
+fn sm90_odd_shapes_exact(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    for (m, n, k) in [(1, 1, 8), (37, 45, 24), (130, 257, 72)] {
+        let shape = GemmShape::new(m, n, k, BLayout::NK);
+        run_gemm::<bf16, f32>(shmem, &ops, shape, SM90)?;
+    }
+    Ok(())
+}
+
+fn sm90_f16_and_16bit_outputs(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    // Sums up to 2 * 3 * 136 = 816: above 256, so bf16 outputs are rounded.
+    let shape = GemmShape::new(67, 45, 136, BLayout::NK);
+    run_gemm::<bf16, bf16>(shmem, &ops, shape, SM90)?;
+    run_gemm::<f16, f32>(shmem, &ops, shape, SM90)?;
+    run_gemm::<f16, f16>(shmem, &ops, shape, Kernel::Auto)?;
+    Ok(())
+}
+
+/// B K x N on both kernels (Auto picks sm90 where N allows TMA's 16-byte rows), and with N
+/// not a multiple of 8, where Auto takes the sm80 kernel.
+fn kn_both_kernels(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let shape = GemmShape::new(37, 40, 24, BLayout::KN);
+    let kernels: &[Kernel] = if has_sm90(&ops) {
+        &[Kernel::Auto, SM90, Kernel::Sm80]
+    } else {
+        &[Kernel::Auto, Kernel::Sm80]
+    };
+    for &kernel in kernels {
+        run_gemm::<bf16, f32>(shmem, &ops, shape, kernel)?;
+        run_gemm::<bf16, bf16>(shmem, &ops, shape, kernel)?;
+    }
+    run_gemm::<bf16, f32>(
+        shmem,
+        &ops,
+        GemmShape::new(19, 40, 16, BLayout::KN),
+        Kernel::Auto,
+    )?;
+    Ok(())
+}
+
+fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let a = shmem.alloc_zeroed::<bf16>(100)?;
+    let b = shmem.alloc_zeroed::<bf16>(256)?;
+    let mut c = shmem.alloc_zeroed::<f32>(64)?;
+    let stream = shmem.stream();
+    let err = |shape: GemmShape, kernel: Kernel, c: &mut SymBuffer<'_, f32>| {
+        let e = ops
+            .gemm_with(&stream, &a, &b, c, shape, GemmOptions { kernel })
+            .expect_err("must refuse");
+        e.to_string()
+    };
+    let nk = |m, n, k| GemmShape::new(m, n, k, BLayout::NK);
+    let e = err(nk(8, 8, 16), SM90, &mut c);
+    assert!(
+        e.contains("`a` has 100 elements") && e.contains("8 x 16 = 128"),
+        "{e}"
+    );
+    let e = err(nk(4, 32, 16), SM90, &mut c);
+    assert!(
+        e.contains("`b` has 256 elements") && e.contains("32 x 16 = 512"),
+        "{e}"
+    );
+    let e = err(nk(4, 17, 8), SM90, &mut c);
+    assert!(
+        e.contains("`c` has 64 elements") && e.contains("4 x 17 = 68"),
+        "{e}"
+    );
+    let e = err(nk(4, 4, 12), SM90, &mut c);
+    assert!(e.contains("k = 12") && e.contains("multiple of 8"), "{e}");
+    let e = err(nk(0, 4, 8), Kernel::Auto, &mut c);
+    assert!(e.contains("> 0") && e.contains("0 x 4 x 8"), "{e}");
+    if has_sm90(&ops) {
+        let e = err(GemmShape::new(4, 4, 8, BLayout::KN), SM90, &mut c);
+        assert!(e.contains("KN") && e.contains("multiple of 8"), "{e}");
+    } else {
+        let e = err(nk(4, 4, 8), SM90, &mut c);
+        assert!(e.contains("sm_90"), "{e}");
+    }
+    // Nothing was launched, and C is untouched.
+    assert!(c.to_vec()?.iter().all(|&v| v == 0.0));
+    assert_eq!(ops.map_slots_in_use(), 0);
+    Ok(())
+}
+
+fn map_slots_are_reused(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    let shape = GemmShape::new(3, 5, 8, BLayout::NK);
+    let a = shmem.alloc_from(&vec![bf16::ONE; shape.a_len()])?;
+    let b = shmem.alloc_from(&vec![bf16::from_f32(2.0); shape.b_len()])?;
+    let mut c = shmem.alloc_zeroed::<f32>(shape.c_len())?;
+    let mut c16 = shmem.alloc_zeroed::<bf16>(shape.c_len())?;
+    let stream = shmem.stream();
+    assert_eq!(ops.map_slots_in_use(), 0);
+    ops.gemm(&stream, &a, &b, &mut c, shape)?;
+    assert_eq!(ops.map_slots_in_use(), 1);
+    // Same operands (C is no part of the maps): the same slot.
+    ops.gemm(&stream, &a, &b, &mut c, shape)?;
+    ops.gemm(&stream, &a, &b, &mut c16, shape)?;
+    assert_eq!(ops.map_slots_in_use(), 1);
+    // Other operands (B as A, or another shape over the same memory): a new slot each.
+    ops.gemm(
+        &stream,
+        &a,
+        &a,
+        &mut c,
+        GemmShape::new(3, 3, 8, BLayout::NK),
+    )?;
+    ops.gemm(
+        &stream,
+        &a,
+        &b,
+        &mut c,
+        GemmShape::new(2, 5, 8, BLayout::NK),
+    )?;
+    assert_eq!(ops.map_slots_in_use(), 3);
+    assert!(c16.to_vec()?.iter().all(|&v| v == bf16::from_f32(16.0)));
+    let c = c.to_vec()?;
+    assert!(c[..10].iter().all(|&v| v == 16.0) && c[10..].iter().all(|&v| v == 0.0 || v == 16.0));
+    Ok(())
+}
