@@ -127,7 +127,7 @@ fn main() -> Result<()> {
     rshmem::run(|shmem: &Shmem| -> Result<()> {
         let ops = Ops::new(shmem)?;
         let info = ops.device_info();
-        let mut shapes = vec![(1, 1, 8), (67, 45, 40), (130, 258, 72)];
+        let mut shapes: Vec<(u32, u32, u32)> = vec![(1, 1, 8), (67, 45, 40), (130, 258, 72)];
         if shmem.backend() == Backend::Gpu {
             shapes.extend([(1000, 1000, 512), (2048, 2048, 2048)]);
         }

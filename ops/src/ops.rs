@@ -145,6 +145,12 @@ impl<'s> Ops<'s> {
         }
     }
 
+    /// A persistent launch over `tiles`: one block per SM, fewer when there are fewer tiles.
+    fn persistent(&self, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
+        let blocks = tiles.min(self.info.multiprocessors.max(1));
+        LaunchConfig::new(blocks, threads).shared_mem(shared)
+    }
+
     /// The sm90 path: both operands through tensor maps from the table, one persistent block
     /// per SM (fewer when there are fewer tiles).
     fn sm90<In: GemmIn, Out: GemmOut<In>>(
@@ -155,10 +161,7 @@ impl<'s> Ops<'s> {
         c: &mut SymBuffer<'_, Out>,
         shape: GemmShape,
     ) -> Result<()> {
-        let module = self.sm90.as_ref().ok_or_else(|| Error::Unsupported {
-            call: CALL,
-            reason: "with the sm90 kernel: its image is not loaded on this device".into(),
-        })?;
+        let module = loaded(&self.sm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let key = MapKey {
@@ -195,8 +198,7 @@ impl<'s> Ops<'s> {
         })?;
         let (map_a, map_b) = table.kernel_ptrs(slot);
         let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
-        let blocks = tiles.min(self.info.multiprocessors.max(1));
-        let config = LaunchConfig::new(blocks, sm90::THREADS).shared_mem(sm90::SHARED_BYTES);
+        let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
         let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
         // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
@@ -223,10 +225,7 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
     ) -> Result<()> {
         use rshmem_gemm::sm80;
-        let module = self.sm80.as_ref().ok_or_else(|| Error::Unsupported {
-            call: CALL,
-            reason: "with the sm80 kernel: its image is not loaded on this device".into(),
-        })?;
+        let module = loaded(&self.sm80, "sm80")?;
         let GemmShape { m, n, k, b_layout } = shape;
         // B K x N is read in 16-byte pieces along N too (until the kernel says otherwise).
         if b_layout == BLayout::KN && n % 8 != 0 {
@@ -241,8 +240,7 @@ impl<'s> Ops<'s> {
         };
         let args = (a.as_ptr(), k, b.as_ptr(), ldb, c.as_mut_ptr(), n, m, n, k);
         let tiles = sm80::tiles(rshmem_gemm::Problem { m, n, k });
-        let blocks = tiles.min(self.info.multiprocessors.max(1));
-        let config = LaunchConfig::new(blocks, sm80::THREADS).shared_mem(sm80::SHARED_BYTES);
+        let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_80 or later
         // checked by `path`); `a` holds m x k, `b` n x k (rows `ldb` apart) and `c` m x n,
         // checked. The buffers outlive the kernel: dropping or host-copying them waits for
@@ -254,4 +252,12 @@ impl<'s> Ops<'s> {
             }
         }
     }
+}
+
+/// The loaded image of a kernel family, or why there is none.
+fn loaded<'m, 's>(module: &'m Option<Module<'s>>, which: &str) -> Result<&'m Module<'s>> {
+    module.as_ref().ok_or_else(|| Error::Unsupported {
+        call: CALL,
+        reason: format!("with the {which} kernel: its image is not loaded on this device"),
+    })
 }

@@ -66,7 +66,13 @@ pub(crate) fn globaltimer_ns() -> u64 {
 
 pub(crate) fn trap() -> ! {
     with("thread::trap", |c| {
-        c.fail("kernel trapped (`thread::trap()`)".into())
+        c.fail(match super::printf::last_line() {
+            // `device_assert!` printed its condition, place and message just before.
+            Some(line) if line.starts_with("assertion failed") => {
+                std::format!("kernel trapped (`thread::trap()`): {line}")
+            }
+            _ => "kernel trapped (`thread::trap()`)".into(),
+        })
     })
 }
 

@@ -9,9 +9,23 @@ use std::{format, print};
 use super::context::with;
 use crate::contract::PrintfValue;
 
+std::thread_local! {
+    /// The last line this simulated thread printed: a trap right after it (`device_assert!`
+    /// prints its condition, place and message, then traps) reports it as its reason.
+    static LAST_LINE: core::cell::RefCell<String> = const { core::cell::RefCell::new(String::new()) };
+}
+
+/// The last line the current host thread printed with `printf!`, if any.
+pub(crate) fn last_line() -> Option<String> {
+    LAST_LINE.with(|l| Some(l.borrow().clone()).filter(|s| !s.is_empty()))
+}
+
 /// Formats and prints one `printf!` from the current simulated thread, prefixed `[PE k] `.
 pub(crate) fn printf(format: &str, args: &[Option<PrintfValue>]) {
     let text = render(format, args);
+    if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+        LAST_LINE.with(|l| *l.borrow_mut() = line.trim().to_string());
+    }
     let pe = with("printf", |c| c.pe());
     let mut out = String::new();
     for line in text.split_inclusive('\n') {

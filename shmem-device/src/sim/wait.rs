@@ -49,6 +49,7 @@ fn poll<R>(c: &ThreadCtx<'_>, op: &str, mut ready: impl FnMut() -> Option<R>) ->
         }
         if round % 64 == 63 {
             if let Some(e) = c.world().device_blocked() {
+                c.world().blame_wait(c.pe(), &e);
                 c.fail(std::format!("{op}: {e}"));
             }
             if start.elapsed() > limit {
@@ -79,6 +80,7 @@ pub(crate) fn check_spin(op: &str, waited: Duration, what: &dyn Fn() -> std::str
             c.abort();
         }
         if let Some(e) = c.world().device_blocked() {
+            c.world().blame_wait(c.pe(), &e);
             c.fail(std::format!("{op}: {}: {e}", what()));
         }
         let limit = wait_limit();

@@ -279,10 +279,13 @@ fn all_pes(npes: usize) -> TeamShape {
 }
 
 impl WorldState {
-    /// Notes that `pe` fails `e` because of another PE's kernel, when it does.
+    /// Notes that `pe` fails `e` because of another PE (its kernel, or the PE itself), when
+    /// it does.
     fn blame(&mut self, pe: usize, e: CollectiveError) -> CollectiveError {
-        if let CollectiveError::KernelFailed { pe: q, .. } = e {
-            if q != pe {
+        if let CollectiveError::KernelFailed { pe: q, .. }
+        | CollectiveError::PeFailed { pe: q, .. } = e
+        {
+            if q != pe && self.blamed[pe].is_none() {
                 self.blamed[pe] = Some(q);
             }
         }
@@ -624,19 +627,46 @@ impl World {
         self.cv.notify_all();
     }
 
-    /// The PE whose failure ended the job, and how: the first PE that failed, or, when that
-    /// PE failed because another PE's kernel failed (and that PE failed too), the other one.
+    /// The PE whose failure ended the job, and how: the first PE that failed of its own
+    /// accord — a PE that failed because it waited for another PE (a device wait, a
+    /// collective) that failed too is followed to that one, whichever failed first in time.
+    /// The PEs that failed as consequences are listed after the cause's own reason.
     pub fn first_failure(&self) -> Option<(usize, String)> {
         let st = self.lock();
-        let (mut pe, mut reason) = st.failure.clone()?;
-        // Follow the blame; at most n_pes steps, in case of a cycle.
-        for _ in 0..st.pes.len() {
-            match st.blamed[pe].and_then(|q| Some((q, st.failures[q].clone()?))) {
-                Some((q, why)) if q != pe => (pe, reason) = (q, why),
-                _ => break,
+        let (first, reason) = st.failure.clone()?;
+        let root = |mut pe: usize| {
+            // Follow the blame; at most n_pes steps, in case of a cycle.
+            for _ in 0..st.pes.len() {
+                match st.blamed[pe] {
+                    Some(q) if q != pe && st.failures[q].is_some() => pe = q,
+                    _ => break,
+                }
             }
+            pe
+        };
+        let cause = root(first);
+        let mut reason = if cause == first {
+            reason
+        } else {
+            st.failures[cause].clone().unwrap_or(reason)
+        };
+        let consequences: Vec<String> = (0..st.pes.len())
+            .filter(|&q| q != cause && st.failures[q].is_some() && root(q) == cause)
+            .map(|q| std::format!("PE {q}"))
+            .collect();
+        if !consequences.is_empty() {
+            reason.push_str(&std::format!(
+                "\n(consequences: {} failed waiting for PE {cause})",
+                consequences.join(", ")
+            ));
         }
-        Some((pe, reason))
+        Some((cause, reason))
+    }
+
+    /// PE `pe` fails a device-side wait because of `e`: the job's error names `e`'s PE, not
+    /// this one (see [`World::first_failure`]).
+    pub(crate) fn blame_wait(&self, pe: usize, e: &CollectiveError) {
+        let _ = self.lock().blame(pe, e.clone());
     }
 
     /// Why a device-side wait on this job can never be satisfied (a PE or a kernel failed), if
