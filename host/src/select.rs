@@ -45,6 +45,16 @@ pub(crate) fn resolve(
     }
 }
 
+/// What [`Backend::current`] keeps of a failure to resolve: for [`Error::NoGpu`] its reason
+/// alone, which each call wraps in `NoGpu` again (keeping the whole message doubled its
+/// prefix and advice).
+fn reason(e: Error) -> String {
+    match e {
+        Error::NoGpu(why) => why,
+        other => other.to_string(),
+    }
+}
+
 impl Backend {
     /// The backend this process uses, chosen once from `RSHMEM_BACKEND` and the machine.
     pub fn current() -> Result<Backend> {
@@ -53,8 +63,7 @@ impl Backend {
             .get_or_init(|| {
                 let request = parse_request(std::env::var("RSHMEM_BACKEND").ok().as_deref())
                     .map_err(|e| e.to_string())?;
-                let (backend, fallback) =
-                    resolve(request, crate::gpu::probe).map_err(|e| e.to_string())?;
+                let (backend, fallback) = resolve(request, crate::gpu::probe).map_err(reason)?;
                 if let Some(why) = fallback {
                     eprintln!("rshmem: no usable GPU ({why}); running on the CPU simulator");
                 }
@@ -109,6 +118,15 @@ mod tests {
             resolve(Request::Sim, || panic!("not probed")).unwrap(),
             (Backend::Sim, None)
         );
+    }
+
+    #[test]
+    fn a_cached_no_gpu_error_says_its_text_once() {
+        let e = resolve(Request::Gpu, || Err("no driver".into())).unwrap_err();
+        let again = Error::NoGpu(reason(e)).to_string();
+        assert_eq!(again.matches("no GPU is usable").count(), 1, "{again}");
+        assert_eq!(again.matches("Unset RSHMEM_BACKEND").count(), 1, "{again}");
+        assert!(again.contains("no driver"), "{again}");
     }
 
     #[test]

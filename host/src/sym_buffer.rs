@@ -48,13 +48,15 @@ impl<'s, T: Pod> SymBuffer<'s, T> {
     }
 
     fn allocate(shmem: &'s Shmem, len: usize, init: Option<&[u8]>) -> Result<Self> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or(Error::HeapExhausted {
-                requested: usize::MAX,
-                available: 0,
-                heap_size: 0,
-            })?;
+        let bytes =
+            len.checked_mul(std::mem::size_of::<T>())
+                .ok_or_else(|| Error::InvalidArgument {
+                    call: "Shmem::alloc",
+                    message: format!(
+                        "{len} elements of {} bytes do not fit in a usize",
+                        std::mem::size_of::<T>()
+                    ),
+                })?;
         let addr = shmem.inner.alloc(bytes, init)?;
         Ok(Self {
             shmem,

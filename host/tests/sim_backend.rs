@@ -650,7 +650,19 @@ fn heap_exhaustion_is_an_error_on_every_pe() {
     on_sim(2, |shmem| {
         let huge = 1usize << 40;
         match shmem.alloc_zeroed::<u8>(huge) {
-            Err(Error::HeapExhausted { requested, .. }) => ensure!(requested == huge),
+            Err(e @ Error::HeapExhausted { requested, .. }) => {
+                ensure!(requested == huge);
+                // The advice names the variable the simulator's heap size came from.
+                let var = match (
+                    std::env::var_os("RSHMEM_SIM_HEAP"),
+                    std::env::var_os("NVSHMEM_SYMMETRIC_SIZE"),
+                ) {
+                    (None, Some(_)) => "NVSHMEM_SYMMETRIC_SIZE",
+                    _ => "RSHMEM_SIM_HEAP",
+                };
+                let msg = e.to_string();
+                ensure!(msg.contains(&format!("Set {var} (e.g. {var}=4G)")), "{msg}");
+            }
             other => return Err(anyhow!("expected HeapExhausted, got {other:?}")),
         }
         ensure!(shmem.alloc_from(&[7u16; 5])?.to_vec()? == [7; 5]);

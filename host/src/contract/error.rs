@@ -79,8 +79,11 @@ pub enum Error {
     },
 
     /// The symmetric heap cannot hold the requested allocation.
-    #[error("symmetric heap exhausted: requested {requested} bytes, {available} bytes left of a {heap_size}-byte heap. Set NVSHMEM_SYMMETRIC_SIZE (e.g. NVSHMEM_SYMMETRIC_SIZE=4G) to a larger heap")]
+    #[error("symmetric heap exhausted: requested {requested} bytes, {available} bytes left of a {heap_size}-byte heap. Set {var} (e.g. {var}=4G) to a larger heap")]
     HeapExhausted {
+        /// The variable that sets this backend's heap size (`NVSHMEM_SYMMETRIC_SIZE` on GPUs;
+        /// on the simulator `RSHMEM_SIM_HEAP`, or `NVSHMEM_SYMMETRIC_SIZE` where that set it).
+        var: &'static str,
         /// Bytes asked for.
         requested: usize,
         /// Bytes still free (as far as rshmem accounts).

@@ -113,6 +113,7 @@ pub(crate) fn decide(my_pe: usize, offers: &[[u64; 2]], limit: HeapLimit) -> Res
     }
     Err(match limit {
         HeapLimit::Static { size } => Error::HeapExhausted {
+            var: "NVSHMEM_SYMMETRIC_SIZE",
             requested: mine as usize,
             available: room as usize,
             heap_size: size,

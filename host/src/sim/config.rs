@@ -28,6 +28,14 @@ pub(crate) struct SimConfig {
 }
 
 impl SimConfig {
+    /// The variable that governs the simulator's heap size, for advice: the one that set it,
+    /// else `RSHMEM_SIM_HEAP`.
+    pub fn heap_var(&self) -> &'static str {
+        self.heap_origin
+            .as_ref()
+            .map_or("RSHMEM_SIM_HEAP", |o| o.var)
+    }
+
     /// Reads `RSHMEM_SIM_HEAP` (else `NVSHMEM_SYMMETRIC_SIZE`, so the advice of
     /// [`Error::HeapExhausted`] works here too), `RSHMEM_SIM_MAX_THREADS` and
     /// `RSHMEM_SIM_P2P`.
@@ -100,7 +108,8 @@ mod tests {
         let nv =
             SimConfig::from_vars(|v| (v == "NVSHMEM_SYMMETRIC_SIZE").then(|| "1G".into())).unwrap();
         assert_eq!(nv.heap_size, 1 << 30);
-        assert_eq!(nv.heap_origin.unwrap().var, "NVSHMEM_SYMMETRIC_SIZE");
+        assert_eq!(nv.heap_var(), "NVSHMEM_SYMMETRIC_SIZE");
+        assert_eq!(none.heap_var(), "RSHMEM_SIM_HEAP");
         // The value a GPU run takes means the same here (it was refused before).
         let decimal =
             SimConfig::from_vars(|v| (v == "NVSHMEM_SYMMETRIC_SIZE").then(|| "1.5G".into()))

@@ -200,11 +200,13 @@ impl HeapBackend for SimPe {
                 available,
                 heap_size,
             } => Error::HeapExhausted {
+                var: self.config.heap_var(),
                 requested,
                 available,
                 heap_size,
             },
             HeapError::Reserve { size } => Error::HeapExhausted {
+                var: self.config.heap_var(),
                 requested: bytes,
                 available: 0,
                 heap_size: size,

@@ -128,6 +128,7 @@ impl HeapBackend for GpuPe {
         // SAFETY: `decide` passed on data every PE shares, so every PE is here with the same
         // non-zero `bytes`, at the same point of its collective sequence.
         let addr = unsafe { nv::malloc(sh.lib(), bytes) }.ok_or(Error::HeapExhausted {
+            var: "NVSHMEM_SYMMETRIC_SIZE",
             requested: bytes,
             available: room,
             heap_size: self.limit_bytes(),
