@@ -33,8 +33,8 @@
 //! ```
 //!
 //! Which kernel runs ([`Kernel::Auto`]): the sm90 one on an sm_90 GPU (and on the simulator,
-//! which reports sm 90) for B N x K and for B K x N with `n` a multiple of 8, the sm80 one
-//! otherwise. B K x N needs `n` a multiple of 8 on both (16-byte rows); N x K takes any `n`.
+//! which reports sm 90), the sm80 one on other GPUs. B K x N needs `n` a multiple of 8 (its
+//! rows are copied in 16-byte pieces); N x K takes any `n`.
 //! The sm90 kernel launches `min(tiles, multiprocessors)` persistent blocks
 //! ([`rshmem_host::Shmem::device_info`]).
 //!

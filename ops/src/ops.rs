@@ -101,9 +101,9 @@ impl<'s> Ops<'s> {
     /// PE) after its earlier work; returns once queued. f32 accumulation; an `In` output is
     /// rounded to nearest even. Buffers may be longer than the shape needs.
     ///
-    /// Errors (nothing is launched): a shape with a zero extent or `k` not a multiple of 8, a
-    /// buffer shorter than the shape, [`Kernel::Sm90`] on a device that is not sm_90 or with
-    /// [`BLayout::KN`], a kernel not in this build. The first GEMM on new operands fills a
+    /// Errors (nothing is launched): a shape with a zero extent, `k` not a multiple of 8, or
+    /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; [`Kernel::Sm90`] on
+    /// a device that is not sm_90. The first GEMM on new operands fills a
     /// tensor-map slot, which waits for the PE's launched work ([`crate::maps`]).
     pub fn gemm_with<In: GemmIn, Out: GemmOut<In>>(
         &self,
@@ -115,14 +115,15 @@ impl<'s> Ops<'s> {
         options: GemmOptions,
     ) -> Result<()> {
         shape.check(a.len(), b.len(), c.len())?;
-        match self.path(shape.b_layout, shape.n, options.kernel)? {
+        match self.path(options.kernel)? {
             Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape),
             Path::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
         }
     }
 
-    /// Resolves `kernel` for this device and layout, or says why it cannot run.
-    fn path(&self, layout: BLayout, n: u32, kernel: Kernel) -> Result<Path> {
+    /// Resolves `kernel` for this device, or says why it cannot run (both kernels take both
+    /// layouts of a shape that passed `GemmShape::check`).
+    fn path(&self, kernel: Kernel) -> Result<Path> {
         let sm = self.info.sm;
         let refuse = |reason: String| Error::Unsupported { call: CALL, reason };
         match kernel {
@@ -131,13 +132,8 @@ impl<'s> Ops<'s> {
                  wgmma, built for sm_90a) runs on sm_90 GPUs (H100, H200) only; use \
                  Kernel::Auto or Kernel::Sm80"
             ))),
-            Kernel::Sm90 if layout == BLayout::KN && n % 8 != 0 => Err(refuse(format!(
-                "with Kernel::Sm90 for b_layout KN and n = {n}: TMA reads B's rows of n \
-                 elements, whose stride must be a multiple of 16 bytes (n a multiple of 8); \
-                 pass B as N x K, or use Kernel::Auto, which runs the sm80 kernel here"
-            ))),
             Kernel::Sm90 => Ok(Path::Sm90),
-            Kernel::Auto if sm == 90 && (layout == BLayout::NK || n % 8 == 0) => Ok(Path::Sm90),
+            Kernel::Auto if sm == 90 => Ok(Path::Sm90),
             Kernel::Sm80 | Kernel::Auto if sm >= 80 => Ok(Path::Sm80),
             Kernel::Sm80 | Kernel::Auto => Err(refuse(format!(
                 "on this PE's device, an sm_{sm}: rshmem's GEMM kernels need sm_80 or later"
@@ -227,13 +223,6 @@ impl<'s> Ops<'s> {
         use rshmem_gemm::sm80;
         let module = loaded(&self.sm80, "sm80")?;
         let GemmShape { m, n, k, b_layout } = shape;
-        // B K x N is read in 16-byte pieces along N too (until the kernel says otherwise).
-        if b_layout == BLayout::KN && n % 8 != 0 {
-            return Err(Error::InvalidArgument {
-                call: CALL,
-                message: format!("n = {n} with b_layout KN is not a multiple of 8"),
-            });
-        }
         let ldb = match b_layout {
             BLayout::NK => k,
             BLayout::KN => n,

@@ -39,9 +39,8 @@ pub struct GemmShape {
 /// Which kernel runs a GEMM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// The sm90 kernel on an sm_90 GPU (and the simulator), for [`BLayout::NK`] and for
-    /// [`BLayout::KN`] with `n` a multiple of 8 (TMA's 16-byte row strides); the sm80 kernel
-    /// otherwise (other GPUs from sm_80 on, and K x N with other `n`).
+    /// The sm90 kernel on an sm_90 GPU (and the simulator), the sm80 kernel on other GPUs
+    /// from sm_80 on; both take both layouts.
     #[default]
     Auto,
     /// The Hopper kernel (TMA + `wgmma`, warp-specialised, persistent): sm_90 only, B N x K.
@@ -123,6 +122,14 @@ impl GemmShape {
                 )));
             }
         }
+        if b_layout == BLayout::KN && n % 8 != 0 {
+            return Err(bad(format!(
+                "n = {n} (m x n x k = {m} x {n} x {k}) is not a multiple of 8, which B K x N \
+                 (b_layout KN) needs: its rows are copied in 16-byte pieces (8 elements) by both \
+                 kernels; pass B as N x K (any n), or pad N with zeros to {}",
+                n.next_multiple_of(8)
+            )));
+        }
         Ok(())
     }
 }
@@ -147,6 +154,11 @@ mod tests {
         let e = msg(s, 128, 63, 32);
         assert!(
             e.contains("`b` has 63") && e.contains("n x k = 4 x 16 = 64"),
+            "{e}"
+        );
+        let e = msg(GemmShape::new(8, 12, 16, BLayout::KN), 128, 192, 96);
+        assert!(
+            e.contains("n = 12") && e.contains("KN") && e.contains("pad N with zeros to 16"),
             "{e}"
         );
         let e = msg(GemmShape::new(8, 4, 16, BLayout::KN), 128, 63, 32);

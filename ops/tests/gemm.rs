@@ -156,8 +156,7 @@ fn sm90_f16_and_16bit_outputs(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
-/// B K x N on both kernels (Auto picks sm90 where N allows TMA's 16-byte rows), and with N
-/// not a multiple of 8, where Auto takes the sm80 kernel.
+/// B K x N on both kernels (Auto picks sm90 on the simulator), at two shapes.
 fn kn_both_kernels(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let shape = GemmShape::new(37, 40, 24, BLayout::KN);
