@@ -3,10 +3,9 @@
 //! them on a GPU: their results there are undefined.
 
 use crate::mma::{load_operand, operand_desc, swizzle_of};
-use crate::{barrier, shared_from};
 use rshmem_device::bf16;
 use rshmem_device::hopper::wgmma::{self, WgmmaAcc};
-use rshmem_device::hopper::{self, tma, TensorMap};
+use rshmem_device::hopper::{self, dynamic_shared_aligned, tma, MBarrier, TensorMap};
 use rshmem_device::prelude::*;
 
 /// Reads a TMA box before waiting on its mbarrier (then waits, to end cleanly): the block
@@ -19,8 +18,8 @@ use rshmem_device::prelude::*;
 #[kernel]
 pub unsafe fn read_before_wait(map: *const TensorMap, out: *mut u8, bytes: u32) {
     let tid = thread::thread_idx_x();
-    let bar = unsafe { barrier(0) };
-    let tile = unsafe { shared_from(8, 1024) };
+    let bar = unsafe { MBarrier::in_dynamic_shared(0) };
+    let tile = unsafe { dynamic_shared_aligned(8, 1024) };
     if tid == 0 {
         unsafe {
             bar.init(1);
@@ -59,8 +58,8 @@ pub unsafe fn wgmma_misuse(
 ) {
     let tid = thread::thread_idx_x();
     let sw = swizzle_of(3);
-    let bar = unsafe { barrier(0) };
-    let sa = unsafe { shared_from(8, 1024) };
+    let bar = unsafe { MBarrier::in_dynamic_shared(0) };
+    let sa = unsafe { dynamic_shared_aligned(8, 1024) };
     let sb = unsafe { sa.add(64 * 128) };
     if tid == 0 {
         unsafe {

@@ -4,10 +4,11 @@
 //! and K are handled by TMA's zero fill and masked stores. `docs/tensor-cores.md (## Hopper)`
 //! walks through it.
 
-use crate::{barrier, shared_from};
 use rshmem_device::bf16;
 use rshmem_device::hopper::wgmma::{self, WgmmaAcc};
-use rshmem_device::hopper::{self, tma, SmemDesc, Swizzle, TensorMap};
+use rshmem_device::hopper::{
+    self, dynamic_shared_aligned, tma, MBarrier, SmemDesc, Swizzle, TensorMap,
+};
 use rshmem_device::prelude::*;
 
 /// Rows of A per block.
@@ -47,10 +48,11 @@ pub unsafe fn gemm_bf16(
         thread::block_idx_x() / tiles_n * BM,
         thread::block_idx_x() % tiles_n * BN,
     );
-    let full = |s: u32| unsafe { barrier(s) };
-    let empty = |s: u32| unsafe { barrier(STAGES + s) };
-    let stage =
-        |s: u32| unsafe { shared_from(8 * 2 * STAGES, 1024).add((s * STAGE_BYTES) as usize) };
+    let full = |s: u32| unsafe { MBarrier::in_dynamic_shared(s) };
+    let empty = |s: u32| unsafe { MBarrier::in_dynamic_shared(STAGES + s) };
+    let stage = |s: u32| unsafe {
+        dynamic_shared_aligned(8 * 2 * STAGES, 1024).add((s * STAGE_BYTES) as usize)
+    };
     if tid == 0 {
         for s in 0..STAGES {
             unsafe {

@@ -17,27 +17,3 @@ pub mod gemm;
 pub mod mma;
 pub mod pipeline;
 pub mod tma;
-
-use rshmem_device::hopper::{dynamic_shared_aligned, MBarrier};
-
-/// This block's dynamic shared memory past `skip` bytes, `align`-aligned.
-///
-/// # Safety
-///
-/// As [`dynamic_shared_aligned`].
-#[inline(always)]
-pub(crate) unsafe fn shared_from(skip: u32, align: u32) -> *mut u8 {
-    // SAFETY: forwarded contract.
-    unsafe { dynamic_shared_aligned(skip, align) }
-}
-
-/// The `i`-th mbarrier at the start of shared memory.
-///
-/// # Safety
-///
-/// As [`MBarrier::in_dynamic_shared`].
-#[inline(always)]
-pub(crate) unsafe fn barrier(i: u32) -> &'static MBarrier {
-    // SAFETY: forwarded contract.
-    unsafe { MBarrier::in_dynamic_shared(i) }
-}

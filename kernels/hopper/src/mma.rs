@@ -2,9 +2,10 @@
 //! steps, operands loaded by TMA in one of the four swizzle modes, A read from shared memory
 //! (descriptors) or from registers (fragments loaded from global memory).
 
-use crate::{barrier, shared_from};
 use rshmem_device::hopper::wgmma::{self, WgmmaA, WgmmaAcc};
-use rshmem_device::hopper::{self, tma, SmemDesc, Swizzle, TensorMap};
+use rshmem_device::hopper::{
+    self, dynamic_shared_aligned, tma, MBarrier, SmemDesc, Swizzle, TensorMap,
+};
 use rshmem_device::prelude::*;
 use rshmem_device::{bf16, f16};
 
@@ -76,8 +77,8 @@ unsafe fn mma_tile<const R: usize>(
     let n = WgmmaAcc::<R>::N;
     let tid = thread::thread_idx_x();
     let sw = swizzle_of(swizzle);
-    let bar = unsafe { barrier(0) };
-    let sa = unsafe { shared_from(8, 1024) };
+    let bar = unsafe { MBarrier::in_dynamic_shared(0) };
+    let sa = unsafe { dynamic_shared_aligned(8, 1024) };
     let sb = unsafe { sa.add((64 * k * 2) as usize) };
     if tid == 0 {
         unsafe {
@@ -177,7 +178,7 @@ mma_kernels!(wgmma_n8 => 4, wgmma_n64 => 32, wgmma_n128 => 64, wgmma_n256 => 128
 #[kernel]
 pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
     let tid = thread::thread_idx_x();
-    let base = unsafe { shared_from(0, 1024) };
+    let base = unsafe { dynamic_shared_aligned(0, 1024) };
     let mut i = tid;
     while i < 256 * 32 + 64 * 32 {
         unsafe { *base.add(i as usize) = 0 };

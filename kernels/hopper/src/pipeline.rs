@@ -2,8 +2,7 @@
 //! buffers, the whole block consumes them; "full" barriers carry TMA bytes, "empty" ones the
 //! consumers' arrivals, and both cycle through several phases.
 
-use crate::{barrier, shared_from};
-use rshmem_device::hopper::{self, tma, TensorMap};
+use rshmem_device::hopper::{self, dynamic_shared_aligned, tma, MBarrier, TensorMap};
 use rshmem_device::prelude::*;
 
 /// Tile `t` (0..tiles) is the box at (0, `t * box_rows`) of `map` (a 2-D f32 tensor, boxes of
@@ -27,9 +26,9 @@ pub unsafe fn pipeline_sum(
     let threads = thread::block_dim_x();
     let box_bytes = box_rows * box_cols * 4;
     // Barriers 0..4 are "full", 4..8 "empty".
-    let full = |s: u32| unsafe { barrier(s) };
-    let empty = |s: u32| unsafe { barrier(4 + s) };
-    let buf = |s: u32| unsafe { shared_from(64, 1024).add((s * box_bytes) as usize) };
+    let full = |s: u32| unsafe { MBarrier::in_dynamic_shared(s) };
+    let empty = |s: u32| unsafe { MBarrier::in_dynamic_shared(4 + s) };
+    let buf = |s: u32| unsafe { dynamic_shared_aligned(64, 1024).add((s * box_bytes) as usize) };
     if tid == 0 {
         for s in 0..stages {
             unsafe {

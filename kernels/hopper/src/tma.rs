@@ -1,7 +1,6 @@
 //! TMA loads and stores, observed raw.
 
-use crate::{barrier, shared_from};
-use rshmem_device::hopper::{self, tma, TensorMap};
+use rshmem_device::hopper::{self, dynamic_shared_aligned, tma, MBarrier, TensorMap};
 use rshmem_device::prelude::*;
 
 /// Thread 0 loads the box of `map` at (`x`, `y`, `z`) (`rank` 2 or 3) into shared memory
@@ -24,8 +23,8 @@ pub unsafe fn tma_load_raw(
     bytes: u32,
 ) {
     let tid = thread::thread_idx_x();
-    let bar = unsafe { barrier(0) };
-    let tile = unsafe { shared_from(8, 1024) };
+    let bar = unsafe { MBarrier::in_dynamic_shared(0) };
+    let tile = unsafe { dynamic_shared_aligned(8, 1024) };
     if tid == 0 {
         unsafe {
             bar.init(1);
@@ -76,7 +75,7 @@ pub unsafe fn tma_store_raw(
     bytes: u32,
 ) {
     let tid = thread::thread_idx_x();
-    let tile = unsafe { shared_from(0, 1024) };
+    let tile = unsafe { dynamic_shared_aligned(0, 1024) };
     let mut i = tid;
     while i < bytes {
         unsafe { *tile.add(i as usize) = *src.add(i as usize) };
