@@ -426,20 +426,19 @@ pub unsafe fn all_reduce_rmsnorm<E: Elem<Acc = f32>>(ch: Channel, team: Team, a:
             // which only this thread of this member touches.
             unsafe {
                 let mut v = [Pack::default(); MAX_PEERS];
-                for (slot, &x) in v.iter_mut().zip(&xs[..n]) {
-                    *slot = lamport::read_pack(x.add(at).cast_const(), i, hidden);
-                }
-                let sum = pack::reduce::<E, Sum>(&v, n);
+                crate::unroll8!(r < n => {
+                    v[r] = lamport::read_pack(xs[r].add(at).cast_const(), i, hidden);
+                });
                 let own = lamport::read_pack(a.residual.add(at), i, hidden);
                 let mut r2 = Pack::default();
-                for l in 0..E::LANES {
-                    let y = E::from_acc(
-                        pack::lane::<E>(&sum, l).to_acc() + pack::lane::<E>(&own, l).to_acc(),
-                    );
+                crate::unroll8!(l < E::LANES => {
+                    // Σ x (f32, rank order) + residual, rounded once.
+                    let sum = pack::reduce_lane::<E, Sum>(&v, n, l);
+                    let y = E::from_acc(sum + pack::lane::<E>(&own, l).to_acc());
                     let yf = y.to_acc();
                     ss += yf * yf;
                     pack::set_lane(&mut r2, l, y);
-                }
+                });
                 let local = res[peers.rank as usize];
                 for k in 0..targets {
                     let dst = if split {
@@ -461,11 +460,11 @@ pub unsafe fn all_reduce_rmsnorm<E: Elem<Acc = f32>>(ch: Channel, team: Team, a:
                 let r2 = lamport::read_pack(a.residual.add(at).cast_const(), i, hidden);
                 let w = lamport::read_pack(a.weight, i, hidden);
                 let mut y = Pack::default();
-                for l in 0..E::LANES {
+                crate::unroll8!(l < E::LANES => {
                     let v =
                         pack::lane::<E>(&r2, l).to_acc() * scale * pack::lane::<E>(&w, l).to_acc();
                     pack::set_lane(&mut y, l, E::from_acc(v));
-                }
+                });
                 for k in 0..targets {
                     let dst = if split {
                         outs[(peers.rank as usize + 1 + k) % n]

@@ -85,6 +85,10 @@ pub trait Elem: Copy + Default + PartialEq + sealed::Sealed + 'static {
     fn to_acc(self) -> Self::Acc;
     /// The accumulator rounded to this type (nearest, ties to even, for bf16 and f16).
     fn from_acc(acc: Self::Acc) -> Self;
+    /// Its bit pattern, zero-extended.
+    fn to_bits64(self) -> u64;
+    /// The value of a bit pattern (the low `8 × size` bits of `bits`).
+    fn from_bits64(bits: u64) -> Self;
 }
 
 macro_rules! halves {
@@ -102,13 +106,21 @@ macro_rules! halves {
             fn from_acc(acc: f32) -> Self {
                 <$t as Half>::from_f32_rn(acc)
             }
+            #[inline(always)]
+            fn to_bits64(self) -> u64 {
+                u64::from(<$t as Half>::to_bits(self))
+            }
+            #[inline(always)]
+            fn from_bits64(bits: u64) -> Self {
+                <$t as Half>::from_bits(bits as u16)
+            }
         }
     )*};
 }
 halves!(bf16, f16);
 
 macro_rules! plain {
-    ($($t:ident: $float:expr),*) => {$(
+    ($($t:ident: $float:expr, |$v:ident| $to:expr, |$b:ident| $from:expr);*) => {$(
         impl Elem for $t {
             const NAME: &'static str = stringify!($t);
             const FLOAT: bool = $float;
@@ -121,10 +133,24 @@ macro_rules! plain {
             fn from_acc(acc: $t) -> Self {
                 acc
             }
+            #[inline(always)]
+            fn to_bits64(self) -> u64 {
+                let $v = self;
+                $to
+            }
+            #[inline(always)]
+            fn from_bits64(bits: u64) -> Self {
+                let $b = bits;
+                $from
+            }
         }
     )*};
 }
-plain!(f32: true, i32: false, i64: false);
+plain!(
+    f32: true, |v| u64::from(v.to_bits()), |b| f32::from_bits(b as u32);
+    i32: false, |v| u64::from(v as u32), |b| b as u32 as i32;
+    i64: false, |v| v as u64, |b| b as i64
+);
 
 /// A reduction: combines two accumulators. [`Sum`], [`Max`] or [`Min`].
 pub trait Reduce: Copy + Default + sealed::Sealed + 'static {

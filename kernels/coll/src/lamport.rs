@@ -69,10 +69,10 @@ pub unsafe fn read_pack<E: Elem>(src: *const E, i: usize, count: usize) -> Pack 
         return unsafe { pack::load(src.cast::<Pack>().add(i)) };
     }
     let mut p = Pack::default();
-    for l in 0..E::LANES.min(count - first) {
+    crate::unroll8!(l < E::LANES.min(count - first) => {
         // SAFETY: `first + l < count`.
         pack::set_lane(&mut p, l, unsafe { src.add(first + l).read() });
-    }
+    });
     p
 }
 
@@ -88,10 +88,10 @@ pub unsafe fn write_pack<E: Elem>(dst: *mut E, i: usize, count: usize, p: Pack) 
         // SAFETY: a whole, aligned pack inside `dst[0..count]`.
         return unsafe { pack::store(dst.cast::<Pack>().add(i), p) };
     }
-    for l in 0..E::LANES.min(count - first) {
+    crate::unroll8!(l < E::LANES.min(count - first) => {
         // SAFETY: `first + l < count`.
         unsafe { dst.add(first + l).write(pack::lane(&p, l)) };
-    }
+    });
 }
 
 /// Stores the local elements `src[0..count]` into `slot` (the consumer's slot, through its
@@ -163,19 +163,26 @@ pub unsafe fn reduce_tile<E: Elem, O: Reduce>(
     let (t, nt) = block_lanes();
     let packs = count.div_ceil(E::LANES);
     let mut poll = Poll::new();
+    let s: [*mut Pack; MAX_PEERS] = core::array::from_fn(|r| {
+        if r < n {
+            slots[r]
+        } else {
+            core::ptr::null_mut()
+        }
+    });
     let mut i = t;
     while i < packs {
         let mut v = [Pack::default(); MAX_PEERS];
-        for (r, slot) in v.iter_mut().enumerate().take(n) {
+        crate::unroll8!(r < n => {
             // SAFETY: pack `i` of `own` and of each slot (the caller's contract).
-            *slot = unsafe {
+            v[r] = unsafe {
                 if r == rank {
                     read_pack(own, i, count)
                 } else {
-                    take_pack(slots[r].add(i), &mut poll)
+                    take_pack(s[r].add(i), &mut poll)
                 }
             };
-        }
+        });
         // SAFETY: pack `i` of `dst`; the same thread read `own`'s pack `i` above.
         unsafe { write_pack(dst, i, count, pack::reduce::<E, O>(&v, n)) };
         i += nt;

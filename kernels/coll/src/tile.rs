@@ -52,38 +52,52 @@ pub fn block_lanes() -> (usize, usize) {
 /// is read before it is written, by the same thread.
 #[inline(always)]
 pub unsafe fn reduce_tile<E: Elem, O: Reduce>(dsts: &[*mut E], srcs: &[*const E], count: usize) {
-    let n = srcs.len();
-    debug_assert!((1..=MAX_PEERS).contains(&n));
+    let (n, m) = (srcs.len(), dsts.len());
+    debug_assert!((1..=MAX_PEERS).contains(&n) && m <= MAX_PEERS);
+    // Fixed-size copies, walked by loops over all MAX_PEERS slots (guarded): they unroll, so
+    // pointers and packs stay in registers instead of local memory.
+    let s: [*const E; MAX_PEERS] = core::array::from_fn(|r| if r < n { srcs[r] } else { srcs[0] });
+    let d: [*mut E; MAX_PEERS] = core::array::from_fn(|r| {
+        if r < m {
+            dsts[r]
+        } else {
+            core::ptr::null_mut()
+        }
+    });
     let (t, nt) = block_lanes();
-    let all_aligned =
-        srcs.iter().all(|&s| pack::aligned(s)) && dsts.iter().all(|&d| pack::aligned(d));
+    let mut all_aligned = true;
+    for r in 0..MAX_PEERS {
+        all_aligned &= pack::aligned(s[r]) && (r >= m || pack::aligned(d[r]));
+    }
     let packs = if all_aligned { count / E::LANES } else { 0 };
     let mut i = t;
     while i < packs {
         let mut v = [Pack::default(); MAX_PEERS];
-        for (slot, &s) in v.iter_mut().zip(srcs) {
+        crate::unroll8!(r < n => {
             // SAFETY: pack `i` lies inside every source (`i < count / LANES`), aligned.
-            *slot = unsafe { pack::load(s.cast::<Pack>().add(i)) };
-        }
+            v[r] = unsafe { pack::load(s[r].cast::<Pack>().add(i)) };
+        });
         let out = pack::reduce::<E, O>(&v, n);
-        for &d in dsts {
+        crate::unroll8!(r < m => {
             // SAFETY: as above, for the destinations.
-            unsafe { pack::store(d.cast::<Pack>().add(i), out) };
-        }
+            unsafe { pack::store(d[r].cast::<Pack>().add(i), out) };
+        });
         i += nt;
     }
     let mut e = packs * E::LANES + t;
     while e < count {
         // SAFETY: `e < count`: inside every source and destination.
         unsafe {
-            let mut acc = srcs[0].add(e).read().to_acc();
-            for &s in &srcs[1..] {
-                acc = O::combine(acc, s.add(e).read().to_acc());
-            }
+            let mut acc = s[0].add(e).read().to_acc();
+            crate::unroll8!(r < n => {
+                if r > 0 {
+                    acc = O::combine(acc, s[r].add(e).read().to_acc());
+                }
+            });
             let v = E::from_acc(acc);
-            for &d in dsts {
-                d.add(e).write(v);
-            }
+            crate::unroll8!(r < m => {
+                d[r].add(e).write(v);
+            });
         }
         e += nt;
     }
@@ -113,10 +127,60 @@ pub unsafe fn copy_tile<E: Copy>(dst: *mut E, src: *const E, count: usize) {
         } else if skew % 4 == 0 && size_of::<E>() <= 4 {
             copy_words::<u32, E>(dst, src, count)
         } else {
-            copy_words::<E, E>(dst, src, count)
+            copy_words::<Plain<E>, E>(dst, src, count)
         }
     }
 }
+
+/// A word [`copy_tile`] moves: packs with one vector instruction, the rest plainly.
+trait Word: Copy {
+    /// # Safety
+    ///
+    /// `p` valid and aligned for a `Self`, no racing write.
+    unsafe fn load(p: *const Self) -> Self;
+    /// # Safety
+    ///
+    /// `p` valid and aligned for a `Self`, no racing access.
+    unsafe fn store(p: *mut Self, v: Self);
+}
+
+impl Word for Pack {
+    #[inline(always)]
+    unsafe fn load(p: *const Self) -> Self {
+        // SAFETY: forwarded.
+        unsafe { pack::load(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut Self, v: Self) {
+        // SAFETY: forwarded.
+        unsafe { pack::store(p, v) }
+    }
+}
+
+/// An element copied as itself.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct Plain<E>(E);
+
+macro_rules! plain_word {
+    ([$($g:tt)*] $t:ty) => {
+        impl<$($g)*> Word for $t {
+            #[inline(always)]
+            unsafe fn load(p: *const Self) -> Self {
+                // SAFETY: forwarded.
+                unsafe { p.read() }
+            }
+            #[inline(always)]
+            unsafe fn store(p: *mut Self, v: Self) {
+                // SAFETY: forwarded.
+                unsafe { p.write(v) }
+            }
+        }
+    };
+}
+plain_word!([] u64);
+plain_word!([] u32);
+plain_word!([E: Copy] Plain<E>);
 
 /// [`copy_tile`] in words of `W`: elements up to `dst`'s first `W`-aligned one, whole words,
 /// then the remaining elements.
@@ -126,7 +190,7 @@ pub unsafe fn copy_tile<E: Copy>(dst: *mut E, src: *const E, count: usize) {
 /// As [`copy_tile`], and `dst`, `src` equal modulo `size_of::<W>()`, which `size_of::<E>()`
 /// divides (or equals).
 #[inline(always)]
-unsafe fn copy_words<W: Copy, E: Copy>(dst: *mut E, src: *const E, count: usize) {
+unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize) {
     let (t, nt) = block_lanes();
     let (wsize, esize) = (size_of::<W>(), size_of::<E>());
     let per = wsize / esize;
@@ -139,7 +203,7 @@ unsafe fn copy_words<W: Copy, E: Copy>(dst: *mut E, src: *const E, count: usize)
         let (wd, ws) = (dst.add(head).cast::<W>(), src.add(head).cast::<W>());
         let mut i = t;
         while i < words {
-            wd.add(i).write(ws.add(i).read());
+            W::store(wd.add(i), W::load(ws.add(i)));
             i += nt;
         }
         let mut e = t;

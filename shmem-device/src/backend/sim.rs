@@ -432,7 +432,26 @@ pub(crate) unsafe fn store_relaxed_x4(_: MemScopeKind, ptr: *mut [u32; 4], v: [u
     }
 }
 
-/// After a failed poll (`thread::Poll`): spins, then yields the host thread; every 64 polls
+/// # Safety
+///
+/// As `vector::load`: a plain host read.
+#[inline(always)]
+pub(crate) unsafe fn load_x4(ptr: *const [u32; 4]) -> [u32; 4] {
+    // SAFETY: the caller's contract.
+    unsafe { ptr.read() }
+}
+
+/// # Safety
+///
+/// As `vector::store`: a plain host write.
+#[inline(always)]
+pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
+    // SAFETY: the caller's contract.
+    unsafe { ptr.write(v) }
+}
+
+/// After a failed poll (`thread::Poll`): spins, yields the host thread, then sleeps 50 µs
+/// per poll (the simulator's own waits do the same); every 64 polls
 /// it checks whether the job failed (ending this thread, blaming the failed PE) or the wait
 /// ran past `RSHMEM_SIM_WAIT_TIMEOUT`, as the simulator's own waits do.
 pub(crate) fn poll_pause(what: &'static str, polls: u32, start_ns: u64) {
@@ -442,9 +461,9 @@ pub(crate) fn poll_pause(what: &'static str, polls: u32, start_ns: u64) {
             "the memory it polls never took the value it waits for".into()
         });
     }
-    if polls < 64 {
-        core::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
+    match polls {
+        0..=63 => core::hint::spin_loop(),
+        64..=1023 => std::thread::yield_now(),
+        _ => std::thread::sleep(std::time::Duration::from_micros(50)),
     }
 }

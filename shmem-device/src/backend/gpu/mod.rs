@@ -8,7 +8,7 @@ pub(crate) mod hopper;
 pub(crate) mod mma;
 mod shmem;
 
-pub(crate) use atomic::{load_relaxed_x4, store_relaxed_x4};
+pub(crate) use atomic::{load_relaxed_x4, load_x4, store_relaxed_x4, store_x4};
 pub(crate) use shmem::*;
 
 use crate::contract::{Dim3, MemScopeKind, Ordering, PrintfValue, ScopeKind, Shuffle};
