@@ -106,23 +106,54 @@ impl<'s> Stream<'s> {
     /// Waits for the work queued on this stream; a kernel failure surfaces here, naming it.
     /// The PE's other streams are not waited for.
     pub fn synchronize(&self) -> Result<()> {
+        self.shmem.refuse_recording(
+            "Stream::synchronize",
+            self.id,
+            "its work runs only when the graph is launched: synchronize after Graph::launch",
+        )?;
         self.shmem.inner.synchronize_stream(self.id)
     }
 
     /// Makes the work queued on this stream from now on wait until the work queued on
     /// `other` so far has finished (`cuEventRecord` + `cuStreamWaitEvent`); returns at once.
     /// Both streams must belong to the same PE.
+    ///
+    /// During a graph capture ([`Stream::capture`]) this is how work forks and joins: a stream
+    /// that waits for a recording stream records too from then on (a fork), and must be
+    /// joined back (the capturing stream waits for it) before the capture ends; a recording
+    /// stream cannot wait for one that does not record.
     pub fn wait_for(&self, other: &Stream<'_>) -> Result<()> {
-        self.same_pe("Stream::wait_for", other.shmem)?;
+        const CALL: &str = "Stream::wait_for";
+        self.same_pe(CALL, other.shmem)?;
         if other.id == self.id {
             return Ok(());
         }
-        self.shmem.inner.stream_wait(self.id, other.id)
+        // Held across the backend's wait: checked before it orders anything, noted only if it
+        // did.
+        let mut book = self.shmem.capture_book();
+        if let Some(book) = &*book {
+            book.check_wait(self.id, other.id)
+                .map_err(|message| Error::Capture {
+                    call: CALL,
+                    message,
+                })?;
+        }
+        self.shmem.inner.stream_wait(self.id, other.id)?;
+        if let Some(book) = &mut *book {
+            book.note_wait(self.id, other.id);
+        }
+        Ok(())
     }
 
     /// Runs `f` and returns how long this stream took for the work `f` queued on it (CUDA
     /// events on GPUs, wall time on the simulator). Waits for that work.
     pub fn time(&self, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+        self.shmem.refuse_recording(
+            "Stream::time",
+            self.id,
+            "its work runs only when the graph is launched: time the graph's launch instead \
+             (stream.time(|| unsafe { graph.launch(&stream) }))",
+        )?;
         self.shmem.inner.time(self.id, &mut f)
     }
 

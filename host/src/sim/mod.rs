@@ -23,6 +23,7 @@
 //! destruction is local (as NVSHMEM's).
 
 mod config;
+mod graph;
 mod module;
 mod pe;
 
@@ -75,6 +76,7 @@ fn pe_thread(job: Arc<World>, pe: usize, config: SimConfig, pe_main: PeMain<'_>)
         pe,
         config,
         last_stream: Default::default(),
+        capture: Default::default(),
     });
     let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(sim_pe)));
     match outcome {
