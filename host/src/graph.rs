@@ -60,6 +60,14 @@
 //! the recorded work touches must still be allocated (drop buffers only after the graph's last
 //! launch) and hold what the kernels expect, at each launch.
 //!
+//! ```compile_fail
+//! # use rshmem_host::{Graph, Shmem};
+//! // A graph cannot leave the PE's closure: it borrows the PE's `Shmem`.
+//! fn escape(shmem: &Shmem) -> Graph<'static> {
+//!     shmem.stream().capture(|| Ok(())).unwrap()
+//! }
+//! ```
+//!
 //! # On GPUs
 //!
 //! The capture is CUDA's stream capture (`cuStreamBeginCapture`, relaxed mode: rshmem refuses

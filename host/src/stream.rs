@@ -42,12 +42,31 @@
 //! collectives are kernels of its host library, loaded at their first use: issue one of each
 //! kind before a kernel that waits for it is running, or run with `CUDA_MODULE_LOADING=EAGER`.
 //!
+//! # Graphs
+//!
+//! A stream's work can be recorded once and launched many times for the price of one launch:
+//! [`Stream::capture`] records what its closure queues (kernel launches, on-stream operations,
+//! and other streams' work forked with [`Stream::wait_for`] and joined back) into a
+//! [`Graph`](crate::Graph), which [`Graph::launch`](crate::Graph::launch) queues on any stream
+//! of the PE. See [`crate::graph`].
+//!
+//! ```no_run
+//! # use rshmem_host::Shmem;
+//! # fn f(shmem: &Shmem) -> rshmem_host::Result<()> {
+//! let stream = shmem.new_stream()?;
+//! let graph = stream.capture(|| stream.barrier_all())?; // recorded, not run
+//! // SAFETY: the graph's work (one barrier) touches no buffer; every PE launches it.
+//! unsafe { graph.launch(&stream)? };
+//! # Ok(()) }
+//! ```
+//!
 //! # On the simulator
 //!
 //! The simulator runs every launch and on-stream operation to completion when it is queued, so
-//! every stream's work runs in issue order — one of the schedules a GPU may pick. A program
-//! that needs two kernels to run at the same time (one waits for what the other does) is
-//! wrong on GPUs too (CUDA does not promise concurrency), and hangs, or times out, there.
+//! every stream's work runs in issue order — one of the schedules a GPU may pick (a capture
+//! records instead, and a graph's launch runs what it recorded). A program that needs two
+//! kernels to run at the same time (one waits for what the other does) is wrong on GPUs too
+//! (CUDA does not promise concurrency), and hangs, or times out, there.
 
 use crate::contract::{Error, Result, StreamId};
 use crate::shmem::Shmem;

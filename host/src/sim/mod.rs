@@ -17,7 +17,9 @@
 //! Host-side semantics: `alloc` is collective (sizes and heap state compared across PEs,
 //! then a barrier after zeroing); `free` is local (see [`pe::SimPe`]); launches are
 //! synchronous, so a kernel failure is returned by `Module::launch` itself. On-stream
-//! operations are performed at once by the PE's thread; team splits and host collectives
+//! operations are performed at once by the PE's thread (during a graph capture, launches and
+//! operations on recording streams are recorded instead, see [`graph`], and run when the graph
+//! is launched); team splits and host collectives
 //! meet the team's members in the job's host-side rendezvous, and a split also compares
 //! the members' arguments, so members that disagree all fail naming each other. Team
 //! destruction is local (as NVSHMEM's).
