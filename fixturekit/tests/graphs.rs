@@ -410,6 +410,15 @@ fn capture_refuses_an_unjoined_fork(shmem: &Shmem) -> Outcome {
         other => panic!("an unjoined fork: expected a refusal, got {other:?}"),
     }
     assert!(!main.is_capturing() && !side.is_capturing());
+    // A fork dropped inside the closure, unjoined: refused the same way.
+    let outcome = main.capture(|| {
+        let gone = shmem.new_stream()?;
+        gone.wait_for(&main)?;
+        // SAFETY: as above; never run.
+        unsafe { module.launch_on::<k::mul_add>(&gone, CFG, (a.as_mut_ptr(), N, 3, 0, 0)) }
+    });
+    let err = outcome.expect_err("an unjoined, dropped fork").to_string();
+    assert!(err.contains("not joined back"), "{err}");
     assert_eq!(a.to_vec()?, x0, "the recorded launch ran");
     // SAFETY: as above; waited for below.
     unsafe { module.launch_on::<k::mul_add>(&side, CFG, (a.as_mut_ptr(), N, 3, 0, 0))? };
@@ -420,11 +429,12 @@ fn capture_refuses_an_unjoined_fork(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
-/// A closure that returns an error, or panics, ends the capture: the error (or panic) reaches
-/// the caller, nothing recorded ran, and the stream runs work and captures again.
+/// A closure that returns an error, or panics (after forking a stream), ends the capture: the
+/// error (or panic) reaches the caller, nothing recorded ran, and the streams run work and
+/// capture again.
 fn capture_ends_when_its_closure_fails_or_panics(shmem: &Shmem) -> Outcome {
     let module = shmem.load(&IMAGE)?;
-    let stream = shmem.new_stream()?;
+    let (stream, side) = (shmem.new_stream()?, shmem.new_stream()?);
     let seed = common::agreed_seed(shmem)?;
     let x0 = data(seed, shmem.my_pe(), 40, N as usize);
     let mut a = shmem.alloc_from(&x0)?;
@@ -450,6 +460,8 @@ fn capture_ends_when_its_closure_fails_or_panics(shmem: &Shmem) -> Outcome {
     let panicked = catch_unwind(AssertUnwindSafe(|| {
         stream.capture(|| {
             record(&stream)?;
+            side.wait_for(&stream)?;
+            record(&side)?;
             panic!("a panic inside the capture (expected by the test)");
         })
     }));
@@ -457,11 +469,11 @@ fn capture_ends_when_its_closure_fails_or_panics(shmem: &Shmem) -> Outcome {
     assert!(payload
         .downcast_ref::<&str>()
         .is_some_and(|m| m.contains("inside the capture")));
-    assert!(!stream.is_capturing());
+    assert!(!stream.is_capturing() && !side.is_capturing());
     assert_eq!(a.to_vec()?, x0, "recorded launches ran");
-    // The stream runs work, and captures, as before.
-    record(&stream)?;
-    stream.synchronize()?;
+    // The streams run work, and capture, as before.
+    record(&side)?;
+    side.synchronize()?;
     let graph = stream.capture(|| record(&stream))?;
     // SAFETY: `a` is alive.
     unsafe { graph.launch(&stream)? };

@@ -36,6 +36,15 @@
 //! be joined back (the capturing stream waits for it) before the closure returns. Work queued
 //! on streams that do not record runs as usual.
 //!
+//! Arguments are recorded by value: what a kernel finds behind a pointer is read at each
+//! launch (fresh data in the same buffers is what a graph is for), but a value computed on the
+//! host per call — a sequence number, the parity of a double buffer, a flag value — is the
+//! same at every launch of the graph. Work meant to run in graphs keeps such state on the
+//! device (a counter the kernel advances), and a library whose recorded work relies on host
+//! state hands it to the graph with [`Stream::keep_with_graph`] (rshmem's GEMM pins the
+//! tensor-map slot its launch reads), or refuses to record (checking
+//! [`Stream::is_capturing`]).
+//!
 //! Refused while a capture runs on the PE, with [`Error::Capture`] naming the call and what to
 //! do instead (nothing is queued, and the capture goes on): what waits for the PE's streams or
 //! runs on the host — [`Shmem::synchronize`], [`Shmem::barrier_all`], host copies
@@ -88,7 +97,7 @@
 //! (one of the orders a GPU may run the graph in), before it returns.
 
 use crate::capture::CaptureBook;
-use crate::contract::{Error, GraphExecBackend, Result};
+use crate::contract::{Error, GraphExecBackend, Result, StreamId};
 use crate::shmem::Shmem;
 use crate::stream::Stream;
 use rshmem_device::shmem::Team;
@@ -132,13 +141,12 @@ impl<'s> Stream<'s> {
         }
         // Ends the capture however `f` leaves: returning or unwinding.
         let outcome = catch_unwind(AssertUnwindSafe(f));
-        let (book, ended) = self.end_capture();
+        let (book, unjoined, ended) = self.end_capture();
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(panic) => resume_unwind(panic),
         };
         outcome?;
-        let unjoined = book.unjoined();
         if !unjoined.is_empty() {
             let names: Vec<String> = unjoined.iter().map(|s| s.0.to_string()).collect();
             return Err(Error::Capture {
@@ -163,14 +171,27 @@ impl<'s> Stream<'s> {
         })
     }
 
-    /// Ends the backend's capture and takes the bookkeeping (the capture is over on return).
-    fn end_capture(&self) -> (CaptureBook, Result<Box<dyn GraphExecBackend>>) {
+    /// Ends the backend's capture and takes the bookkeeping (the capture is over on return):
+    /// also the streams that forked and were not joined back (they are joined now, so that the
+    /// backend ends the capture cleanly whatever the closure left; the graph is not used).
+    fn end_capture(
+        &self,
+    ) -> (
+        CaptureBook,
+        Vec<StreamId>,
+        Result<Box<dyn GraphExecBackend>>,
+    ) {
         let mut book = self.shmem.capture_book();
+        let unjoined = book.as_ref().map(CaptureBook::unjoined).unwrap_or_default();
+        for &stream in &unjoined {
+            // A failure here shows as the backend's failure to end the capture.
+            let _ = self.shmem.inner.stream_wait(self.id, stream);
+        }
         let ended = self.shmem.inner.end_capture(self.id);
         let book = book
             .take()
             .expect("rshmem: the capture's bookkeeping vanished while it ran");
-        (book, ended)
+        (book, unjoined, ended)
     }
 
     /// Whether this stream records a graph now: it began a capture ([`Stream::capture`]) or

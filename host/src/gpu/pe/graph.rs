@@ -65,7 +65,7 @@ impl GraphBackend for GpuPe {
                 let dropped = capture.dropped_streams.iter().find(|(d, _)| *d == s);
                 let stream = match dropped {
                     Some((_, dropped)) => dropped.clone(),
-                    None => sh.stream(s),
+                    None => sh.stream(s), // live: not dropped, and not taken above
                 };
                 stream.is_capturing().unwrap_or(true)
             })

@@ -18,13 +18,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 impl PeShared {
-    /// The stream `id`, which `Shmem` passes only while it lives.
+    /// The stream `id`, which `Shmem` passes only while it lives (a recording stream the
+    /// program dropped lives until the capture ends).
     pub(super) fn stream(&self, id: StreamId) -> Arc<Stream> {
         if id == StreamId::PE {
             return self.stream.clone();
         }
-        let streams = lock(&self.user_streams);
-        let stream = streams.live.get(&id).cloned();
+        let live = lock(&self.user_streams).live.get(&id).cloned();
+        let stream = live.or_else(|| {
+            let capture = lock(&self.capture);
+            let dropped = &capture.as_ref()?.dropped_streams;
+            dropped
+                .iter()
+                .find(|(d, _)| *d == id)
+                .map(|(_, s)| s.clone())
+        });
         stream.unwrap_or_else(|| panic!("rshmem: stream {id:?} used after it was destroyed"))
     }
 
