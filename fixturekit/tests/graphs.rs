@@ -10,7 +10,7 @@ mod common;
 use common::Outcome;
 use rshmem::{Backend, Error, Graph, LaunchConfig, ReduceOp, Shmem, Stream, Team};
 use rshmem_examplekit::{ring, IMAGE as EXAMPLES};
-use rshmem_fixturekit::{streams as k, IMAGE};
+use rshmem_fixturekit::{basics, streams as k, IMAGE};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -23,6 +23,7 @@ per_backend! {
     capture_refuses_an_unjoined_fork => [2];
     capture_ends_when_its_closure_fails_or_panics => [2];
     graph_keeps_what_its_work_needs => [2];
+    fault_in_a_graph_names_its_kernel => [2];
 }
 
 /// Elements per buffer: not a multiple of the block size.
@@ -542,5 +543,36 @@ fn graph_keeps_what_its_work_needs(shmem: &Shmem) -> Outcome {
         "{err}"
     );
     shmem.barrier_all()?;
+    Ok(())
+}
+
+/// A kernel that traps inside a graph fails the graph's launch (the simulator) or the PE's
+/// next synchronisation (GPUs), naming the kernel and the PE; the same kernel with valid
+/// arguments ran in a graph before. After a fault the GPU context is unusable: the case ends.
+fn fault_in_a_graph_names_its_kernel(shmem: &Shmem) -> Outcome {
+    let module = shmem.load(&IMAGE)?;
+    let stream = shmem.new_stream()?;
+    let mut out = shmem.alloc_zeroed::<i32>(1)?;
+    shmem.barrier_all()?;
+    let mut divide = |a: i32, b: i32| {
+        stream.capture(|| {
+            // SAFETY: `out` holds one i32 and outlives the graphs.
+            unsafe {
+                module.launch_on::<basics::checked_div>(
+                    &stream,
+                    LaunchConfig::new(1, 32),
+                    (a, b, out.as_mut_ptr()),
+                )
+            }
+        })
+    };
+    let (fine, trap) = (divide(56, 7)?, divide(1, 0)?);
+    // SAFETY: `out` is alive.
+    unsafe { fine.launch(&stream)? };
+    stream.synchronize()?;
+    assert_eq!(out.to_vec()?, [8]);
+    // SAFETY: as above.
+    let launched = unsafe { trap.launch(&stream) };
+    common::expect_kernel_failure(shmem, launched, "checked_div");
     Ok(())
 }
