@@ -82,13 +82,14 @@
 //! The capture is CUDA's stream capture (`cuStreamBeginCapture`, relaxed mode: rshmem refuses
 //! the host calls itself), instantiated once (`cuGraphInstantiate`) and launched with
 //! `cuGraphLaunch`; dropping the graph waits for the PE's streams, then destroys it. NVSHMEM's
-//! on-stream calls are capturable (NVSHMEM 3.4.5 launches them as kernels or device copies
-//! that know they run in a graph) — except `nvshmemx_barrier_all_on_stream` in NVSHMEM's
-//! limited multi-process-per-GPU mode (several PEs on one GPU without MPS), which meets the
-//! PEs sharing the GPU on the host, at the call: refused there ([`Error::Unsupported`]). Issue
-//! each kind of NVSHMEM collective once outside the capture first, as for kernels that must
-//! run at once (see [`crate::stream`]). A kernel fault in a graph is pinned on the graph,
-//! naming its kernels.
+//! on-stream calls are capturable (NVSHMEM 3.4.5 queues puts and gets between mapped PEs as
+//! device copies, else as a proxy kernel, and barriers and collectives as kernels that check
+//! for a capture and adapt) — except `nvshmemx_barrier_all_on_stream` in NVSHMEM's limited
+//! multi-process-per-GPU mode (several PEs on one GPU without MPS), which meets the PEs
+//! sharing the GPU on the host, at the call: refused there ([`Error::Unsupported`]). NVSHMEM
+//! loads and sizes a collective's kernel at its first use: issue each kind once outside the
+//! capture first (as for kernels that must run at once, see [`crate::stream`]). A kernel
+//! fault in a graph is pinned on the graph, naming its kernels.
 //!
 //! # On the simulator
 //!
