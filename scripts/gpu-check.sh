@@ -10,8 +10,9 @@
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
 # CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
 # PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
-# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N). Split the parts over several device calls to
-# stay under the per-call limit.
+# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N), `graphs` (launch overhead with and
+# without CUDA graphs: examples/launch_overhead.rs on 1 and 2 PEs; the graph tests themselves are
+# `BINS=test-graphs` of `tests`). Split the parts over several device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -23,7 +24,7 @@ NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
 declare -A RESULT
-PARTS=${*:-examples tests bandwidth queue_bench perftest}
+PARTS=${*:-examples tests graphs bandwidth queue_bench perftest}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 step() { # name, command...: runs it with a 300 s bound, records pass/fail, keeps the log
@@ -100,6 +101,16 @@ PY
     grep -E "^  [a-z_]+__|gemm|nvjet|sm90" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
 fi
 [ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
+
+# Launch overhead, µs per launch, plain and under graphs (kernels, and NVSHMEM's on-stream
+# barrier): one PE, then two (sharing the GPU in smoke mode, where NVSHMEM's limited
+# multi-process-per-GPU mode cannot record its barrier: the example says so and skips that row).
+if want graphs; then
+    step launch_overhead_1pe env RSHMEM_NPES=1 $BIN/launch_overhead
+    step launch_overhead_2pe env RSHMEM_NPES=2 $BIN/launch_overhead
+    echo "== launch overhead (µs per launch: stream, host), every PE"
+    grep -h -E '^(\[PE [0-9]+\] )?LO,' "$OUT"/launch_overhead_*.log | sed 's/^/    /'
+fi
 
 # 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs),
 # each test in its own process under PER_TEST_TIMEOUT; one line per test in $OUT/tests.txt.
