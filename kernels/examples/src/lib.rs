@@ -10,5 +10,6 @@
 
 pub mod bandwidth;
 pub mod hello;
+pub mod launch;
 pub mod queue;
 pub mod ring;
