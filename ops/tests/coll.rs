@@ -22,6 +22,7 @@ per_backend! {
     two_streams_at_once => [2, 3];
     large_messages => [2];
     errors_name_the_mismatch => [2];
+    collectives_in_graphs => [2, 3];
 }
 
 fn every_collective_type_size_team_algorithm(shmem: &Shmem) -> Outcome {
@@ -346,5 +347,74 @@ fn errors_name_the_mismatch(shmem: &Shmem) -> Outcome {
     if y.to_vec()? != vec![n as f32; 10] {
         return Err(format!("after the errors: {:?}", y.to_vec()?).into());
     }
+    Ok(())
+}
+
+/// Collectives recorded into a graph and launched many times with fresh data: their
+/// synchronisation state lives on the device (step counts, slot parities), so every launch
+/// is a new collective. A stream without a workspace refuses to be captured, by name.
+fn collectives_in_graphs(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let seed = common::agreed_seed(shmem)?;
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let fresh = shmem.new_stream()?;
+    let mut b = shmem.alloc_zeroed::<f32>(8)?;
+    let refused =
+        fresh.capture(|| ops.all_reduce_in_place(&fresh, Team::WORLD, &mut b, 8, ReduceOp::Sum));
+    let msg = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    if !msg.contains("records a graph and has no collective workspace") {
+        return Err(format!("capture on a stream without workspace: {msg:?}").into());
+    }
+    let stream = shmem.new_stream()?;
+    for (k, algo) in [Algorithm::Lamport, Algorithm::OneShot, Algorithm::TwoShot]
+        .into_iter()
+        .enumerate()
+    {
+        ops.set_algorithm(algo);
+        let count = 3001;
+        let mut x = shmem.alloc_zeroed::<f32>(count)?;
+        let mut y = shmem.alloc_zeroed::<f32>(count)?;
+        let mut g = shmem.alloc_zeroed::<i64>(n * 7)?;
+        let z = shmem.alloc_from(&[me as i64; 7])?;
+        // One call before the capture: the stream's workspace exists.
+        ops.all_reduce(&stream, Team::WORLD, &x, &mut y, count, ReduceOp::Sum)?;
+        stream.synchronize()?;
+        let graph = stream.capture(|| {
+            ops.all_reduce(&stream, Team::WORLD, &x, &mut y, count, ReduceOp::Max)?;
+            ops.all_gather(&stream, Team::WORLD, &z, &mut g, 7)
+        })?;
+        for launch in 0..4u64 {
+            let s = seed ^ (k as u64) << 40 ^ launch;
+            x.copy_from_host(&data::<f32>(s, me, count))?;
+            // SAFETY: every buffer the graph touches outlives it; every PE launches it in the
+            // same order.
+            unsafe { graph.launch(&stream)? };
+            stream.synchronize()?;
+            let got = y.to_vec()?;
+            let all: Vec<Vec<f32>> = (0..n).map(|r| data::<f32>(s, r, count)).collect();
+            let mut terms = vec![0f32; n];
+            for i in 0..count {
+                for (t, d) in terms.iter_mut().zip(&all) {
+                    *t = d[i];
+                }
+                check_reduced(
+                    || format!("{algo:?} graph launch {launch}, element {i}"),
+                    ReduceOp::Max,
+                    got[i],
+                    &terms,
+                )?;
+            }
+            let want: Vec<i64> = (0..n).flat_map(|r| [r as i64; 7]).collect();
+            if g.to_vec()? != want {
+                return Err(format!(
+                    "{algo:?} graph launch {launch}: all_gather {:?}",
+                    g.to_vec()?
+                )
+                .into());
+            }
+        }
+        drop(graph);
+    }
+    ops.set_algorithm(Algorithm::Auto);
     Ok(())
 }

@@ -94,6 +94,18 @@ impl<'s> State<'s> {
         if let Some(c) = channels.get_mut(&stream.key()) {
             return Ok(Channel::new(c.buf.as_mut_ptr(), c.shape));
         }
+        if stream.is_capturing() {
+            return Err(Error::InvalidArgument {
+                call,
+                message: format!(
+                    "this stream ({:?}) records a graph and has no collective workspace yet: its \
+                     workspace is a symmetric allocation, made by the stream's first collective, \
+                     which a capture cannot record. Queue one collective on the stream (or call \
+                     `ops.prepare_collectives(&stream)` on every PE) before capturing",
+                    stream.key()
+                ),
+            });
+        }
         if !all_pes {
             return Err(Error::InvalidArgument {
                 call,
