@@ -121,10 +121,12 @@ fn parse() -> Result<Args> {
 
 /// Back-to-back calls per timed repetition (`--inner` overrides).
 fn inner(bytes: usize) -> usize {
-    match bytes {
-        0..=1048576 => 20,
-        ..=16777216 => 5,
-        _ => 2,
+    if bytes <= 1 << 20 {
+        20
+    } else if bytes <= 16 << 20 {
+        5
+    } else {
+        2
     }
 }
 
