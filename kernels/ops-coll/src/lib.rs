@@ -1,7 +1,8 @@
 //! The collective kernels behind `rshmem::ops`: `rshmem_coll`'s algorithms instantiated for
 //! each element type and reduction. Every kernel takes the stream's [`Channel`] and the
-//! [`Team`] first; launch them with 1-D blocks (whole warps) and at most `Channel::rows`
-//! blocks, the same grid on every member.
+//! [`Team`] first; launch them with 1-D blocks (whole warps) of at most 512 threads
+//! (`launch_bounds(512)`: ptxas keeps them within 128 registers, so that 512 threads fit an
+//! SM's 64 K registers) and at most `Channel::rows` blocks, the same grid on every member.
 //!
 //! | kernels | algorithm | arguments after `(ch, team)` |
 //! |---|---|---|
@@ -32,7 +33,7 @@ macro_rules! kernels {
         /// # Safety
         ///
         /// The contract of [`algo::push_rounds`].
-        #[kernel]
+        #[kernel(launch_bounds(512))]
         pub unsafe fn $push(ch: Channel, team: Team, dst: *mut $e, src: *const $e, count: usize, scatter: u32) {
             // SAFETY: this kernel's contract is the algorithm's.
             unsafe { algo::push_rounds::<$e, $op>(ch, team, dst, src, count, scatter != 0) }
@@ -43,7 +44,7 @@ macro_rules! kernels {
         /// # Safety
         ///
         /// The contract of [`algo::two_shot`].
-        #[kernel]
+        #[kernel(launch_bounds(512))]
         pub unsafe fn $two(ch: Channel, team: Team, dst: *mut $e, src: *const $e, count: usize, scatter: u32) {
             // SAFETY: this kernel's contract is the algorithm's.
             unsafe { algo::two_shot::<$e, $op>(ch, team, dst, src, count, scatter != 0) }
@@ -59,7 +60,7 @@ macro_rules! lamport_kernels {
         /// # Safety
         ///
         /// The contract of [`algo::lamport_all_reduce`].
-        #[kernel]
+        #[kernel(launch_bounds(512))]
         pub unsafe fn $name(ch: Channel, team: Team, dst: *mut $e, src: *const $e, count: usize) {
             // SAFETY: this kernel's contract is the algorithm's.
             unsafe { algo::lamport_all_reduce::<$e, $op>(ch, team, dst, src, count) }
@@ -75,7 +76,7 @@ macro_rules! rmsnorm_kernels {
         /// # Safety
         ///
         /// The contract of [`algo::all_reduce_rmsnorm`].
-        #[kernel]
+        #[kernel(launch_bounds(512))]
         pub unsafe fn $name(ch: Channel, team: Team, args: RmsNormArgs<$e>) {
             // SAFETY: this kernel's contract is the algorithm's.
             unsafe { algo::all_reduce_rmsnorm::<$e>(ch, team, args) }
@@ -124,7 +125,7 @@ rmsnorm_kernels! {
 /// # Safety
 ///
 /// The contract of [`algo::all_gather`].
-#[kernel]
+#[kernel(launch_bounds(512))]
 pub unsafe fn coll_all_gather(
     ch: Channel,
     team: Team,
@@ -143,7 +144,7 @@ pub unsafe fn coll_all_gather(
 /// # Safety
 ///
 /// `out` is a symmetric allocation of at least `shmem::n_pes()` `u32`s.
-#[kernel]
+#[kernel(launch_bounds(512))]
 pub unsafe fn coll_probe(out: *mut u32) {
     let n = shmem::n_pes() as u32;
     let mut p = thread::index_1d();
