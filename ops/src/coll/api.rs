@@ -372,7 +372,8 @@ impl<'s> Ops<'s> {
         let rows_here = if split { rows.div_ceil(n) } else { rows };
         let blocks = (rows_here.max(1) as u32).min(grid.max_blocks);
         let threads = if self.coll.on_sim() {
-            grid.threads
+            // Two warps, so that the simulator runs `block_sum`'s exchange between warps.
+            64
         } else {
             (hidden
                 .div_ceil(<T as rshmem_coll::Elem>::LANES)

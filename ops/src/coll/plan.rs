@@ -89,7 +89,7 @@ pub(crate) fn one_shot_limit(n: usize) -> usize {
 
 /// How many blocks and threads the collectives launch on this PE's device: on a GPU up to
 /// one block per SM (at most the channel's rows) of 512 threads; on the simulator, where
-/// every thread is a host thread, 2 blocks of 64.
+/// every thread is a host thread, 2 blocks of 32 (the fused RMSNorm: 64).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Grid {
     pub(crate) max_blocks: u32,
@@ -101,7 +101,7 @@ impl Grid {
         match backend {
             Backend::Sim => Grid {
                 max_blocks: 2.min(shape.rows),
-                threads: 64,
+                threads: 32,
             },
             _ => Grid {
                 max_blocks: info.multiprocessors.clamp(1, shape.rows),
