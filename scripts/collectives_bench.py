@@ -223,7 +223,7 @@ def tables(rows, key, n):
     for op in OPS:
         print("\n== %s, us per call (%s); best/torch = rshmem's best over the best of NCCL and "
               "torch symm_mem" % (op, "under CUDA graphs" if key == "us_graph" else "plain launches"))
-        hdr = "%9s" % "size" + "".join("%9s" % n for n in names) + "%9s%10s%9s" % ("bus GB/s", "best/torch", "auto/torch")
+        hdr = "%9s" % "size" + "".join("%9s" % n for n in names) + "%10s%12s%12s" % ("bus GB/s", "best/torch", "auto/torch")
         print(hdr)
         print("-" * len(hdr))
         sizes = sorted({r["bytes"] for r in rows if r.get("op") == op and "bytes" in r})
@@ -238,9 +238,9 @@ def tables(rows, key, n):
             line = "%9s" % fmt_size(b) + "".join("%9s" % ("%.1f" % v if v else "-") for v in vals)
             best = min(rs) if rs else None
             bw = b / best / 1e3 * bus_factor(op, n) if best else None
-            line += "%9s" % ("%.0f" % bw if bw else "-")
-            line += "%10s" % ("%.2f" % (best / torch_best) if best and torch_best else "-")
-            line += "%9s" % ("%.2f" % (vals[0] / torch_best) if vals[0] and torch_best else "-")
+            line += "%10s" % ("%.0f" % bw if bw else "-")
+            line += "%12s" % ("%.2f" % (best / torch_best) if best and torch_best else "-")
+            line += "%12s" % ("%.2f" % (vals[0] / torch_best) if vals[0] and torch_best else "-")
             print(line)
 
 

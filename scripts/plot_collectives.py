@@ -28,7 +28,8 @@ def main():
     rows = run["rows"]
     fig, axes = plt.subplots(2, len(OPS), figsize=(6 * len(OPS), 9))
     for col, op in enumerate(OPS):
-        for imp, algo, label in LINES:
+        for idx, (imp, algo, label) in enumerate(LINES):
+            color = plt.get_cmap("tab10")(idx)
             sel = sorted((r for r in rows if r.get("op") == op and r.get("impl") == imp
                           and (algo is None or r.get("algo") == algo) and "us" in r),
                          key=lambda r: r["bytes"])
@@ -40,9 +41,10 @@ def main():
                 if not pts:
                     continue
                 lab = label + (" (graph)" if key == "us_graph" else "")
-                line, = axes[0][col].plot([p[0] for p in pts], [p[1] for p in pts], style, marker=".", label=lab)
+                axes[0][col].plot([p[0] for p in pts], [p[1] for p in pts], style, marker=".",
+                                  color=color, label=lab)
                 axes[1][col].plot([p[0] for p in pts], [p[2] for p in pts], style, marker=".",
-                                  color=line.get_color(), label=lab)
+                                  color=color, label=lab)
         axes[0][col].set(xscale="log", yscale="log", title=op, xlabel="bytes", ylabel="us per call")
         axes[1][col].set(xscale="log", xlabel="bytes", ylabel="bus GB/s")
         for ax in (axes[0][col], axes[1][col]):
