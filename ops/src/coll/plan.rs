@@ -9,11 +9,12 @@
 //! * flag-in-data (Lamport) one-shot: `(n − 1)·B` written to peers in one one-way trip, no
 //!   signal round; each PE reduces `n·B` locally. Best while latency dominates: `B ≤ 256 KiB`
 //!   at `n = 2`, `128 KiB` at `n ≤ 4`, `64 KiB` above (the write volume grows with `n`);
-//!   TensorRT-LLM's Lamport kernels cover the same range.
+//!   TensorRT-LLM's Lamport kernels serve small messages too.
 //! * one-shot through push slots: the same writes, plus one signal round (~2 µs), but any
 //!   element type and no polling of data: up to `1 MiB` at `n = 2` (where it moves exactly
-//!   what two-shot moves, in one step instead of two), `512 KiB` at `n ≤ 4`, `256 KiB` above —
-//!   vLLM's custom all-reduce switches from one to two stages at 512 KiB for 4 to 8 GPUs.
+//!   what two-shot moves, in one step instead of two), `512 KiB` at `n ≤ 4`, `256 KiB` above
+//!   (vLLM's custom all-reduce, as recalled and not re-checked here, keeps its one-stage
+//!   kernel at two GPUs and moves to two stages above a few hundred KiB on more).
 //! * two-shot: `2·(n − 1)/n·B` per PE in two steps, the bandwidth-optimal exchange on a
 //!   full NVLink mesh; everything larger.
 //!
