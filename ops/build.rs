@@ -1,5 +1,6 @@
 //! Builds the ops' kernel crates, each into its own image: the Hopper GEMM for sm_90a (its
-//! minutes of ptxas are paid only when it changes) and the mma.sync GEMM for sm_80 and sm_90.
+//! minutes of ptxas are paid only when it changes), the mma.sync GEMM for sm_80 and sm_90, and
+//! the collectives (`kernels/ops-coll`) for sm_80 and sm_90.
 
 use rshmem_builder::{Arch, Builder};
 
@@ -13,5 +14,10 @@ fn main() {
         .arch(Arch::Sm90)
         .build()
         .unwrap_or_else(|e| panic!("building kernels/ops-sm80 for the GPU failed:\n{e}"));
+    Builder::new("../kernels/ops-coll")
+        .arch(Arch::Sm80)
+        .arch(Arch::Sm90)
+        .build()
+        .unwrap_or_else(|e| panic!("building kernels/ops-coll for the GPU failed:\n{e}"));
     println!("cargo:rerun-if-changed=build.rs");
 }

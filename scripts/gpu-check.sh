@@ -12,7 +12,11 @@
 # PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
 # (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N), `graphs` (launch overhead with and
 # without CUDA graphs: examples/launch_overhead.rs on 1 and 2 PEs; the graph tests themselves are
-# `BINS=test-graphs` of `tests`). Split the parts over several device calls to stay under the per-call limit.
+# `BINS=test-graphs` of `tests`), `collectives` (examples/all_reduce, then
+# scripts/collectives_bench.py: rshmem's collectives beside NCCL, torch symmetric memory and
+# NVSHMEM, with and without graphs, plotted by scripts/plot_collectives.py; their `gpu::` tests are
+# `BINS=test-coll` of `tests`, with PER_TEST_TIMEOUT=300 when PEs share one GPU). Split the parts
+# over several device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -110,6 +114,18 @@ if want graphs; then
     step launch_overhead_2pe env RSHMEM_NPES=2 $BIN/launch_overhead
     echo "== launch overhead (µs per launch: stream, host), every PE"
     grep -h -E '^(\[PE [0-9]+\] )?LO,' "$OUT"/launch_overhead_*.log | sed 's/^/    /'
+fi
+
+# rshmem's collectives: the example (every algorithm checked), then the benchmark beside NCCL,
+# torch symmetric memory and NVSHMEM (one PE per GPU; on one GPU, 2 PEs sharing it: a smoke test
+# whose numbers mean nothing, as the script says). $OUT/collectives_bench.json, collectives.png.
+if want collectives; then
+    CB_NPES=$((NGPU >= 2 ? NGPU : 2))
+    step all_reduce_example env RSHMEM_NPES=$CB_NPES $BIN/all_reduce
+    STEP_TIMEOUT=${COLL_TIMEOUT:-540} step collectives_bench python3 .gpu/scripts/collectives_bench.py \
+        --npes $CB_NPES --bin $BIN/collectives_bench ${COLL_ARGS:-}
+    python3 .gpu/scripts/plot_collectives.py "$OUT/collectives.png" "$OUT/collectives_bench.json" \
+        || echo "plotting failed (is matplotlib installed?)"
 fi
 
 # 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs),

@@ -40,6 +40,24 @@ fn gemm_checks_odd_shapes() {
 }
 
 #[test]
+fn all_reduce_checks_every_algorithm() {
+    for npes in [2, 3] {
+        let out = run_sim("all_reduce", npes, &[]);
+        for algo in ["Auto", "Lamport", "OneShot", "TwoShot"] {
+            assert!(out.contains(&format!("| {algo} | 4099 | 8198 |")), "{out}");
+        }
+        assert!(
+            out.contains("all_reduce_rmsnorm 5 x 1003 bf16: ok"),
+            "{out}"
+        );
+        assert!(
+            out.contains("all_reduce results checked on every PE"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn put_bandwidth_checks_its_data() {
     let out = run_sim(
         "put_bandwidth",

@@ -36,6 +36,8 @@ pub struct Ops<'s> {
     /// The sm_80 image (any GPU from sm_80 on).
     sm80: Option<Module<'s>>,
     maps: Mutex<MapTable<'s>>,
+    /// The collectives' image, peer mappings and per-stream workspaces ([`crate::coll`]).
+    pub(crate) coll: crate::coll::State<'s>,
 }
 
 /// The kernel a GEMM runs after [`Kernel::Auto`] is resolved.
@@ -46,8 +48,9 @@ enum Path {
 }
 
 impl<'s> Ops<'s> {
-    /// Loads the ops' kernel images that can run on this PE's device (once) and allocates the
-    /// GEMM's tensor-map table ([`crate::maps`]). Collective: every PE calls it, in the same
+    /// Loads the ops' kernel images that can run on this PE's device (once), allocates the
+    /// GEMM's tensor-map table ([`crate::maps`]) and finds which PEs the collectives reach
+    /// through peer mappings ([`crate::coll`]). Collective: every PE calls it, in the same
     /// order relative to its other allocations.
     pub fn new(shmem: &'s Shmem) -> Result<Self> {
         let info = shmem.device_info();
@@ -65,6 +68,7 @@ impl<'s> Ops<'s> {
             sm90,
             sm80,
             maps: Mutex::new(MapTable::new(shmem)?),
+            coll: crate::coll::State::new(shmem)?,
         })
     }
 
