@@ -43,11 +43,13 @@
 //! loads, the store of each value, a per-tile signal) instead of copying them.
 
 pub mod elem;
+pub mod fused;
 pub mod maps;
 mod ops;
 pub mod shape;
 
 pub use elem::{GemmIn, GemmOut};
+pub use fused::FusedOptions;
 pub use maps::MAP_SLOTS;
 pub use ops::Ops;
 pub use shape::{BLayout, GemmOptions, GemmShape, Kernel};
@@ -60,3 +62,12 @@ pub static SM90: rshmem_host::KernelImage =
 /// Ampere and later).
 pub static SM80: rshmem_host::KernelImage =
     rshmem_host::include_kernels!("rshmem-ops-sm80-kernels");
+
+/// The sm_90a image of `kernels/ops-tp90` (the fused tensor-parallel ops on the Hopper GEMM).
+pub static TP90: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-ops-tp90-kernels");
+
+/// The sm_80 and sm_90 image of `kernels/ops-tp80` (the fused tensor-parallel ops on the
+/// `mma.sync` GEMM, the calls' barrier and the reduce-scatter's fix-up).
+pub static TP80: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-ops-tp80-kernels");

@@ -364,6 +364,25 @@ impl OnStreamBackend for SimPe {
         done.map_err(|message| Error::InvalidArgument { call, message })
     }
 
+    fn put_signal_on_stream(
+        &self,
+        _stream: StreamId,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        sig: u64,
+        value: u64,
+        target: usize,
+    ) -> Result<()> {
+        let data = (dest as usize, src as usize, bytes);
+        self.job
+            .put_signal(self.pe, data, (sig as usize, value), target)
+            .map_err(|message| Error::InvalidArgument {
+                call: "put_signal_on_stream",
+                message,
+            })
+    }
+
     fn barrier_all_on_stream(&self, _stream: StreamId) -> Result<()> {
         self.job
             .barrier(self.pe, "barrier_all_on_stream")

@@ -1,0 +1,381 @@
+//! The fused tensor-parallel ops (`Ops::all_gather_gemm`, `Ops::gemm_reduce_scatter`) on every
+//! backend against a host reference, on 2 to 4 PEs: chunks of A that do not fall on tile
+//! boundaries (tiles straddling two, three or four PEs' rows), odd tile counts along M and N,
+//! both kernels (sm90 where it runs, sm80 everywhere), both layouts of B, several calls in a
+//! row on the same buffers (the flags' epochs, the workspace's reuse), a PE whose data
+//! arrives last (`FusedOptions::send_delay`), split teams, and the errors of bad shapes.
+//!
+//! Inputs are small integers from a fresh seed: products and their sums are exact in f32, and
+//! the reduce-scatter's partials stay below 256 in magnitude (exact in bf16), so every result
+//! equals the exact sum rounded once to bf16, which the test compares bit for bit. Whatever
+//! the GEMM must not have read yet is poisoned: the rows of A that peers send are NaN until
+//! they arrive (a tile that read them early gives NaN), and C is NaN with a guard band past
+//! its end.
+
+#[macro_use]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::{agreed_seed, random_u32, Outcome};
+use rshmem::{bf16, Shmem, Team};
+use rshmem_ops::{BLayout, FusedOptions, GemmShape, Kernel, Ops};
+use std::time::Duration;
+
+per_backend! {
+    all_gather_gemm_odd_shapes => [2, 3, 4];
+    all_gather_gemm_late_chunk => [2, 3];
+    gemm_reduce_scatter_odd_shapes => [2, 3, 4];
+    gemm_reduce_scatter_late_partials => [2, 3];
+    fused_calls_over_split_teams => [4];
+    fused_errors_name_the_problem => [2];
+}
+
+/// Poison past C's end.
+const TAIL: usize = 29;
+
+/// The kernels to run: sm90 where it runs (the simulator, sm_90 GPUs), sm80 everywhere.
+fn kernels(ops: &Ops<'_>) -> Vec<Kernel> {
+    if ops.device_info().sm == 90 {
+        vec![Kernel::Sm90, Kernel::Sm80]
+    } else {
+        vec![Kernel::Sm80]
+    }
+}
+
+/// `len` small integers in `lo..=hi` from `seed`.
+fn small(len: usize, seed: u64, (lo, hi): (i32, i32)) -> Vec<f32> {
+    let span = (hi - lo + 1) as u32;
+    random_u32(len, seed)
+        .into_iter()
+        .map(|r| (lo + (r % span) as i32) as f32)
+        .collect()
+}
+
+fn to_bf16(v: &[f32]) -> Vec<bf16> {
+    v.iter().map(|&x| bf16::from_f32(x)).collect()
+}
+
+/// `A (rows x k) · B` for B as `layout` says (`b` n x k or k x n), exact in f64.
+fn matmul(a: &[f32], b: &[f32], (rows, n, k): (usize, usize, usize), layout: BLayout) -> Vec<f64> {
+    let mut c = vec![0.0f64; rows * n];
+    for r in 0..rows {
+        for q in 0..k {
+            let x = f64::from(a[r * k + q]);
+            for j in 0..n {
+                let y = match layout {
+                    BLayout::NK => b[j * k + q],
+                    BLayout::KN => b[q * n + j],
+                };
+                c[r * n + j] += x * f64::from(y);
+            }
+        }
+    }
+    c
+}
+
+/// Compares `got` (`rows x n` of bf16, then the tail) with the exact `want` rounded to bf16.
+fn compare(got: &[bf16], want: &[f64], n: usize, what: &str) {
+    for (i, &w) in want.iter().enumerate() {
+        let w16 = bf16::from_f64(w);
+        assert!(
+            got[i].to_bits() == w16.to_bits(),
+            "{what}: C[{}][{}] = {}, want {w16} (exact {w})",
+            i / n,
+            i % n,
+            got[i]
+        );
+    }
+    assert!(
+        got[want.len()..].iter().all(|v| v.is_nan()),
+        "{what}: a store past C's end"
+    );
+}
+
+/// Distinguishes the data of different teams: the world number of the team's first PE.
+fn team_salt(shmem: &Shmem, team: Team) -> u64 {
+    let first = shmem
+        .team_translate_pe(team, 0, Team::WORLD)
+        .expect("a team");
+    0x5EED_0000 + first as u64
+}
+
+/// The shapes, per PE count `size`: M per PE, N, K. Chunks of 37 rows (every tile straddles
+/// chunks), of 150 (bands straddle at the chunk ends) and of 128 (whole tiles); N gives 1, 2
+/// and 3 column tiles (sm90: 256 wide, sm80: 128), ragged.
+const SHAPES: [(u32, u32, u32); 3] = [(37, 40, 24), (150, 264, 72), (128, 136, 16)];
+
+/// One all-gather + GEMM check: `calls` calls in a row on the same buffers, fresh data each.
+fn check_all_gather(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (rows, n, k): (u32, u32, u32),
+    layout: BLayout,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    let team_n = shmem.team_n_pes(options.team).expect("a member");
+    let rank = shmem.team_my_pe(options.team).expect("a member");
+    let m = rows * team_n as u32;
+    let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
+    let n = if layout == BLayout::KN {
+        n.next_multiple_of(8)
+    } else {
+        n
+    };
+    let nu = if layout == BLayout::KN {
+        n as usize
+    } else {
+        nu
+    };
+    let shape = GemmShape::new(m, n, k, layout);
+    let mut a = shmem.alloc_zeroed::<bf16>(mu * ku)?;
+    let mut b = shmem.alloc_zeroed::<bf16>(nu * ku)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(mu * nu + TAIL)?;
+    let salt = team_salt(shmem, options.team);
+    let what = format!(
+        "all_gather_gemm {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
+        options.kernel
+    );
+    for call in 0..calls {
+        // The same A everywhere (the team's seed), this PE's own B.
+        let seed = agreed_seed(shmem)? ^ (call as u64) << 40;
+        let a_all = small(mu * ku, seed ^ salt, (-2, 2));
+        let b_mine = small(nu * ku, seed ^ (0xB0 + shmem.my_pe() as u64), (-3, 3));
+        // This rank's chunk; NaN where the peers' chunks will arrive.
+        let mut a_host = vec![bf16::NAN; mu * ku];
+        let own = rank * ru * ku..(rank + 1) * ru * ku;
+        a_host[own.clone()].copy_from_slice(&to_bf16(&a_all[own]));
+        a.copy_from_host(&a_host)?;
+        b.copy_from_host(&to_bf16(&b_mine))?;
+        c.copy_from_host(&vec![bf16::NAN; mu * nu + TAIL])?;
+        ops.all_gather_gemm_with(&shmem.stream(), &mut a, &b, &mut c, shape, options)?;
+        let want = matmul(&a_all, &b_mine, (mu, nu, ku), layout);
+        compare(&c.to_vec()?, &want, nu, &format!("{what}, call {call}"));
+        // The gathered A: every rank's chunk.
+        let gathered = a.to_vec()?;
+        assert!(
+            gathered.iter().zip(&a_all).all(|(g, &w)| g.to_f32() == w),
+            "{what}, call {call}: the gathered A differs"
+        );
+    }
+    Ok(())
+}
+
+/// One GEMM + reduce-scatter check: `calls` calls in a row on the same buffers.
+fn check_reduce_scatter(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (rows, n, k): (u32, u32, u32),
+    layout: BLayout,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    let team_n = shmem.team_n_pes(options.team).expect("a member");
+    let rank = shmem.team_my_pe(options.team).expect("a member");
+    let m = rows * team_n as u32;
+    let n = if layout == BLayout::KN {
+        n.next_multiple_of(8)
+    } else {
+        n
+    };
+    let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
+    let shape = GemmShape::new(m, n, k, layout);
+    let mut a = shmem.alloc_zeroed::<bf16>(mu * ku)?;
+    let mut b = shmem.alloc_zeroed::<bf16>(nu * ku)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(ru * nu + TAIL)?;
+    let salt = team_salt(shmem, options.team);
+    let what = format!(
+        "gemm_reduce_scatter {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
+        options.kernel
+    );
+    for call in 0..calls {
+        let seed = agreed_seed(shmem)? ^ (call as u64) << 40 ^ salt;
+        // Rank r's A (m x k) and B: partials are sums of k <= 72 products of magnitude <= 2,
+        // below 256 (exact in bf16).
+        let data = |r: usize| {
+            (
+                small(mu * ku, seed ^ (0xA0 + r as u64), (-1, 1)),
+                small(nu * ku, seed ^ (0xB0 + r as u64), (-1, 2)),
+            )
+        };
+        let (a_mine, b_mine) = data(rank);
+        a.copy_from_host(&to_bf16(&a_mine))?;
+        b.copy_from_host(&to_bf16(&b_mine))?;
+        c.copy_from_host(&vec![bf16::NAN; ru * nu + TAIL])?;
+        ops.gemm_reduce_scatter_with(&shmem.stream(), &a, &b, &mut c, shape, options)?;
+        let mut want = vec![0.0f64; ru * nu];
+        for r in 0..team_n {
+            let (ar, br) = data(r);
+            let p = matmul(
+                &ar[rank * ru * ku..(rank + 1) * ru * ku],
+                &br,
+                (ru, nu, ku),
+                layout,
+            );
+            want.iter_mut().zip(p).for_each(|(w, x)| *w += x);
+        }
+        compare(&c.to_vec()?, &want, nu, &format!("{what}, call {call}"));
+    }
+    Ok(())
+}
+
+fn all_gather_gemm_odd_shapes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    for kernel in kernels(&ops) {
+        let options = FusedOptions {
+            kernel,
+            ..FusedOptions::default()
+        };
+        for (i, shape) in SHAPES.into_iter().enumerate() {
+            let layout = if i % 2 == 0 { BLayout::NK } else { BLayout::KN };
+            check_all_gather(
+                shmem,
+                &ops,
+                shape,
+                layout,
+                options,
+                if i == 0 { 3 } else { 1 },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The last rank sends its chunk 300 ms late: every other PE's tiles of it wait (the rest of
+/// its GEMM goes on), and read nothing before it arrived.
+fn all_gather_gemm_late_chunk(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let late = shmem.my_pe() + 1 == shmem.n_pes();
+    for kernel in kernels(&ops) {
+        let send_delay = Duration::from_millis(if late { 300 } else { 0 });
+        let options = FusedOptions {
+            kernel,
+            send_delay,
+            ..FusedOptions::default()
+        };
+        check_all_gather(shmem, &ops, (150, 40, 32), BLayout::NK, options, 2)?;
+    }
+    Ok(())
+}
+
+fn gemm_reduce_scatter_odd_shapes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    for kernel in kernels(&ops) {
+        let options = FusedOptions {
+            kernel,
+            ..FusedOptions::default()
+        };
+        for (i, shape) in SHAPES.into_iter().enumerate() {
+            let layout = if i % 2 == 0 { BLayout::NK } else { BLayout::KN };
+            check_reduce_scatter(
+                shmem,
+                &ops,
+                shape,
+                layout,
+                options,
+                if i == 0 { 3 } else { 1 },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0 starts its GEMM 300 ms late: its partials of everyone else's rows arrive last, and
+/// every owner's epilogue (and fix-up) waits for them.
+fn gemm_reduce_scatter_late_partials(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let late = shmem.my_pe() == 0;
+    for kernel in kernels(&ops) {
+        let send_delay = Duration::from_millis(if late { 300 } else { 0 });
+        let options = FusedOptions {
+            kernel,
+            send_delay,
+            ..FusedOptions::default()
+        };
+        check_reduce_scatter(shmem, &ops, (150, 40, 32), BLayout::NK, options, 2)?;
+    }
+    Ok(())
+}
+
+/// Four PEs as two teams of two, PEs {0, 2} and {1, 3} (stride 2), each running its own calls
+/// at the same time on its own data; then the world team again on the same `Ops`.
+fn fused_calls_over_split_teams(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let mine = shmem.my_pe() % 2;
+    let even = shmem.team_split_strided(Team::WORLD, 0, 2, 2)?;
+    let odd = shmem.team_split_strided(Team::WORLD, 1, 2, 2)?;
+    let team = if mine == 0 {
+        even.as_ref()
+    } else {
+        odd.as_ref()
+    }
+    .expect("a member");
+    let kernel = *kernels(&ops).first().expect("one kernel");
+    let options = FusedOptions {
+        kernel,
+        team: team.team(),
+        ..FusedOptions::default()
+    };
+    check_all_gather(shmem, &ops, (150, 40, 24), BLayout::NK, options, 2)?;
+    check_reduce_scatter(shmem, &ops, (37, 40, 24), BLayout::KN, options, 2)?;
+    let world = FusedOptions {
+        kernel,
+        ..FusedOptions::default()
+    };
+    check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, world, 1)?;
+    Ok(())
+}
+
+fn fused_errors_name_the_problem(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let mut a = shmem.alloc_zeroed::<bf16>(1024)?;
+    let b = shmem.alloc_zeroed::<bf16>(1024)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(1024)?;
+    let nk = |m, n, k| GemmShape::new(m, n, k, BLayout::NK);
+    let e = ops
+        .all_gather_gemm(&stream, &mut a, &b, &mut c, nk(7, 8, 8))
+        .expect_err("7 rows over 2 PEs")
+        .to_string();
+    assert!(
+        e.contains("Ops::all_gather_gemm")
+            && e.contains("m = 7")
+            && e.contains("pad M with zero rows to 8"),
+        "{e}"
+    );
+    let e = ops
+        .gemm_reduce_scatter(&stream, &a, &b, &mut c, nk(64, 40, 8))
+        .expect_err("c too short")
+        .to_string();
+    assert!(
+        e.contains("Ops::gemm_reduce_scatter")
+            && e.contains("`c` has 1024 elements")
+            && e.contains("m / size x n = 32 x 40 = 1280"),
+        "{e}"
+    );
+    let e = ops
+        .all_gather_gemm(&stream, &mut a, &b, &mut c, nk(32, 8, 12))
+        .expect_err("k = 12")
+        .to_string();
+    assert!(
+        e.contains("k = 12") && e.contains("Ops::all_gather_gemm"),
+        "{e}"
+    );
+    let bad_team = FusedOptions {
+        team: Team::INVALID,
+        ..FusedOptions::default()
+    };
+    let e = ops
+        .gemm_reduce_scatter_with(&stream, &a, &b, &mut c, nk(8, 8, 8), bad_team)
+        .expect_err("not a member")
+        .to_string();
+    assert!(e.contains("not a member"), "{e}");
+    // Nothing ran: C is untouched, and a good call still works after the refusals.
+    assert!(c.to_vec()?.iter().all(|v| v.to_f32() == 0.0));
+    let options = FusedOptions {
+        kernel: Kernel::Sm80,
+        ..FusedOptions::default()
+    };
+    check_reduce_scatter(shmem, &ops, (16, 8, 8), BLayout::NK, options, 1)?;
+    Ok(())
+}
