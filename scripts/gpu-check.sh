@@ -10,8 +10,10 @@
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
 # CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
 # PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
-# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N). Split the parts over several device calls to
-# stay under the per-call limit.
+# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N) and `tp` (the fused
+# tensor-parallel ops: the tp_mlp example, then scripts/tp_bench.py beside NCCL + cuBLAS and
+# torch's fused ops; on one GPU 2 PEs share it, a smoke test). Split the parts over several
+# device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -59,6 +61,26 @@ if want examples; then
     step ring env RSHMEM_NPES=$EX_NPES $BIN/ring
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
     step gemm env RSHMEM_NPES=1 $BIN/gemm
+    # The tensor-parallel MLP (fused ops); sharing one GPU, small sizes.
+    if [ "$NGPU" -lt 2 ]; then
+        step tp_mlp env RSHMEM_NPES=2 $BIN/tp_mlp --m 1024 --hidden 1024 --ffn 4096 --iters 3
+    else
+        step tp_mlp env RSHMEM_NPES=$NGPU $BIN/tp_mlp
+    fi
+fi
+if want tp; then
+    # The fused ops' SASS: HGMMA in the sm_90a fused kernels too.
+    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)
+    for cubin in .gpu/cubin/rshmem-ops-tp*.cubin; do
+        "$CUOBJDUMP" -sass "$cubin" >"$OUT/$(basename "$cubin").sass" 2>&1
+        echo "$(basename "$cubin"): $(grep -c HGMMA "$OUT/$(basename "$cubin").sass") HGMMA"
+    done
+    if [ "$NGPU" -lt 2 ]; then
+        step tp_mlp_2pe env RSHMEM_NPES=2 $BIN/tp_mlp --m 2048 --hidden 2048 --ffn 8192 --iters 5
+    else
+        step tp_mlp_${NGPU}pe env RSHMEM_NPES=$NGPU $BIN/tp_mlp --m 8192 --hidden 8192 --ffn 28672
+    fi
+    STEP_TIMEOUT=580 step tp_bench python3 .gpu/scripts/tp_bench.py --bin $BIN/tp_bench
 fi
 if want gemm_bench; then
     # The GEMM images' SASS (cubins carried by gpu-prepare.sh): HGMMA in the sm_90a kernels.

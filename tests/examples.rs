@@ -49,7 +49,9 @@ fn tp_mlp_checks_both_layers_on_2_and_4_pes() {
                 .find(|l| l.contains(&format!("PE {pe}: ")) && l.contains("MLP over"))
                 .unwrap_or_else(|| panic!("PE {pe} printed no result:\n{out}"));
             assert!(
-                line.contains("layer 1 ok") && line.contains("GELU ok") && line.contains("layer 2 ok"),
+                line.contains("layer 1 ok")
+                    && line.contains("GELU ok")
+                    && line.contains("layer 2 ok"),
                 "{out}"
             );
         }
@@ -63,7 +65,10 @@ fn tp_mlp_checks_both_layers_on_2_and_4_pes() {
         .unwrap();
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("m = 81") && text.contains("divisible by the 2 PEs"), "{text}");
+    assert!(
+        text.contains("m = 81") && text.contains("divisible by the 2 PEs"),
+        "{text}"
+    );
 }
 
 #[test]

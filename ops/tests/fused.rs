@@ -372,3 +372,81 @@ fn fused_errors_name_the_problem(shmem: &Shmem) -> Outcome {
     check_reduce_scatter(shmem, &ops, (16, 8, 8), BLayout::NK, options, 1)?;
     Ok(())
 }
+
+/// `tp_bench` (the benchmark binary `scripts/tp_bench.py` drives) on 2 simulated PEs: reads
+/// its inputs, writes each PE's C (checked here against the host) and prints a JSON line per
+/// PE, for both ops.
+#[test]
+fn tp_bench_runs_both_ops_on_the_simulator() {
+    let dir = std::env::temp_dir().join(format!("rshmem-tp-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (npes, m, n, k) = (2usize, 64usize, 40usize, 16usize);
+    let write = |name: &str, v: &[f32]| {
+        let bits: Vec<bf16> = to_bf16(v);
+        std::fs::write(dir.join(name), bytemuck::cast_slice(&bits)).unwrap();
+    };
+    let read = |name: &str| -> Vec<bf16> {
+        bytemuck::cast_slice(&std::fs::read(dir.join(name)).unwrap()).to_vec()
+    };
+    let bs: Vec<Vec<f32>> = (0..npes)
+        .map(|r| small(n * k, 7 + r as u64, (-3, 3)))
+        .collect();
+    for (r, b) in bs.iter().enumerate() {
+        write(&format!("b{r}.bin"), b);
+    }
+    let a = small(m * k, 5, (-2, 2));
+    write("a.bin", &a);
+    let parts: Vec<Vec<f32>> = (0..npes)
+        .map(|r| small(m * k, 11 + r as u64, (-1, 1)))
+        .collect();
+    for (r, p) in parts.iter().enumerate() {
+        write(&format!("a{r}.bin"), p);
+    }
+    for op in ["ag", "rs"] {
+        let dims = [("--m", m), ("--n", n), ("--k", k)];
+        let mut args = vec![
+            "--dir",
+            dir.to_str().unwrap(),
+            "--op",
+            op,
+            "--iters",
+            "1",
+            "--warmup",
+            "0",
+        ];
+        let nums: Vec<String> = dims.iter().map(|d| d.1.to_string()).collect();
+        for (d, v) in dims.iter().zip(&nums) {
+            args.extend([d.0, v.as_str()]);
+        }
+        let out = common::run_example_sim("tp_bench", npes, &args);
+        for r in 0..npes {
+            assert!(
+                out.contains(&format!("{{\"pe\": {r}, \"npes\": 2, \"op\": \"{op}\"")),
+                "{out}"
+            );
+            let got = read(&format!("c{r}.bin"));
+            let want: Vec<f64> = if op == "ag" {
+                matmul(&a, &bs[r], (m, n, k), BLayout::NK)
+            } else {
+                let rows = m / npes;
+                (0..npes)
+                    .map(|q| {
+                        matmul(
+                            &parts[q][r * rows * k..(r + 1) * rows * k],
+                            &bs[q],
+                            (rows, n, k),
+                            BLayout::NK,
+                        )
+                    })
+                    .fold(vec![0.0; rows * n], |acc, p| {
+                        acc.iter().zip(p).map(|(x, y)| x + y).collect()
+                    })
+            };
+            assert_eq!(got.len(), want.len(), "{op} PE {r}");
+            let mut padded = got.clone();
+            padded.extend(std::iter::repeat_n(bf16::NAN, TAIL));
+            compare(&padded, &want, n, &format!("tp_bench {op} PE {r}"));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
