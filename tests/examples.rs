@@ -69,6 +69,23 @@ fn tp_mlp_checks_both_layers_on_2_and_4_pes() {
         text.contains("m = 81") && text.contains("divisible by the 2 PEs"),
         "{text}"
     );
+    // PEs that cannot map each other's memory (as across nodes): the call's barrier says so.
+    let out = Command::new(example("tp_mlp"))
+        .env("RSHMEM_BACKEND", "sim")
+        .env("RSHMEM_NPES", "2")
+        .env("RSHMEM_SIM_P2P", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("need every PE of the team mapped") && text.contains("tp_barrier"),
+        "{text}"
+    );
 }
 
 #[test]

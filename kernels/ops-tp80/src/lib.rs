@@ -62,7 +62,7 @@ macro_rules! tp80_kernels {
             flags: *mut u64,
             call: TpCall,
         ) {
-            let hooks = RsHooks { call, bm: sm80::BM, bn: sm80::BN, flags, recv, out };
+            let hooks = RsHooks::new(call, (sm80::BM, sm80::BN), flags, recv, out);
             let ldb = if $kn { call.n } else { call.k };
             // SAFETY: this kernel's contract is the mainloop's and the hooks'.
             unsafe { sm80::gemm::<bf16, _, $kn>(a, call.k, b, ldb, call.problem(), hooks) }
@@ -106,14 +106,7 @@ pub unsafe fn rs_fixup(
     bm: u32,
     bn: u32,
 ) {
-    let hooks = RsHooks {
-        call,
-        bm,
-        bn,
-        flags,
-        recv,
-        out,
-    };
+    let hooks = RsHooks::new(call, (bm, bn), flags, recv, out);
     // SAFETY: this kernel's contract is the fix-up's.
     unsafe { rshmem_tp::rs::fixup(&hooks) }
 }

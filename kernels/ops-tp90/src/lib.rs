@@ -66,7 +66,7 @@ macro_rules! tp90_kernels {
             flags: *mut u64,
             call: TpCall,
         ) {
-            let hooks = RsHooks { call, bm: sm90::BM, bn: sm90::BN, flags, recv, out };
+            let hooks = RsHooks::new(call, (sm90::BM, sm90::BN), flags, recv, out);
             // SAFETY: this kernel's contract is the mainloop's and the hooks'.
             unsafe { sm90::gemm::<bf16, _, $kn>(map_a, map_b, call.problem(), hooks) }
         }

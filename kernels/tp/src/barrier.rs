@@ -18,6 +18,10 @@
 //! `e`; that satisfies the wait, which is right, since the peer can only be in call `e + 1`
 //! after passing barrier `e`, i.e. after this PE set its slot for call `e`.
 //!
+//! **Peers must be mapped.** The barrier also checks that every peer's memory is directly
+//! addressable (`shmem::ptr`), which the reduce-scatter's epilogue stores rely on, and traps
+//! with a message naming the PE otherwise (PEs on other nodes).
+//!
 //! **Why it cannot deadlock.** It waits only for the other PEs' barriers of the same call,
 //! which each PE reaches after its own earlier work; nothing in a call waits for a later call.
 //!
@@ -31,7 +35,7 @@
 
 use crate::call::TpCall;
 use crate::flags;
-use rshmem_device::thread;
+use rshmem_device::{device_assert, shmem, thread};
 
 /// Threads the barrier needs in its one block: one per rank (ranks past the team's size do
 /// nothing).
@@ -53,6 +57,16 @@ pub unsafe fn barrier(flags: *mut u64, call: TpCall) {
     if i >= call.size || i == call.rank {
         return;
     }
+    // The fused ops store to and read from peers through their mappings (`shmem::ptr`).
+    // SAFETY: `flags` is symmetric; rank i is a PE of the job.
+    let mapped = unsafe { shmem::ptr(flags, call.world_pe(i)) };
+    device_assert!(
+        !mapped.is_null(),
+        "rshmem's fused tensor-parallel ops need every PE of the team mapped (one node: NVLink \
+         or one GPU); PE %d is reachable only through the network from PE %d",
+        call.world_pe(i),
+        shmem::my_pe()
+    );
     // SAFETY: slots `rank` and `i` lie in the buffer (`i`, `rank` < size); rank `i` is a PE
     // of the job; it sets our slot `i` in its own barrier of this call.
     unsafe {

@@ -69,7 +69,6 @@ pub unsafe fn wait(flag: *const u64, epoch: u64) {
 /// Sets the flag at `flag` on world PE `pe` to `epoch`, after this thread's earlier writes
 /// and every write this thread has observed (the block's, ordered to it by a block barrier
 /// or an mbarrier wait) are visible to `pe`: a reader that [`wait`]s for the flag sees them.
-/// Peer writes made with `shmem::p` (PEs without a peer mapping) are delivered first too.
 ///
 /// # Safety
 ///
@@ -79,8 +78,6 @@ pub unsafe fn publish(flag: *mut u64, epoch: u64, pe: i32) {
     // A cumulative release at system scope: covers what the block barrier made this thread
     // observe, not only its own stores.
     atomic::fence::<Sys>(Ordering::SeqCst);
-    // Orders NVSHMEM's own deliveries (puts of the no-mapping path) before the signal.
-    shmem::fence();
     // SAFETY: the caller's contract.
     unsafe { shmem::signal_op(flag, epoch, SignalOp::Set, pe) };
 }

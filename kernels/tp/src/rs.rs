@@ -11,8 +11,9 @@
 //!   chunk: nowhere — the epilogue adds the peers' partials of it from the workspace to its
 //!   own f32 accumulator and writes the bf16 sum to C (`rows() x n`, this rank's rows);
 //! * otherwise: into its owner's slot `rank`, rounded to bf16, with a store through the peer
-//!   mapping (`shmem::ptr`; `shmem::p` where there is none) — this includes this rank's own
-//!   rows in a band that straddles two chunks, which go to its own slot.
+//!   mapping (`shmem::ptr`; the call's barrier checked that every peer has one) — this
+//!   includes this rank's own rows in a band that straddles two chunks, which go to its own
+//!   slot.
 //!
 //! After its last store of a tile, one thread ([`Hooks::tile_done`], after the block's
 //! consumer barrier) publishes the tile to every other rank whose rows it holds: a system-
@@ -50,27 +51,33 @@
 use crate::call::TpCall;
 use crate::flags;
 use crate::order;
+use core::num::NonZeroU32;
 use rshmem_device::bf16;
 use rshmem_device::half::Half;
 use rshmem_device::shmem;
 use rshmem_device::thread;
 use rshmem_gemm::hooks::{Hooks, OutElem, Tile};
 
-/// The reduce-scatter GEMM's hooks (see the module docs).
+/// The reduce-scatter GEMM's hooks (see the module docs), made by [`RsHooks::new`].
 #[derive(Clone, Copy, Debug)]
 pub struct RsHooks {
     /// The call (`m`: all rows of the partial product; `k`: this rank's share of K).
-    pub call: TpCall,
+    call: TpCall,
     /// Rows per tile of the mainloop that runs the hooks.
-    pub bm: u32,
+    bm: u32,
     /// Columns per tile of that mainloop.
-    pub bn: u32,
+    bn: u32,
     /// This PE's copy of the symmetric flag buffer (at least `flags::words(size, tiles)`).
-    pub flags: *mut u64,
+    flags: *mut u64,
     /// This PE's copy of the symmetric workspace: `size` slots of `rows() x n`.
-    pub recv: *mut bf16,
+    recv: *mut bf16,
     /// This rank's rows of the sum: `rows() x n`, rows `n` apart.
-    pub out: *mut bf16,
+    out: *mut bf16,
+    /// [`whole_rows`], computed once (the epilogue asks for every value).
+    whole: (u32, u32),
+    /// `call.rows()`, nonzero: dividing by it needs no zero check (and no panic call in the
+    /// epilogue, which would make the accumulators spill around it).
+    rows: NonZeroU32,
 }
 
 /// Loads the bf16 value at `p` and, when `both`, the next one, as f32; `pair_aligned`: `p` is
@@ -101,6 +108,34 @@ unsafe fn load2(p: *const bf16, both: bool, pair_aligned: bool) -> [f32; 2] {
 }
 
 impl RsHooks {
+    /// The hooks of a mainloop with `bm x bn` tiles for `call`, over this PE's copies of the
+    /// symmetric flag buffer (at least `flags::words(size, tiles)` words) and workspace
+    /// (`size` slots of `rows() x n` bf16), writing this rank's rows of the sum to `out`
+    /// (`rows() x n`).
+    #[inline(always)]
+    pub fn new(
+        call: TpCall,
+        (bm, bn): (u32, u32),
+        flags: *mut u64,
+        recv: *mut bf16,
+        out: *mut bf16,
+    ) -> Self {
+        Self {
+            call,
+            bm,
+            bn,
+            flags,
+            recv,
+            out,
+            whole: whole_rows(&call, bm),
+            rows: match NonZeroU32::new(call.rows()) {
+                Some(rows) => rows,
+                // The host checks m >= size > 0; a call without rows has no kernel to run.
+                None => thread::trap(),
+            },
+        }
+    }
+
     /// Tiles along N.
     #[inline(always)]
     fn tiles_n(&self) -> u32 {
@@ -123,7 +158,7 @@ impl RsHooks {
     /// `hi <= lo`): they are reduced in the epilogue; the chunk's other rows by [`fixup`].
     #[inline(always)]
     pub fn whole_rows(&self) -> (u32, u32) {
-        whole_rows(&self.call, self.bm)
+        self.whole
     }
 
     /// Element `(lr, col)` of slot `s` of the workspace.
@@ -182,8 +217,8 @@ impl Hooks for RsHooks {
     #[inline(always)]
     unsafe fn store(&self, row: u32, col: u32, v: [f32; 2], both: bool) {
         let c = &self.call;
-        let owner = c.owner(row);
-        let lr = row - c.first_row(owner);
+        let owner = row / self.rows;
+        let lr = row - owner * self.rows.get();
         // Pairs start at even columns: with an even `n` they are 4-byte aligned everywhere
         // (slots and rows hold whole pairs; symmetric buffers are at least 8-byte aligned).
         let aligned = c.n % 2 == 0;
@@ -206,20 +241,15 @@ impl Hooks for RsHooks {
             return;
         }
         let at = self.slot_at(c.rank, lr, col);
-        let pe = c.world_pe(owner);
-        // SAFETY: `at` lies in the symmetric workspace; `pe` is a PE of the job.
-        let mapped = unsafe { shmem::ptr(self.recv.add(at), pe) };
-        if !mapped.is_null() {
-            // SAFETY: the owner's copy of the workspace, mapped; nobody else writes slot
-            // `rank` there in this call, and the owner reads it only after our flag.
-            unsafe { bf16::store2(mapped, v, both, aligned) };
-        } else {
-            for (i, x) in v.iter().enumerate().take(1 + both as usize) {
-                // SAFETY: as above, through NVSHMEM (delivered before the flag: `publish`
-                // fences them).
-                unsafe { shmem::p(self.recv.add(at + i), bf16::from_f32_rn(*x), pe) };
-            }
+        // SAFETY: `at` lies in the symmetric workspace; the owner is a PE of the job.
+        let mapped = unsafe { shmem::ptr(self.recv.add(at), c.world_pe(owner)) };
+        if mapped.is_null() {
+            // The call's barrier checked that every peer is mapped (`crate::barrier`).
+            thread::trap();
         }
+        // SAFETY: the owner's copy of the workspace, mapped; nobody else writes slot `rank`
+        // there in this call, and the owner reads it only after our flag.
+        unsafe { bf16::store2(mapped, v, both, aligned) };
     }
 
     #[inline(always)]
