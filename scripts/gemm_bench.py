@@ -93,8 +93,10 @@ def run_shape(binary, m, n, k, kn, kernel, tmp):
     if kn:
         cmd.append("--kn")
     row = {"m": m, "n": n, "k": k, "layout": "KN" if kn else "NK"}
-    p = subprocess.run(cmd, env=bench_env(), capture_output=True, text=True, timeout=300)
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    p = subprocess.run(cmd, env=bench_env(), capture_output=True, text=True, timeout=90)
+    # The launcher prefixes each line a PE prints with "[PE k] ".
+    lines = [l.split("] ", 1)[-1] for l in p.stdout.splitlines()]
+    lines = [l for l in lines if l.startswith("{")]
     if p.returncode != 0 or not lines:
         row["error"] = (p.stderr.strip().splitlines() or ["rc=%d" % p.returncode])[-1]
         sys.stderr.write(p.stdout + p.stderr)
@@ -145,7 +147,8 @@ def main():
               f"{r['tflops'] / r['cublas_tflops']:>6.2f} {r['max_rel_err']:>12.2e} {str(r['pass']):>5}")
     out = os.environ.get("OUT")
     if out:
-        with open(os.path.join(out, "gemm_bench%s.json" % ("_kn" if args.kn else "")), "w") as f:
+        tag = ("_kn" if args.kn else "") + ("" if args.kernel == "auto" else "_" + args.kernel)
+        with open(os.path.join(out, "gemm_bench%s.json" % tag), "w") as f:
             json.dump(rows, f, indent=1)
     ok = all(r.get("pass") for r in rows)
     sys.exit(0 if ok else 1)

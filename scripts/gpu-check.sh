@@ -10,10 +10,11 @@
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
 # CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
 # PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
-# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N) and `tp` (the fused
-# tensor-parallel ops: the tp_mlp example, then scripts/tp_bench.py beside NCCL + cuBLAS and
-# torch's fused ops; on one GPU 2 PEs share it, a smoke test). Split the parts over several
-# device calls to stay under the per-call limit.
+# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N), `graphs` (launch overhead with and
+# without CUDA graphs: examples/launch_overhead.rs on 1 and 2 PEs; the graph tests themselves are
+# `BINS=test-graphs` of `tests`) and `tp` (the fused tensor-parallel ops: the tp_mlp example, then
+# scripts/tp_bench.py beside NCCL + cuBLAS and torch's fused ops; on one GPU 2 PEs share it, a
+# smoke test). Split the parts over several device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -25,7 +26,7 @@ NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
 declare -A RESULT
-PARTS=${*:-examples tests bandwidth queue_bench perftest}
+PARTS=${*:-examples tests graphs bandwidth queue_bench perftest}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 step() { # name, command...: runs it with a 300 s bound, records pass/fail, keeps the log
@@ -91,8 +92,47 @@ if want gemm_bench; then
     done
     STEP_TIMEOUT=540 step gemm_bench python3 .gpu/scripts/gemm_bench.py --bin $BIN/gemm_bench
     STEP_TIMEOUT=540 step gemm_bench_kn python3 .gpu/scripts/gemm_bench.py --kn --bin $BIN/gemm_bench
+    # The sm80 (mma.sync) kernel on the same H200: its speed is reported, no goal.
+    STEP_TIMEOUT=300 step gemm_bench_sm80 python3 .gpu/scripts/gemm_bench.py --kernel sm80 \
+        --shapes 8192x8192x8192,4096x4096x4096,2048x2048x2048 --bin $BIN/gemm_bench
+fi
+if want gemm_profile; then
+    # Nsight Compute on the 8192^3 GEMM, rshmem's sm90 kernel and cuBLAS's (through torch), the
+    # same counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks left alone).
+    mkdir -p /tmp/gp
+    python3 - <<'PY'
+import torch, ctypes
+m = n = k = 8192
+for name, shape in (("a", (m, k)), ("b", (n, k))):
+    t = torch.randn(*shape, dtype=torch.bfloat16).contiguous()
+    open("/tmp/gp/%s.bin" % name, "wb").write(ctypes.string_at(t.data_ptr(), t.numel() * 2))
+PY
+    cat >/tmp/gp/cublas.py <<'PY'
+import torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+for _ in range(5):
+    c = a @ b.T
+torch.cuda.synchronize()
+PY
+    METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum,lts__t_bytes.sum.per_second,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x,launch__registers_per_thread
+    NCU="ncu --clock-control none --target-processes all --metrics $METRICS"
+    STEP_TIMEOUT=200 step ncu_rshmem env NVSHMEM_SYMMETRIC_SIZE=2G RSHMEM_NPES=1 $NCU -k regex:gemm90 --launch-skip 2 --launch-count 1 \
+        $BIN/gemm_bench --dir /tmp/gp --m 8192 --n 8192 --k 8192 --iters 3 --warmup 1
+    STEP_TIMEOUT=200 step ncu_cublas $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
+    grep -E "^  [a-z_]+__|gemm|nvjet|sm90" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
 fi
 [ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
+
+# Launch overhead, µs per launch, plain and under graphs (kernels, and NVSHMEM's on-stream
+# barrier): one PE, then two (sharing the GPU in smoke mode, where NVSHMEM's limited
+# multi-process-per-GPU mode cannot record its barrier: the example says so and skips that row).
+if want graphs; then
+    step launch_overhead_1pe env RSHMEM_NPES=1 $BIN/launch_overhead
+    step launch_overhead_2pe env RSHMEM_NPES=2 $BIN/launch_overhead
+    echo "== launch overhead (µs per launch: stream, host), every PE"
+    grep -h -E '^(\[PE [0-9]+\] )?LO,' "$OUT"/launch_overhead_*.log | sed 's/^/    /'
+fi
 
 # 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs),
 # each test in its own process under PER_TEST_TIMEOUT; one line per test in $OUT/tests.txt.

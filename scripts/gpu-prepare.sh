@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 # test-gemm, the fused ops' test-fused, and the benchmark binaries gemm_bench and tp_bench,
 # which scripts/gemm_bench.py and scripts/tp_bench.py drive). Test
 # binaries keep their names (test-basics, test-queue, ...) whichever package holds them.
-cargo build --release -p rshmem -p rshmem-fixturekit -p rshmem-testkit -p rshmem-ops --examples --tests \
+# PACKAGES narrows the build (e.g. PACKAGES="rshmem-ops" for a GEMM-only run: the heavy
+# testkit images, whose ptxas takes many minutes, are then not built).
+PACKAGES=${PACKAGES:-rshmem rshmem-fixturekit rshmem-testkit rshmem-ops}
+cargo build --release $(printf -- '-p %s ' $PACKAGES) --examples --tests \
     --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/scripts
 python3 - <<'PY'

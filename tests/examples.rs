@@ -134,3 +134,18 @@ fn queue_bench_example_prints_checked_rows() {
     }
     assert!(out.contains("every element checked"), "{out}");
 }
+
+#[test]
+fn launch_overhead_checks_its_counts() {
+    let out = run_sim("launch_overhead", 2, &["--launches", "3", "--reps", "1"]);
+    for row in [
+        "LO,kernel: plain,3,",
+        "LO,kernel: one graph of all,3,",
+        "LO,kernel: graph of one,3,",
+        "LO,barrier_all: plain,3,",
+        "LO,barrier_all: one graph of all,3,",
+    ] {
+        assert!(out.contains(row), "{row}: {out}");
+    }
+    assert!(out.contains("the counts were checked"), "{out}");
+}

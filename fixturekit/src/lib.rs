@@ -3,7 +3,7 @@
 //! The test fixtures (`kernels/fixtures`, `rshmem-test-kernels`, re-exported: their launchable
 //! `Kernel` types, which the simulator runs on the host) and [`IMAGE`], their PTX and cubin
 //! built by this package's `build.rs`; and, in `tests/`, the tests of rshmem's API that launch
-//! them: `basics`, `streams`, `views`, `queue`.
+//! them: `basics`, `streams`, `graphs`, `views`, `queue`.
 //!
 //! Nothing but `cargo test --workspace` (or `-p rshmem-fixturekit`, or the ptx_image test of
 //! `rshmem-testkit`) builds this package: `rshmem` and its examples never build a fixture.

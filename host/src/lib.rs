@@ -26,7 +26,9 @@
 //! barriers and collectives run on a stream ([`Stream::put`], [`Stream::reduce`], ... over
 //! [`SymRange`]s of symmetric buffers; `Shmem::*_on_stream` on the PE's own stream). Each PE
 //! has its own stream ([`Shmem::stream`]) and may make more ([`Shmem::new_stream`]) to overlap
-//! independent work ([`Module::launch_on`], [`Stream::wait_for`]).
+//! independent work ([`Module::launch_on`], [`Stream::wait_for`]). A stream's work can be
+//! recorded once into a [`Graph`] ([`Stream::capture`]) and launched many times
+//! ([`Graph::launch`]): CUDA graphs on GPUs, a replay on the simulator.
 //!
 //! # Layout
 //!
@@ -41,7 +43,8 @@
 //!   the GPU backend uses. Each runs the PEs given a closure over a boxed per-PE backend, and
 //!   never sees [`Shmem`].
 //! * **the safe API**: [`run`]/[`Job`] (`job.rs`, which picks the [`Backend`] and wraps each
-//!   PE's backend in its [`Shmem`]), [`SymBuffer`], [`Module`], [`Stream`], [`TeamHandle`],
+//!   PE's backend in its [`Shmem`]), [`SymBuffer`], [`Module`], [`Stream`], [`Graph`]
+//!   (`graph.rs`, over the capture's bookkeeping in `capture.rs`), [`TeamHandle`],
 //!   [`SymQueue`].
 //!
 //! Inside the GPU backend, as in cudarc: `gpu::nvshmem::sys` (raw symbols) →
@@ -59,6 +62,8 @@ pub mod launch;
 mod sim;
 
 // The safe API over the contract.
+mod capture;
+pub mod graph;
 mod job;
 mod module;
 mod queue;
@@ -74,6 +79,7 @@ pub use contract::{
     BoxError, CollElem, DeviceInfo, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
 };
 pub use contract::{Swizzle, TiledSpec, TmaType};
+pub use graph::Graph;
 pub use job::{run, Job};
 pub use module::Module;
 pub use queue::{

@@ -11,6 +11,11 @@ impl Shmem {
     /// Loads a kernel image on this PE (cubin for this GPU, else PTX; NVSHMEM version
     /// checked). On the simulator it checks the image and runs the host-compiled kernels.
     pub fn load(&self, image: &KernelImage) -> Result<Module<'_>> {
+        self.refuse_during_capture(
+            "Shmem::load",
+            "loading a module is a host call a graph does not record: load modules before \
+             Stream::capture",
+        )?;
         Ok(Module::new(self, image, self.inner.load(image)?))
     }
 }
@@ -94,6 +99,8 @@ impl<'s> Module<'s> {
         let call = KernelCall::new(stream.id, config, &args);
         // SAFETY: `call` ties the arguments to the kernel by type (`K::Args`); what they point
         // to is this function's contract.
-        unsafe { self.inner.launch(&call) }
+        unsafe { self.inner.launch(&call) }?;
+        self.shmem.note_queued(stream.id, None);
+        Ok(())
     }
 }

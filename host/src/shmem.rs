@@ -1,9 +1,10 @@
 //! [`Shmem`]: one PE's handle to the runtime, over the PE's backend.
 
-use crate::contract::{DeviceInfo, PeBackend, Result};
+use crate::capture::CaptureBook;
+use crate::contract::{DeviceInfo, Error, PeBackend, Result, StreamId};
 use crate::select::Backend;
 use rshmem_device::shmem::Team;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// One PE's view of the runtime: its number, the symmetric heap, modules and launches.
 ///
@@ -16,6 +17,8 @@ pub struct Shmem {
     /// predefined teams reach the backend, which may not survive others (NVSHMEM indexes its
     /// team table with the handle unchecked).
     pub(crate) teams: Mutex<Vec<Team>>,
+    /// The graph capture running on this PE, if one is (`Stream::capture`).
+    capture: Mutex<Option<CaptureBook>>,
 }
 
 impl Shmem {
@@ -24,6 +27,7 @@ impl Shmem {
             inner,
             backend,
             teams: Mutex::new(Vec::new()),
+            capture: Mutex::new(None),
         }
     }
 
@@ -52,6 +56,12 @@ impl Shmem {
     /// Host-side barrier across all PEs; also completes this PE's outstanding work
     /// (launches and heap writes) first, so data written before it is visible after it.
     pub fn barrier_all(&self) -> Result<()> {
+        self.refuse_during_capture(
+            "Shmem::barrier_all",
+            "it waits for the PE's streams and meets the other PEs on the host, which a graph \
+             does not record. Call it before Stream::capture or after the graph's launch, or \
+             record a barrier on the stream (Stream::barrier_all)",
+        )?;
         self.inner.synchronize()?;
         self.inner.barrier_all()
     }
@@ -59,6 +69,68 @@ impl Shmem {
     /// Waits for all launched work of this PE, on every one of its streams; a kernel failure
     /// surfaces here, naming it.
     pub fn synchronize(&self) -> Result<()> {
+        self.refuse_during_capture(
+            "Shmem::synchronize",
+            "it waits for every stream of the PE, and recorded work runs only when the graph is \
+             launched: synchronize after Graph::launch",
+        )?;
         self.inner.synchronize()
+    }
+
+    /// The capture running on this PE (`None` if none is), locked.
+    pub(crate) fn capture_book(&self) -> MutexGuard<'_, Option<CaptureBook>> {
+        // Plain bookkeeping, consistent after any panic.
+        self.capture.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Refuses `call` while a graph capture runs on this PE: `why` says why it cannot run
+    /// then, and what to do instead.
+    pub(crate) fn refuse_during_capture(&self, call: &'static str, why: &str) -> Result<()> {
+        match &*self.capture_book() {
+            None => Ok(()),
+            Some(book) => Err(Error::Capture {
+                call,
+                message: format!(
+                    "cannot run while PE {} captures a graph (Stream::capture on its stream \
+                     {}): {why}",
+                    self.my_pe(),
+                    book.origin().0
+                ),
+            }),
+        }
+    }
+
+    /// Refuses `call` on `stream` while that stream records a graph; see
+    /// [`Shmem::refuse_during_capture`].
+    pub(crate) fn refuse_recording(
+        &self,
+        call: &'static str,
+        stream: StreamId,
+        why: &str,
+    ) -> Result<()> {
+        match &*self.capture_book() {
+            Some(book) if book.records(stream) => Err(Error::Capture {
+                call,
+                message: format!(
+                    "stream {} of PE {} records a graph (Stream::capture): {why}",
+                    stream.0,
+                    self.my_pe()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Notes an operation queued on `stream` (recorded, if the stream records), and the split
+    /// team it uses, if any.
+    pub(crate) fn note_queued(&self, stream: StreamId, team: Option<Team>) {
+        if let Some(book) = &mut *self.capture_book() {
+            if book.records(stream) {
+                book.queued(stream);
+                if let Some(team) = team {
+                    book.uses_team(team);
+                }
+            }
+        }
     }
 }

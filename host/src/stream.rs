@@ -42,12 +42,31 @@
 //! collectives are kernels of its host library, loaded at their first use: issue one of each
 //! kind before a kernel that waits for it is running, or run with `CUDA_MODULE_LOADING=EAGER`.
 //!
+//! # Graphs
+//!
+//! A stream's work can be recorded once and launched many times for the price of one launch:
+//! [`Stream::capture`] records what its closure queues (kernel launches, on-stream operations,
+//! and other streams' work forked with [`Stream::wait_for`] and joined back) into a
+//! [`Graph`](crate::Graph), which [`Graph::launch`](crate::Graph::launch) queues on any stream
+//! of the PE. See [`crate::graph`].
+//!
+//! ```no_run
+//! # use rshmem_host::Shmem;
+//! # fn f(shmem: &Shmem) -> rshmem_host::Result<()> {
+//! let stream = shmem.new_stream()?;
+//! let graph = stream.capture(|| stream.barrier_all())?; // recorded, not run
+//! // SAFETY: the graph's work (one barrier) touches no buffer; every PE launches it.
+//! unsafe { graph.launch(&stream)? };
+//! # Ok(()) }
+//! ```
+//!
 //! # On the simulator
 //!
 //! The simulator runs every launch and on-stream operation to completion when it is queued, so
-//! every stream's work runs in issue order — one of the schedules a GPU may pick. A program
-//! that needs two kernels to run at the same time (one waits for what the other does) is
-//! wrong on GPUs too (CUDA does not promise concurrency), and hangs, or times out, there.
+//! every stream's work runs in issue order — one of the schedules a GPU may pick (a capture
+//! records instead, and a graph's launch runs what it recorded). A program that needs two
+//! kernels to run at the same time (one waits for what the other does) is wrong on GPUs too
+//! (CUDA does not promise concurrency), and hangs, or times out, there.
 
 use crate::contract::{Error, Result, StreamId};
 use crate::shmem::Shmem;
@@ -106,23 +125,54 @@ impl<'s> Stream<'s> {
     /// Waits for the work queued on this stream; a kernel failure surfaces here, naming it.
     /// The PE's other streams are not waited for.
     pub fn synchronize(&self) -> Result<()> {
+        self.shmem.refuse_recording(
+            "Stream::synchronize",
+            self.id,
+            "its work runs only when the graph is launched: synchronize after Graph::launch",
+        )?;
         self.shmem.inner.synchronize_stream(self.id)
     }
 
     /// Makes the work queued on this stream from now on wait until the work queued on
     /// `other` so far has finished (`cuEventRecord` + `cuStreamWaitEvent`); returns at once.
     /// Both streams must belong to the same PE.
+    ///
+    /// During a graph capture ([`Stream::capture`]) this is how work forks and joins: a stream
+    /// that waits for a recording stream records too from then on (a fork), and must be
+    /// joined back (the capturing stream waits for it) before the capture ends; a recording
+    /// stream cannot wait for one that does not record.
     pub fn wait_for(&self, other: &Stream<'_>) -> Result<()> {
-        self.same_pe("Stream::wait_for", other.shmem)?;
+        const CALL: &str = "Stream::wait_for";
+        self.same_pe(CALL, other.shmem)?;
         if other.id == self.id {
             return Ok(());
         }
-        self.shmem.inner.stream_wait(self.id, other.id)
+        // Held across the backend's wait: checked before it orders anything, noted only if it
+        // did.
+        let mut book = self.shmem.capture_book();
+        if let Some(book) = &*book {
+            book.check_wait(self.id, other.id)
+                .map_err(|message| Error::Capture {
+                    call: CALL,
+                    message,
+                })?;
+        }
+        self.shmem.inner.stream_wait(self.id, other.id)?;
+        if let Some(book) = &mut *book {
+            book.note_wait(self.id, other.id);
+        }
+        Ok(())
     }
 
     /// Runs `f` and returns how long this stream took for the work `f` queued on it (CUDA
     /// events on GPUs, wall time on the simulator). Waits for that work.
     pub fn time(&self, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+        self.shmem.refuse_recording(
+            "Stream::time",
+            self.id,
+            "its work runs only when the graph is launched: time the graph's launch instead \
+             (stream.time(|| unsafe { graph.launch(&stream) }))",
+        )?;
         self.shmem.inner.time(self.id, &mut f)
     }
 

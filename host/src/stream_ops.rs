@@ -256,13 +256,17 @@ impl Stream<'_> {
         }
         self.shmem
             .inner
-            .rma_on_stream(self.id, put, dest.addr, src.addr, dest.bytes(), pe)
+            .rma_on_stream(self.id, put, dest.addr, src.addr, dest.bytes(), pe)?;
+        self.shmem.note_queued(self.id, None);
+        Ok(())
     }
 
     /// Barrier over all PEs, after the work queued on this stream before, on every PE
     /// (`nvshmemx_barrier_all_on_stream`). Collective.
     pub fn barrier_all(&self) -> Result<()> {
-        self.shmem.inner.barrier_all_on_stream(self.id)
+        self.shmem.inner.barrier_all_on_stream(self.id)?;
+        self.shmem.note_queued(self.id, None);
+        Ok(())
     }
 
     /// Barrier over `team`'s PEs (`nvshmemx_barrier_on_stream`): completes this PE's puts
@@ -274,7 +278,9 @@ impl Stream<'_> {
             return self.barrier_all();
         }
         self.shmem.held_team("barrier_on_stream", team)?;
-        self.shmem.inner.barrier_on_stream(self.id, team)
+        self.shmem.inner.barrier_on_stream(self.id, team)?;
+        self.shmem.note_queued(self.id, Some(team));
+        Ok(())
     }
 
     /// Copies `src` on team PE `root` into `dest` on every member, the root included
@@ -363,9 +369,17 @@ impl Stream<'_> {
         if n == 0 {
             return Ok(());
         }
-        self.shmem
-            .inner
-            .collective_on_stream(self.id, team, op, T::KIND, dest.addr, src.addr, n)
+        self.shmem.inner.collective_on_stream(
+            self.id,
+            team,
+            op,
+            T::KIND,
+            dest.addr,
+            src.addr,
+            n,
+        )?;
+        self.shmem.note_queued(self.id, Some(team));
+        Ok(())
     }
 }
 

@@ -48,6 +48,11 @@ impl<'s, T: Pod> SymBuffer<'s, T> {
     }
 
     fn allocate(shmem: &'s Shmem, len: usize, init: Option<&[u8]>) -> Result<Self> {
+        shmem.refuse_during_capture(
+            "Shmem::alloc",
+            "an allocation is a collective host call, which a graph does not record: allocate \
+             the buffers before Stream::capture (a graph reuses the buffers it recorded)",
+        )?;
         let bytes =
             len.checked_mul(std::mem::size_of::<T>())
                 .ok_or_else(|| Error::InvalidArgument {
@@ -102,6 +107,8 @@ impl<'s, T: Pod> SymBuffer<'s, T> {
 
     /// Copies this PE's copy of the buffer to the host. Waits for launched work first.
     pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.shmem
+            .refuse_during_capture("SymBuffer::to_vec", HOST_COPY)?;
         self.shmem.inner.synchronize()?;
         let mut out = vec![T::zeroed(); self.len];
         self.shmem
@@ -118,12 +125,19 @@ impl<'s, T: Pod> SymBuffer<'s, T> {
                 found: data.len(),
             });
         }
+        self.shmem
+            .refuse_during_capture("SymBuffer::copy_from_host", HOST_COPY)?;
         self.shmem.inner.synchronize()?;
         self.shmem
             .inner
             .copy_from_host(self.addr, bytemuck::cast_slice(data))
     }
 }
+
+/// Why a host copy cannot run during a graph capture.
+const HOST_COPY: &str = "it waits for the PE's streams and copies between the host and the \
+    device, which a graph does not record: copy before Stream::capture, or after the graph's \
+    launch (and a synchronize)";
 
 impl<T: Pod> Drop for SymBuffer<'_, T> {
     fn drop(&mut self) {

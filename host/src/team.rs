@@ -133,6 +133,10 @@ pub(crate) fn check_strided(
     Err(format!("{what}: {why}"))
 }
 
+/// Why a team split cannot run during a graph capture.
+const TEAM_SPLIT: &str = "a team split is a collective host call, which a graph does not \
+    record: split teams before Stream::capture";
+
 impl Shmem {
     /// Splits `parent` into the team of its PEs `start`, `start + stride`, ...,
     /// `start + stride * (size - 1)` (numbered in `parent`), in that order
@@ -152,6 +156,7 @@ impl Shmem {
         size: usize,
     ) -> Result<Option<TeamHandle<'_>>> {
         const CALL: &str = "team_split_strided";
+        self.refuse_during_capture(CALL, TEAM_SPLIT)?;
         let parent_n = self.held_team(CALL, parent)?;
         let verdict = check_strided(parent_n, start, stride, size).map_err(|message| {
             Error::InvalidArgument {
@@ -180,6 +185,7 @@ impl Shmem {
         xrange: usize,
     ) -> Result<(TeamHandle<'_>, TeamHandle<'_>)> {
         const CALL: &str = "team_split_2d";
+        self.refuse_during_capture(CALL, TEAM_SPLIT)?;
         let parent_n = self.held_team(CALL, parent)?;
         if xrange == 0 {
             return Err(Error::InvalidArgument {
@@ -226,7 +232,7 @@ impl Shmem {
     }
 
     /// Whether `team` is predefined or a split team this PE holds.
-    fn holds(&self, team: Team) -> bool {
+    pub(crate) fn holds(&self, team: Team) -> bool {
         PREDEFINED.contains(&team) || self.held().contains(&team)
     }
 

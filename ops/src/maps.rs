@@ -9,13 +9,22 @@
 //! slot being replaced. So the first GEMM on new buffers costs a synchronisation; loops over
 //! the same buffers (or up to [`MAP_SLOTS`] distinct pairs) cost none.
 //!
+//! A graph that recorded a GEMM reads its slot at each launch, so the slot must not be refilled
+//! while the graph lives: the recorded GEMM hands the slot's pin to the graph
+//! (`Stream::keep_with_graph`), and a slot whose pin is held is never chosen for new operands.
+//! Recording cannot fill a slot (the upload is a host copy), so a GEMM recorded on operands no
+//! slot describes is refused.
+//!
 //! ```ignore
-//! let slot = table.slot(&shmem, key, || encode_both())?; // uploads only on a miss
+//! let slot = table.slot(key, || encode_both())?; // uploads only on a miss
 //! let (map_a, map_b) = table.kernel_ptrs(slot);
+//! let pin = table.pin(slot); // held by a graph: the slot stays
 //! ```
 
+use crate::shape::CALL;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
-use rshmem_host::{Result, Shmem, SymBuffer, TensorMap};
+use rshmem_host::{Error, Result, Shmem, SymBuffer, TensorMap};
+use std::sync::Arc;
 
 /// Slots of the table: distinct operand pairs whose maps stay cached.
 pub const MAP_SLOTS: usize = 32;
@@ -40,6 +49,9 @@ pub(crate) struct MapTable<'s> {
     /// Per slot: its key and when it was last used (a counter).
     keys: Vec<Option<(MapKey, u64)>>,
     clock: u64,
+    /// Per slot: the pin graphs that read the slot hold; a slot is refilled only when the
+    /// table holds its pin alone.
+    pins: Vec<Arc<()>>,
 }
 
 impl<'s> MapTable<'s> {
@@ -52,12 +64,37 @@ impl<'s> MapTable<'s> {
             host: vec![zero; 2 * MAP_SLOTS],
             keys: vec![None; MAP_SLOTS],
             clock: 0,
+            pins: (0..MAP_SLOTS).map(|_| Arc::new(())).collect(),
         })
     }
 
     /// Slots holding maps.
     pub(crate) fn in_use(&self) -> usize {
         self.keys.iter().filter(|k| k.is_some()).count()
+    }
+
+    /// Slots whose pin a graph holds.
+    pub(crate) fn pinned(&self) -> usize {
+        self.pins
+            .iter()
+            .filter(|p| Arc::strong_count(p) > 1)
+            .count()
+    }
+
+    /// The slot describing `key`, if one does (it counts as used now).
+    pub(crate) fn find(&mut self, key: MapKey) -> Option<usize> {
+        self.clock += 1;
+        let i = self
+            .keys
+            .iter()
+            .position(|s| matches!(s, Some((k, _)) if *k == key))?;
+        self.keys[i] = Some((key, self.clock));
+        Some(i)
+    }
+
+    /// Slot `i`'s pin: while a clone lives, the slot keeps its maps.
+    pub(crate) fn pin(&self, i: usize) -> Arc<()> {
+        self.pins[i].clone()
     }
 
     /// The slot describing `key`, filled with `encode()`'s maps (A's, B's) on a miss: see the
@@ -67,26 +104,21 @@ impl<'s> MapTable<'s> {
         key: MapKey,
         encode: impl FnOnce() -> Result<[TensorMap; 2]>,
     ) -> Result<usize> {
-        self.clock += 1;
-        if let Some(i) = self
-            .keys
-            .iter()
-            .position(|s| matches!(s, Some((k, _)) if *k == key))
-        {
-            self.keys[i] = Some((key, self.clock));
+        if let Some(i) = self.find(key) {
             return Ok(i);
         }
+        let i = victim(&self.keys, |i| Arc::strong_count(&self.pins[i]) > 1).ok_or_else(|| {
+            Error::Unsupported {
+                call: CALL,
+                reason: format!(
+                    "on new operands while all {MAP_SLOTS} tensor-map slots describe operands \
+                     of GEMMs that live graphs launch (a slot a graph reads is never refilled): \
+                     drop the graphs that are no longer launched, or run the GEMM on operands \
+                     already seen"
+                ),
+            }
+        })?;
         let maps = encode()?;
-        let i = self
-            .keys
-            .iter()
-            .position(Option::is_none)
-            .unwrap_or_else(|| {
-                // Every slot is taken: the one used longest ago.
-                (0..MAP_SLOTS)
-                    .min_by_key(|&i| self.keys[i].map_or(0, |(_, t)| t))
-                    .unwrap_or(0)
-            });
         self.keys[i] = None;
         self.host[2 * i..2 * i + 2].copy_from_slice(&maps);
         // Waits for the PE's launched work first: none of it reads the old slot after this.
@@ -100,5 +132,49 @@ impl<'s> MapTable<'s> {
         let base = TensorMap::kernel_ptr(&self.device);
         // Device addresses: offsets only, never dereferenced here.
         (base.wrapping_add(2 * i), base.wrapping_add(2 * i + 1))
+    }
+}
+
+/// The slot new operands take: a free one first (never used: time 0), else the one used
+/// longest ago; never one a graph reads (`pinned`). `None` when every slot is pinned.
+fn victim(keys: &[Option<(MapKey, u64)>], pinned: impl Fn(usize) -> bool) -> Option<usize> {
+    (0..keys.len())
+        .filter(|&i| !pinned(i))
+        .min_by_key(|&i| keys[i].map_or(0, |(_, t)| t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(m: u32) -> MapKey {
+        MapKey {
+            a: 256,
+            b: 512,
+            m,
+            n: 8,
+            k: 8,
+            elem: "bf16",
+            b_kn: false,
+        }
+    }
+
+    #[test]
+    fn new_operands_never_take_a_slot_a_graph_reads() {
+        // Every slot used, slot 0 longest ago.
+        let keys: Vec<_> = (0..MAP_SLOTS)
+            .map(|i| Some((key(i as u32), 10 + i as u64)))
+            .collect();
+        assert_eq!(victim(&keys, |_| false), Some(0));
+        // Slot 0 read by a graph: the next oldest.
+        assert_eq!(victim(&keys, |i| i == 0), Some(1));
+        assert_eq!(victim(&keys, |i| i < 5), Some(5));
+        // Every slot read by a graph: none.
+        assert_eq!(victim(&keys, |_| true), None);
+        // A free slot first, even behind older used ones.
+        let mut keys = keys;
+        keys[7] = None;
+        assert_eq!(victim(&keys, |_| false), Some(7));
+        assert_eq!(victim(&keys, |i| i == 7), Some(0));
     }
 }

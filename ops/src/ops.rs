@@ -100,6 +100,12 @@ impl<'s> Ops<'s> {
         self.table().in_use()
     }
 
+    /// Slots of the tensor-map table that live graphs read (they recorded a GEMM on them):
+    /// those are not refilled for other operands until the graphs are dropped.
+    pub fn map_slots_pinned(&self) -> usize {
+        self.table().pinned()
+    }
+
     fn table(&self) -> std::sync::MutexGuard<'_, MapTable<'s>> {
         // A panic while holding the lock leaves the table consistent (keys are set last).
         self.maps.lock().unwrap_or_else(|p| p.into_inner())
@@ -126,6 +132,11 @@ impl<'s> Ops<'s> {
     /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; [`Kernel::Sm90`] on
     /// a device that is not sm_90. The first GEMM on new operands fills a
     /// tensor-map slot, which waits for the PE's launched work ([`crate::maps`]).
+    ///
+    /// In a graph capture ([`Stream::capture`]) the GEMM is recorded like a launch; on the
+    /// sm90 path its operands must have been seen before (the first GEMM on new operands
+    /// fills a tensor-map slot from the host, which a graph cannot record: refused with
+    /// [`Error::Capture`]; run it once before capturing), and the graph keeps their slot.
     pub fn gemm_with<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
@@ -186,7 +197,7 @@ impl<'s> Ops<'s> {
         let module = loaded(&self.sm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
-        let (map_a, map_b) = self.sm90_maps(a, b, shape)?;
+        let (map_a, map_b) = self.sm90_maps(stream, a, b, shape)?;
         let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
         let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
         let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
@@ -206,9 +217,12 @@ impl<'s> Ops<'s> {
     }
 
     /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as the sm90 mainloop reads
-    /// them, from the table (filled on a miss: see [`crate::maps`]); kernel arguments.
+    /// them, from the table (filled on a miss: see [`crate::maps`]; while `stream` records a
+    /// graph, only a slot that already describes them, pinned for the graph's life); kernel
+    /// arguments.
     fn sm90_maps<In: GemmIn>(
         &self,
+        stream: &Stream<'_>,
         a: &SymBuffer<'_, In>,
         b: &SymBuffer<'_, In>,
         shape: GemmShape,
@@ -239,14 +253,32 @@ impl<'s> Ops<'s> {
             )
         };
         let mut table = self.table();
-        let slot = table.slot(key, || {
-            let map_b = if b_kn {
-                encode(b, k, n, sm90::B_BOX_KN)?
-            } else {
-                encode(b, n, k, sm90::B_BOX_NK)?
-            };
-            Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
-        })?;
+        let slot = if stream.is_capturing() {
+            // Recorded: the slot must describe the operands already, and stays theirs as long
+            // as the graph lives.
+            let slot = table.find(key).ok_or_else(|| Error::Capture {
+                call: CALL,
+                message: format!(
+                    "the first GEMM on these operands (m {m}, n {n}, k {k}, {} in, B {:?}) fills \
+                     a tensor-map slot from the host, which waits for the PE's work and cannot \
+                     be recorded: run the GEMM once on the same buffers and shape before the \
+                     capture, then capture it",
+                    In::NAME,
+                    b_layout
+                ),
+            })?;
+            stream.keep_with_graph(table.pin(slot))?;
+            slot
+        } else {
+            table.slot(key, || {
+                let map_b = if b_kn {
+                    encode(b, k, n, sm90::B_BOX_KN)?
+                } else {
+                    encode(b, n, k, sm90::B_BOX_NK)?
+                };
+                Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
+            })?
+        };
         Ok(table.kernel_ptrs(slot))
     }
 

@@ -375,6 +375,16 @@ fn fused_errors_name_the_problem(shmem: &Shmem) -> Outcome {
         .expect_err("not a member")
         .to_string();
     assert!(e.contains("not a member"), "{e}");
+    // Not in a graph: a replay would reuse the call's epoch.
+    let side = shmem.new_stream()?;
+    let e = side
+        .capture(|| ops.all_gather_gemm(&side, &mut a, &b, &mut c, nk(32, 8, 8)))
+        .expect_err("not recordable")
+        .to_string();
+    assert!(
+        e.contains("Ops::all_gather_gemm") && e.contains("outside the capture"),
+        "{e}"
+    );
     // Nothing ran: C is untouched, and a good call still works after the refusals.
     assert!(c.to_vec()?.iter().all(|v| v.to_f32() == 0.0));
     let options = FusedOptions {

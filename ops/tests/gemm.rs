@@ -1,7 +1,7 @@
 //! `Ops::gemm` on every backend against a host reference: odd M and N, a K edge that is not a
 //! multiple of 64, bf16 and f16 inputs, f32 and 16-bit outputs, poisoned outputs (every
 //! element of C written, nothing past it); the errors of bad shapes and short buffers; the
-//! tensor-map cache. Inputs are small integers, exact in bf16 and f16, whose products sum
+//! tensor-map cache; GEMMs in graphs. Inputs are small integers, exact in bf16 and f16, whose products sum
 //! exactly in f32, so results compare exactly (as values: -0 = 0; a 16-bit output is the reference rounded to
 //! nearest even, as the kernel rounds). GPU instances of the sm90 cases need an sm_90 GPU.
 
@@ -10,8 +10,9 @@
 mod common;
 
 use common::Outcome;
+use rshmem::Error;
 use rshmem::{bf16, f16, Pod, Shmem, SymBuffer};
-use rshmem_ops::{BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, Kernel, Ops};
+use rshmem_ops::{BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, Kernel, Ops, MAP_SLOTS};
 
 per_backend! {
     sm90_odd_shapes_exact => [1];
@@ -19,6 +20,7 @@ per_backend! {
     kn_both_kernels => [1];
     errors_name_the_problem => [1];
     map_slots_are_reused => [1];
+    gemms_in_graphs => [1];
 }
 
 /// Host conversions of the test's element types.
@@ -260,5 +262,128 @@ fn map_slots_are_reused(shmem: &Shmem) -> Outcome {
     assert!(c16.to_vec()?.iter().all(|&v| v == bf16::from_f32(16.0)));
     let c = c.to_vec()?;
     assert!(c[..10].iter().all(|&v| v == 16.0) && c[10..].iter().all(|&v| v == 0.0 || v == 16.0));
+    Ok(())
+}
+
+/// `C = A · B` on the host for B N x K, row-major.
+fn reference(a: &[f32], b: &[f32], shape: GemmShape) -> Vec<f32> {
+    let GemmShape { m, n, k, .. } = shape;
+    (0..m * n)
+        .map(|i| {
+            let (row, col) = (i / n, i % n);
+            (0..k)
+                .map(|kk| a[(row * k + kk) as usize] * b[(col * k + kk) as usize])
+                .sum()
+        })
+        .collect()
+}
+
+/// GEMMs recorded in graphs and launched on fresh operands: the sm80 path records as it is;
+/// the sm90 path refuses to record a GEMM on operands no tensor-map slot describes (filling
+/// one is a host copy), records one on operands seen before, and keeps that slot for the
+/// graph — with every slot read by a live graph, a GEMM on new operands is refused until a
+/// graph is dropped (on GPUs).
+fn gemms_in_graphs(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.new_stream()?;
+    let shape = GemmShape::new(13, 24, 16, BLayout::NK);
+    // Room for the pinning part's shapes too (up to 33 x 8 x 8).
+    let mut a = shmem.alloc_zeroed::<bf16>(shape.a_len().max(33 * 8))?;
+    let mut b = shmem.alloc_zeroed::<bf16>(shape.b_len())?;
+    let mut c = shmem.alloc_zeroed::<f32>(shape.c_len().max(33 * 8))?;
+    let sm90 = has_sm90(&ops);
+    let options = |kernel| GemmOptions { kernel };
+    if sm90 {
+        let graph = stream.capture(|| {
+            let refused = ops
+                .gemm_with(&stream, &a, &b, &mut c, shape, options(SM90))
+                .unwrap_err();
+            match refused {
+                Error::Capture { call, message } => {
+                    assert_eq!(call, "Ops::gemm");
+                    assert!(message.contains("run the GEMM once"), "{message}");
+                }
+                other => panic!("expected a refusal to record, got {other}"),
+            }
+            Ok(())
+        })?;
+        assert_eq!((graph.operations(), ops.map_slots_in_use()), (0, 0));
+        // Seen once (filling a slot), it can be recorded.
+        ops.gemm_with(&stream, &a, &b, &mut c, shape, options(SM90))?;
+    }
+    let kernels: &[Kernel] = if sm90 {
+        &[Kernel::Sm80, SM90]
+    } else {
+        &[Kernel::Sm80]
+    };
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64;
+    for &kernel in kernels {
+        let graph =
+            stream.capture(|| ops.gemm_with(&stream, &a, &b, &mut c, shape, options(kernel)))?;
+        assert_eq!(graph.operations(), 1);
+        assert_eq!(ops.map_slots_pinned(), usize::from(kernel == SM90));
+        for round in 0..2u64 {
+            // Fresh small integers: exact in bf16, their sums exact in f32.
+            let fresh = |len: usize, salt: u64| -> Vec<f32> {
+                common::random_u32(len, seed ^ salt << 32 ^ round << 48)
+                    .iter()
+                    .map(|&r| (r % 7) as f32 - 3.0)
+                    .collect()
+            };
+            let (ha, hb) = (fresh(a.len(), 1), fresh(b.len(), 2));
+            a.copy_from_host(&ha.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
+            b.copy_from_host(&hb.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
+            c.copy_from_host(&vec![f32::NAN; c.len()])?;
+            // SAFETY: the operands are alive and as long as the shape needs.
+            unsafe { graph.launch(&stream)? };
+            let got = c.to_vec()?;
+            assert_eq!(
+                got[..shape.c_len()],
+                reference(&ha, &hb, shape),
+                "{kernel:?} round {round}"
+            );
+        }
+        drop(graph);
+        assert_eq!(ops.map_slots_pinned(), 0);
+    }
+    // Filling every slot takes 32 sm90 GEMMs, seconds on the simulator, where the unit test of
+    // the slot choice (`maps.rs`) covers it.
+    if !sm90 || shmem.backend() == rshmem::Backend::Sim {
+        return Ok(());
+    }
+    // Every slot read by a live graph: one graph per shape m x 8 x 8 over the same buffers.
+    let small = |m: u32| GemmShape::new(m, 8, 8, BLayout::NK);
+    let mut graphs = Vec::new();
+    for m in 1..=MAP_SLOTS as u32 {
+        ops.gemm_with(&stream, &a, &b, &mut c, small(m), options(SM90))?;
+        graphs.push(
+            stream.capture(|| ops.gemm_with(&stream, &a, &b, &mut c, small(m), options(SM90)))?,
+        );
+    }
+    assert_eq!(ops.map_slots_pinned(), MAP_SLOTS);
+    let new = small(MAP_SLOTS as u32 + 1);
+    let refused = ops
+        .gemm_with(&stream, &a, &b, &mut c, new, options(SM90))
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("live graphs"), "{refused}");
+    // The pinned slots still describe their operands.
+    let (ha, hb) = (vec![1.0f32; a.len()], vec![2.0f32; b.len()]);
+    a.copy_from_host(&vec![bf16::ONE; a.len()])?;
+    b.copy_from_host(&vec![bf16::from_f32(2.0); b.len()])?;
+    c.copy_from_host(&vec![0.0; c.len()])?;
+    // SAFETY: the operands are alive and long enough for every shape here.
+    unsafe { graphs[20].launch(&stream)? };
+    assert_eq!(
+        c.to_vec()?[..small(21).c_len()],
+        reference(&ha, &hb, small(21))
+    );
+    // A dropped graph frees its slot for new operands.
+    graphs.swap_remove(3);
+    ops.gemm_with(&stream, &a, &b, &mut c, new, options(SM90))?;
+    assert_eq!(c.to_vec()?[..new.c_len()], reference(&ha, &hb, new));
+    assert_eq!(ops.map_slots_pinned(), MAP_SLOTS - 1);
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! The traits a backend implements for one PE, one per concern: [`PeBackend`] (the PE itself:
 //! its number, barrier, module loading, end), [`HeapBackend`] (the symmetric heap and host
 //! copies), [`StreamBackend`] (streams, waits, timing), [`TeamBackend`] (team splits and
-//! queries), [`OnStreamBackend`] (puts, gets, barriers and collectives queued on a stream);
-//! and [`ModuleBackend`] for a module loaded on it. The safe types (`Shmem`, `SymBuffer`,
+//! queries), [`OnStreamBackend`] (puts, gets, barriers and collectives queued on a stream),
+//! [`GraphBackend`] (capturing a stream's work into a graph); [`ModuleBackend`] for a module
+//! loaded on it and [`GraphExecBackend`] for a captured graph. The safe types (`Shmem`, `SymBuffer`,
 //! `Module`, `Stream`, `TeamHandle`) are thin wrappers that check arguments and call these.
 
 use super::coll::{CollOp, ElemKind};
@@ -23,7 +24,7 @@ pub(crate) type PeMain<'a> = &'a (dyn Fn(Box<dyn PeBackend>) -> Result<(), BoxEr
 
 /// What each backend implements for one PE.
 pub(crate) trait PeBackend:
-    HeapBackend + StreamBackend + TeamBackend + OnStreamBackend + Send + Sync
+    HeapBackend + StreamBackend + TeamBackend + OnStreamBackend + GraphBackend + Send + Sync
 {
     fn my_pe(&self) -> usize;
     fn n_pes(&self) -> usize;
@@ -164,6 +165,34 @@ pub(crate) trait OnStreamBackend {
         src: u64,
         n: usize,
     ) -> Result<()>;
+}
+
+/// Graph capture on one PE. `Shmem` runs at most one capture per PE at a time, ends every
+/// capture it begins (also when the program's closure fails or panics), and refuses, while one
+/// runs, the calls that would wait for the PE's streams; a backend still makes its waits (in
+/// `Drop`s: buffers, modules, streams) correct during a capture.
+pub(crate) trait GraphBackend {
+    /// From now on the work queued on `stream` is recorded, not run; a stream that then waits
+    /// for a recording stream (`stream_wait`) records too (a fork), until the capture ends.
+    fn begin_capture(&self, stream: StreamId) -> Result<()>;
+    /// Ends the capture begun on `stream`: every stream that recorded runs its work again
+    /// (whatever the outcome). Returns the recorded work as a graph ready to launch, or why
+    /// none could be made.
+    fn end_capture(&self, stream: StreamId) -> Result<Box<dyn GraphExecBackend>>;
+}
+
+/// A captured graph, per backend: released on drop, after the work of its launches is done.
+pub(crate) trait GraphExecBackend: Send + Sync {
+    /// Queues the recorded work, with the arguments it was recorded with, on `stream` (of the
+    /// PE the graph was captured on) after the work queued there before: on GPUs one graph
+    /// launch, on the simulator the recorded operations in the order they were recorded, run
+    /// to completion.
+    ///
+    /// # Safety
+    ///
+    /// What the recorded work points to must be valid for what it does with it, now as when
+    /// it was recorded (the contract of `Graph::launch`).
+    unsafe fn launch(&self, stream: StreamId) -> Result<()>;
 }
 
 /// One loaded module, per backend.

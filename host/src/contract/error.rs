@@ -259,6 +259,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// A call that cannot run while a graph is being captured, or that cannot be captured
+    /// into one; or a capture that cannot end in a graph. Nothing was queued or recorded, and
+    /// the capture (if one runs) goes on.
+    #[error("graph capture: {call}: {message}")]
+    Capture {
+        /// The call, e.g. `SymBuffer::to_vec`.
+        call: &'static str,
+        /// Why it cannot, and what to do instead.
+        message: String,
+    },
+
     /// An I/O error of the launcher or discovery.
     #[error("{context}: {source}")]
     Io {

@@ -1,6 +1,7 @@
 //! One kernel launch as every backend receives it: a [`KernelCall`], which the GPU backend
 //! reads as a parameter buffer for `cuLaunchKernel` and the simulator as the body each
-//! simulated thread runs; and its grid, block and mode ([`LaunchConfig`]).
+//! simulated thread runs; [`OwnedCall`], the same launch kept (arguments copied) by a graph
+//! capture to run again later; and its grid, block and mode ([`LaunchConfig`]).
 
 use super::stream_id::StreamId;
 use rshmem_device::{Kernel, KernelArgs};
@@ -76,6 +77,9 @@ impl<K: Kernel> BoundArgs<K> {
 // threads exactly as a GPU hands them to its threads, and what they point to is the launch's
 // contract (`Module::launch`), not this type's.
 unsafe impl<K: Kernel> Sync for BoundArgs<K> {}
+// SAFETY: as for `Sync`: plain values and addresses, copied; the simulator's graph replay may
+// run them from another host thread of the same PE, as a GPU runs them whenever launched.
+unsafe impl<K: Kernel> Send for BoundArgs<K> {}
 
 /// What a backend reads of a call's arguments, whatever the kernel.
 trait CallArgs: Sync {
@@ -88,6 +92,9 @@ trait CallArgs: Sync {
     ///
     /// As [`KernelCall::run_sim_thread`].
     unsafe fn run_sim(&self);
+
+    /// A copy of the arguments, kept beyond the call.
+    fn boxed(&self) -> Box<dyn CallArgs + Send>;
 }
 
 impl<K: Kernel> CallArgs for BoundArgs<K> {
@@ -99,6 +106,10 @@ impl<K: Kernel> CallArgs for BoundArgs<K> {
     unsafe fn run_sim(&self) {
         // SAFETY: forwarded from this function's contract.
         unsafe { K::run_sim(self.0) }
+    }
+
+    fn boxed(&self) -> Box<dyn CallArgs + Send> {
+        Box::new(BoundArgs::<K>(self.0))
     }
 }
 
@@ -150,6 +161,37 @@ impl<'a> KernelCall<'a> {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.args.run_sim() }
     }
+
+    /// The same launch with its arguments copied (their values now), for a backend that
+    /// records it during a graph capture and runs it at each launch of the graph.
+    pub(crate) fn to_owned(&self) -> OwnedCall {
+        OwnedCall {
+            kernel: self.kernel,
+            config: self.config,
+            args: self.args.boxed(),
+        }
+    }
+}
+
+/// A [`KernelCall`] whose arguments it owns: what a capture records of a launch.
+pub(crate) struct OwnedCall {
+    /// The kernel's symbol name.
+    pub kernel: &'static str,
+    /// Its grid, block, shared memory and mode.
+    pub config: LaunchConfig,
+    args: Box<dyn CallArgs + Send>,
+}
+
+impl OwnedCall {
+    /// The launch again, on `stream`, with the arguments recorded.
+    pub(crate) fn call(&self, stream: StreamId) -> KernelCall<'_> {
+        KernelCall {
+            kernel: self.kernel,
+            stream,
+            config: self.config,
+            args: &*self.args,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -190,5 +232,16 @@ mod tests {
         // SAFETY: `Probe`'s body only records its arguments.
         unsafe { call.run_sim_thread() };
         assert_eq!(RAN.lock().unwrap().as_slice(), &[(7, 1 << 40)]);
+
+        // A recorded copy outlives the arguments it was made from, with their values then.
+        let owned = {
+            let args = BoundArgs::<Probe>::new((9, 5));
+            KernelCall::new(StreamId(1), LaunchConfig::new(1, 1), &args).to_owned()
+        };
+        let again = owned.call(StreamId(4));
+        assert_eq!((again.kernel, again.stream), ("probe", StreamId(4)));
+        // SAFETY: as above.
+        unsafe { again.run_sim_thread() };
+        assert_eq!(RAN.lock().unwrap().last(), Some(&(9, 5)));
     }
 }

@@ -4,9 +4,10 @@
 //! each other, and the safe API above (`Shmem`, `SymBuffer`, `Module`, `Stream`, ...) reaches
 //! a backend only through it.
 //!
-//! * [`backend`]: [`PeBackend`] and the per-concern traits it gathers, [`ModuleBackend`], and
-//!   [`PeMain`], how a backend runs each PE's closure;
-//! * [`launch`]: one launch as every backend reads it ([`KernelCall`]), and [`LaunchConfig`];
+//! * [`backend`]: [`PeBackend`] and the per-concern traits it gathers, [`ModuleBackend`],
+//!   [`GraphExecBackend`], and [`PeMain`], how a backend runs each PE's closure;
+//! * [`launch`]: one launch as every backend reads it ([`KernelCall`], and [`OwnedCall`], one a
+//!   capture keeps), and [`LaunchConfig`];
 //! * [`image`]: [`KernelImage`], what rshmem-builder embeds, and the code a GPU picks of it;
 //! * [`device_info`]: [`DeviceInfo`], the facts of a PE's device that launch sizes need;
 //! * [`coll`]: [`CollOp`] and [`ElemKind`], a host-side collective;
@@ -32,7 +33,8 @@ pub(crate) mod team_split;
 pub(crate) mod tensor_map;
 
 pub(crate) use backend::{
-    HeapBackend, ModuleBackend, OnStreamBackend, PeBackend, PeMain, StreamBackend, TeamBackend,
+    GraphBackend, GraphExecBackend, HeapBackend, ModuleBackend, OnStreamBackend, PeBackend, PeMain,
+    StreamBackend, TeamBackend,
 };
 pub(crate) use coll::CollOp;
 pub use coll::{CollElem, ElemKind};

@@ -1,6 +1,7 @@
 //! The CUDA driver, through cudarc's `driver::result` (checked calls) and `driver::sys` (raw
 //! symbols; libcuda is loaded at run time), wrapped in the few RAII types a PE needs:
-//! [`Context`] (the device's primary context), [`Stream`], [`Event`], [`Module`].
+//! [`Context`] (the device's primary context), [`Stream`] (with its graph capture),
+//! [`Event`], [`Module`], [`GraphExec`].
 //!
 //! Every handle type holds an `Arc<Context>` and binds it to the calling thread before use
 //! (and in `Drop`), like cudarc's safe layer, so the handles can be used from any thread.
@@ -274,6 +275,51 @@ impl Stream {
         unsafe { result::memcpy_dtoh_async(dst, src, self.raw) }.call("cuMemcpyDtoHAsync")
     }
 
+    /// Starts recording the work queued on this stream into a graph (`cuStreamBeginCapture`,
+    /// relaxed mode: no host call is refused on account of the capture, so the caller refuses
+    /// what cannot be recorded).
+    pub(crate) fn begin_capture(&self) -> CudaResult<()> {
+        self.ctx.bind()?;
+        // SAFETY: `raw` is a live stream of the bound context.
+        unsafe {
+            result::stream::begin_capture(
+                self.raw,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+            )
+        }
+        .call("cuStreamBeginCapture")
+    }
+
+    /// Ends the capture begun on this stream and returns the recorded graph. The capture is
+    /// over whatever the result (every stream that forked from it records no more).
+    pub(crate) fn end_capture(&self) -> CudaResult<Graph> {
+        self.ctx.bind()?;
+        // SAFETY: `raw` is a live stream of the bound context.
+        let raw = unsafe { result::stream::end_capture(self.raw) }.call("cuStreamEndCapture")?;
+        if raw.is_null() {
+            // An invalidated capture ends with no graph (the driver reports why on the call
+            // that invalidated it, and may return success here).
+            return Err(CudaError {
+                call: "cuStreamEndCapture",
+                error: DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
+            });
+        }
+        Ok(Graph {
+            ctx: self.ctx.clone(),
+            raw,
+        })
+    }
+
+    /// Whether the stream records a graph now (`cuStreamIsCapturing`; allowed during a
+    /// capture).
+    pub(crate) fn is_capturing(&self) -> CudaResult<bool> {
+        self.ctx.bind()?;
+        // SAFETY: `raw` is a live stream of the bound context.
+        let status =
+            unsafe { result::stream::is_capturing(self.raw) }.call("cuStreamIsCapturing")?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
     /// Queues zero-filling `bytes` bytes at device address `dst`.
     ///
     /// # Safety
@@ -303,6 +349,12 @@ pub(crate) struct Event {
     ctx: Arc<Context>,
     raw: sys::CUevent,
 }
+
+// SAFETY: a CUevent is a driver handle usable from any thread with its context bound; every
+// use binds it.
+unsafe impl Send for Event {}
+// SAFETY: as above; the driver synchronises concurrent uses of one event.
+unsafe impl Sync for Event {}
 
 impl Event {
     /// Creates an event; one that records time (`timing`) can be timed against another, one
@@ -348,6 +400,76 @@ impl Drop for Event {
         if self.ctx.bind().is_ok() {
             // SAFETY: `raw` is live and never used again.
             let _ = unsafe { result::event::destroy(self.raw) };
+        }
+    }
+}
+
+/// A graph recorded by a stream capture ([`Stream::end_capture`]), destroyed on drop.
+#[derive(Debug)]
+pub(crate) struct Graph {
+    ctx: Arc<Context>,
+    raw: sys::CUgraph,
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: `raw` is a graph of this context, never used again (an executable graph
+            // instantiated from it does not need it).
+            let _ = unsafe { result::graph::destroy(self.raw) };
+        }
+    }
+}
+
+/// An executable graph (`cuGraphInstantiate`), with the graph it was made from; both
+/// destroyed on drop.
+#[derive(Debug)]
+pub(crate) struct GraphExec {
+    raw: sys::CUgraphExec,
+    // Dropped after `raw` is destroyed (declared after, and `Drop` destroys `raw` first).
+    graph: Graph,
+}
+
+// SAFETY: CUgraphExec and CUgraph are driver handles usable from any thread with their context
+// bound; every use binds it.
+unsafe impl Send for GraphExec {}
+// SAFETY: as above; the driver orders concurrent launches of one executable graph.
+unsafe impl Sync for GraphExec {}
+// SAFETY: as for `GraphExec`.
+unsafe impl Send for Graph {}
+// SAFETY: as for `GraphExec`.
+unsafe impl Sync for Graph {}
+
+impl GraphExec {
+    /// Instantiates `graph` for launching.
+    pub(crate) fn instantiate(graph: Graph) -> CudaResult<GraphExec> {
+        graph.ctx.bind()?;
+        // SAFETY: `graph.raw` is a live graph of the bound context.
+        let raw =
+            unsafe { result::graph::instantiate(graph.raw, sys::CUgraphInstantiate_flags(0)) }
+                .call("cuGraphInstantiate")?;
+        Ok(GraphExec { raw, graph })
+    }
+
+    /// Queues the graph's work on `stream` (`cuGraphLaunch`).
+    ///
+    /// # Safety
+    ///
+    /// What the graph's kernels and copies use must be valid until they complete (the
+    /// arguments they were recorded with).
+    pub(crate) unsafe fn launch(&self, stream: &Stream) -> CudaResult<()> {
+        stream.ctx.bind()?;
+        // SAFETY: both handles are live and belong to the bound context; the rest is the
+        // caller's contract.
+        unsafe { result::graph::launch(self.raw, stream.raw) }.call("cuGraphLaunch")
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        if self.graph.ctx.bind().is_ok() {
+            // SAFETY: `raw` is live and never used again; the owner waited for its launches.
+            let _ = unsafe { result::graph::exec_destroy(self.raw) };
         }
     }
 }

@@ -17,12 +17,15 @@
 //! Host-side semantics: `alloc` is collective (sizes and heap state compared across PEs,
 //! then a barrier after zeroing); `free` is local (see [`pe::SimPe`]); launches are
 //! synchronous, so a kernel failure is returned by `Module::launch` itself. On-stream
-//! operations are performed at once by the PE's thread; team splits and host collectives
+//! operations are performed at once by the PE's thread (during a graph capture, launches and
+//! operations on recording streams are recorded instead, see [`graph`], and run when the graph
+//! is launched); team splits and host collectives
 //! meet the team's members in the job's host-side rendezvous, and a split also compares
 //! the members' arguments, so members that disagree all fail naming each other. Team
 //! destruction is local (as NVSHMEM's).
 
 mod config;
+mod graph;
 mod module;
 mod pe;
 
@@ -75,6 +78,7 @@ fn pe_thread(job: Arc<World>, pe: usize, config: SimConfig, pe_main: PeMain<'_>)
         pe,
         config,
         last_stream: Default::default(),
+        capture: Default::default(),
     });
     let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(sim_pe)));
     match outcome {

@@ -1,11 +1,13 @@
 //! A module "loaded" on a simulated PE ([`SimModule`]): launches checked against what a GPU
-//! accepts, then run on the job's simulated threads.
+//! accepts, then run on the job's simulated threads, or, on a stream that records a graph,
+//! kept with their arguments to run at each launch of the graph.
 
 use std::sync::Arc;
 
 use rshmem_device::sim::{LaunchSpec, World};
 use rshmem_device::thread::Dim3;
 
+use super::graph::Capture;
 use crate::contract::{Error, KernelCall, LaunchConfig, ModuleBackend, Result};
 
 /// The most threads a GPU runs in one block, and per dimension.
@@ -18,17 +20,28 @@ const MAX_SHARED_MEM: u32 = 227 * 1024;
 
 /// A kernel image "loaded" on a simulated PE: the kernels are host functions already.
 pub(crate) struct SimModule {
+    launcher: Launcher,
+    /// The PE's graph capture.
+    capture: Arc<Capture>,
+}
+
+/// What runs a launch: the job, the PE, the simulator's thread limit.
+#[derive(Clone)]
+struct Launcher {
     job: Arc<World>,
     pe: usize,
     max_threads: u32,
 }
 
 impl SimModule {
-    pub(crate) fn new(job: Arc<World>, pe: usize, max_threads: u32) -> Self {
+    pub(crate) fn new(job: Arc<World>, pe: usize, max_threads: u32, capture: Arc<Capture>) -> Self {
         Self {
-            job,
-            pe,
-            max_threads,
+            launcher: Launcher {
+                job,
+                pe,
+                max_threads,
+            },
+            capture,
         }
     }
 }
@@ -90,6 +103,31 @@ pub(crate) fn check_config(
 
 impl ModuleBackend for SimModule {
     unsafe fn launch(&self, call: &KernelCall<'_>) -> Result<()> {
+        // A launch a GPU refuses is refused when it is recorded, as on a GPU.
+        check_config(call.kernel, &call.config, self.launcher.max_threads)?;
+        if self.capture.records(call.stream) {
+            let (launcher, owned, stream) = (self.launcher.clone(), call.to_owned(), call.stream);
+            let replay = move || {
+                // SAFETY: the contract of `Graph::launch`: the recorded arguments are valid
+                // for the kernel at each launch of the graph.
+                unsafe { launcher.run(&owned.call(stream)) }
+            };
+            if self.capture.record(call.stream, replay).is_ok() {
+                return Ok(());
+            }
+        }
+        // SAFETY: this function's contract.
+        unsafe { self.launcher.run(call) }
+    }
+}
+
+impl Launcher {
+    /// Runs `call` on the job's simulated threads, to completion.
+    ///
+    /// # Safety
+    ///
+    /// The arguments are valid for the kernel (the contract of `ModuleBackend::launch`).
+    unsafe fn run(&self, call: &KernelCall<'_>) -> Result<()> {
         let kernel = call.kernel;
         // Cooperative or not, every block runs at once here, which is what cooperative asks.
         let spec = check_config(kernel, &call.config, self.max_threads)?;

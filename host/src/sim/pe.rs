@@ -8,11 +8,12 @@ use rshmem_device::shmem::Team;
 use rshmem_device::sim::{Coll, CollectiveError, HeapError, HostOpError, World};
 
 use super::config::SimConfig;
+use super::graph::Capture;
 use super::module::SimModule;
 use crate::contract::{
-    BoxError, Checked, CollOp, DeviceInfo, ElemKind, Error, HeapBackend, KernelImage,
-    ModuleBackend, OnStreamBackend, PeBackend, Result, StreamBackend, StreamId, TeamBackend,
-    TiledSpec,
+    BoxError, Checked, CollOp, DeviceInfo, ElemKind, Error, GraphBackend, GraphExecBackend,
+    HeapBackend, KernelImage, ModuleBackend, OnStreamBackend, PeBackend, Result, StreamBackend,
+    StreamId, TeamBackend, TiledSpec,
 };
 
 /// One PE of a simulated job, as the host runtime sees it.
@@ -23,6 +24,8 @@ pub(crate) struct SimPe {
     /// The last stream id handed out: ids are only names here, since every stream's work
     /// runs when it is queued (see `crate::stream`).
     pub last_stream: AtomicU32,
+    /// The graph capture, shared with the PE's modules.
+    pub capture: Arc<Capture>,
 }
 
 /// Turns a failed rendezvous into this PE's error.
@@ -80,6 +83,18 @@ macro_rules! with_elem_type {
 impl SimPe {
     fn heap(&self) -> &rshmem_device::sim::SymHeap {
         self.job.heap(self.pe)
+    }
+
+    /// Runs on-stream operation `op` now, or records it if `stream` records a graph.
+    fn queue(
+        &self,
+        stream: StreamId,
+        op: impl Fn() -> Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
+        match self.capture.record(stream, op) {
+            Ok(()) => Ok(()),
+            Err(op) => op(),
+        }
     }
 
     /// Checks that every PE asks for the same size from the same heap state; every PE
@@ -160,6 +175,7 @@ impl PeBackend for SimPe {
             Arc::clone(&self.job),
             self.pe,
             self.config.max_threads,
+            Arc::clone(&self.capture),
         )))
     }
 
@@ -269,8 +285,9 @@ impl StreamBackend for SimPe {
         Ok(())
     }
 
-    fn stream_wait(&self, _waiter: StreamId, _on: StreamId) -> Result<()> {
-        // What `on` was given has run already.
+    fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
+        // What `on` was given has run already, or is recorded: then `waiter` records too.
+        self.capture.wait(waiter, on);
         Ok(())
     }
 
@@ -345,28 +362,42 @@ impl TeamBackend for SimPe {
     }
 }
 
+impl GraphBackend for SimPe {
+    fn begin_capture(&self, stream: StreamId) -> Result<()> {
+        self.capture.begin(stream)
+    }
+
+    fn end_capture(&self, stream: StreamId) -> Result<Box<dyn GraphExecBackend>> {
+        self.capture.end(stream)
+    }
+}
+
+/// Each operation runs now, or is recorded (a closure owning its arguments) to run at each
+/// launch of the graph.
 impl OnStreamBackend for SimPe {
     fn rma_on_stream(
         &self,
-        _stream: StreamId,
+        stream: StreamId,
         put: bool,
         dest: u64,
         src: u64,
         bytes: usize,
         target: usize,
     ) -> Result<()> {
-        let (pe, dest, src) = (self.pe, dest as usize, src as usize);
-        let (call, done) = if put {
-            ("put_on_stream", self.job.put(pe, dest, src, bytes, target))
-        } else {
-            ("get_on_stream", self.job.get(pe, dest, src, bytes, target))
-        };
-        done.map_err(|message| Error::InvalidArgument { call, message })
+        let (job, pe, dest, src) = (Arc::clone(&self.job), self.pe, dest as usize, src as usize);
+        self.queue(stream, move || {
+            let (call, done) = if put {
+                ("put_on_stream", job.put(pe, dest, src, bytes, target))
+            } else {
+                ("get_on_stream", job.get(pe, dest, src, bytes, target))
+            };
+            done.map_err(|message| Error::InvalidArgument { call, message })
+        })
     }
 
     fn put_signal_on_stream(
         &self,
-        _stream: StreamId,
+        stream: StreamId,
         dest: u64,
         src: u64,
         bytes: usize,
@@ -374,30 +405,36 @@ impl OnStreamBackend for SimPe {
         value: u64,
         target: usize,
     ) -> Result<()> {
+        let (job, pe) = (Arc::clone(&self.job), self.pe);
         let data = (dest as usize, src as usize, bytes);
-        self.job
-            .put_signal(self.pe, data, (sig as usize, value), target)
-            .map_err(|message| Error::InvalidArgument {
-                call: "put_signal_on_stream",
-                message,
-            })
+        self.queue(stream, move || {
+            job.put_signal(pe, data, (sig as usize, value), target)
+                .map_err(|message| Error::InvalidArgument {
+                    call: "put_signal_on_stream",
+                    message,
+                })
+        })
     }
 
-    fn barrier_all_on_stream(&self, _stream: StreamId) -> Result<()> {
-        self.job
-            .barrier(self.pe, "barrier_all_on_stream")
-            .map_err(|e| collective_error(self.pe, "barrier_all_on_stream", e))
+    fn barrier_all_on_stream(&self, stream: StreamId) -> Result<()> {
+        let (job, pe) = (Arc::clone(&self.job), self.pe);
+        self.queue(stream, move || {
+            job.barrier(pe, "barrier_all_on_stream")
+                .map_err(|e| collective_error(pe, "barrier_all_on_stream", e))
+        })
     }
 
-    fn barrier_on_stream(&self, _stream: StreamId, team: Team) -> Result<()> {
-        self.job
-            .team_barrier(self.pe, team.raw(), "barrier_on_stream")
-            .map_err(|e| collective_error(self.pe, "barrier_on_stream", e))
+    fn barrier_on_stream(&self, stream: StreamId, team: Team) -> Result<()> {
+        let (job, pe) = (Arc::clone(&self.job), self.pe);
+        self.queue(stream, move || {
+            job.team_barrier(pe, team.raw(), "barrier_on_stream")
+                .map_err(|e| collective_error(pe, "barrier_on_stream", e))
+        })
     }
 
     fn collective_on_stream(
         &self,
-        _stream: StreamId,
+        stream: StreamId,
         team: Team,
         op: CollOp,
         elem: ElemKind,
@@ -412,8 +449,16 @@ impl OnStreamBackend for SimPe {
             CollOp::Reduce(op) => Coll::Reduce(op),
             CollOp::ReduceScatter(op) => Coll::ReduceScatter(op),
         };
-        let (pe, team, dest, src) = (self.pe, team.raw(), dest as usize, src as usize);
-        with_elem_type!(elem, T => self.job.collective::<T>(pe, team, coll, dest, src, n))
-            .map_err(|e| host_op_error(self.pe, coll.name(), e))
+        let (job, pe, team, dest, src) = (
+            Arc::clone(&self.job),
+            self.pe,
+            team.raw(),
+            dest as usize,
+            src as usize,
+        );
+        self.queue(stream, move || {
+            with_elem_type!(elem, T => job.collective::<T>(pe, team, coll, dest, src, n))
+                .map_err(|e| host_op_error(pe, coll.name(), e))
+        })
     }
 }

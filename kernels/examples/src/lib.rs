@@ -11,5 +11,6 @@
 pub mod bandwidth;
 pub mod gelu;
 pub mod hello;
+pub mod launch;
 pub mod queue;
 pub mod ring;

@@ -110,6 +110,7 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
+        refuse_capture(AG_CALL, stream)?;
         let team = self.team_desc(AG_CALL, options.team)?;
         check_rows(AG_CALL, shape, team.size)?;
         shape.check_in(AG_CALL, a.len(), b.len(), (c.len(), shape.m, "m x n"))?;
@@ -117,7 +118,7 @@ impl<'s> Ops<'s> {
         let b_kn = shape.b_layout == BLayout::KN;
         // Before anything is queued: a new pair of operands waits for the PE's work.
         let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(a, b, shape)?),
+            Path::Sm90 => Some(self.sm90_maps(stream, a, b, shape)?),
             Path::Sm80 => None,
         };
         let (tp80, gemm) = (
@@ -239,6 +240,7 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
+        refuse_capture(RS_CALL, stream)?;
         let team = self.team_desc(RS_CALL, options.team)?;
         check_rows(RS_CALL, shape, team.size)?;
         let rows = shape.m / team.size;
@@ -246,7 +248,7 @@ impl<'s> Ops<'s> {
         let path = self.path_for(RS_CALL, options.kernel)?;
         let b_kn = shape.b_layout == BLayout::KN;
         let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(a, b, shape)?),
+            Path::Sm90 => Some(self.sm90_maps(stream, a, b, shape)?),
             Path::Sm80 => None,
         };
         let (tp80, gemm) = (
@@ -410,6 +412,22 @@ impl<'s> Ops<'s> {
             st.epoch,
         ))
     }
+}
+
+/// A fused call cannot be recorded into a graph: its epoch (the value its flags are set to and
+/// waited for) is numbered on the host per call, and a graph would replay one epoch forever,
+/// its waits passing on the flags of earlier replays.
+fn refuse_capture(call: &'static str, stream: &Stream<'_>) -> Result<()> {
+    if stream.is_capturing() {
+        return Err(Error::Capture {
+            call,
+            message: "the fused ops number each call on the host (the epoch their flags are set \
+                      to and waited for), and a graph would replay one number: queue them \
+                      outside the capture"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// `m` must split evenly over the team's `size` PEs.

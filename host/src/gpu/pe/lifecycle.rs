@@ -45,6 +45,7 @@ impl GpuPe {
                 npes,
                 serial: Mutex::new(state),
                 pending: Mutex::default(),
+                capture: Mutex::default(),
                 fault_reported: AtomicBool::new(false),
                 limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
             }),

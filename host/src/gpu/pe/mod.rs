@@ -6,7 +6,8 @@
 //! * [`streams`]: streams, waits, timing, and which kernel a fault is pinned on;
 //! * [`alloc`]: the symmetric heap: the size exchange before each allocation, frees, copies;
 //! * [`module`]: module load (code for this GPU, NVSHMEM version) and kernel launch;
-//! * [`teams`]: team splits and queries; [`on_stream`]: puts, gets, barriers, collectives.
+//! * [`teams`]: team splits and queries; [`on_stream`]: puts, gets, barriers, collectives;
+//! * [`graph`]: graph capture (CUDA's stream capture) and the captured graphs.
 //!
 //! Threading: NVSHMEM is initialised `NVSHMEM_THREAD_SERIALIZED`, so every NVSHMEM call is made
 //! under one lock (which also guards the heap accounting); CUDA handles bind the PE's context
@@ -22,6 +23,7 @@
 //! streams, which may be the culprits).
 
 mod alloc;
+mod graph;
 mod lifecycle;
 mod module;
 mod on_stream;

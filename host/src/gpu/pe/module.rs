@@ -1,5 +1,7 @@
 //! Kernel modules on a GPU PE: loading an image (the code for this GPU, the NVSHMEM version
-//! checked, every kernel resolved up front) and launching its kernels ([`GpuModule`]).
+//! checked, every kernel resolved up front) and launching its kernels ([`GpuModule`]). The
+//! loaded code is shared: a graph that recorded a launch of its kernels keeps it loaded after
+//! the `Module` is dropped.
 
 use super::super::cuda::{CudaError, Dims, Function, Image, Module};
 use super::super::nvshmem::result as nv;
@@ -61,10 +63,12 @@ pub(super) fn load(shared: &Arc<PeShared>, image: &KernelImage) -> Result<Box<dy
         unsafe { nv::cumodule_init(sh.lib(), module.raw()) }?;
     }
     Ok(Box::new(GpuModule {
-        shared: shared.clone(),
-        functions,
-        nvshmem_registered,
-        module,
+        loaded: Arc::new(Loaded {
+            shared: shared.clone(),
+            functions,
+            nvshmem_registered,
+            module,
+        }),
     }))
 }
 
@@ -127,6 +131,13 @@ pub(crate) fn check_cooperative_fit(
 
 /// A module loaded on one PE.
 pub(crate) struct GpuModule {
+    /// Shared with the graphs that recorded launches of its kernels.
+    loaded: Arc<Loaded>,
+}
+
+/// A module's code on the GPU: unloaded when the `Module` and every graph that launches its
+/// kernels are gone.
+struct Loaded {
     shared: Arc<PeShared>,
     /// Every kernel of the image, resolved and loaded at `load`.
     functions: HashMap<&'static str, Function>,
@@ -135,7 +146,7 @@ pub(crate) struct GpuModule {
     module: Module,
 }
 
-impl GpuModule {
+impl Loaded {
     /// The kernel's handle (`Module::launch_on` launches only kernels of the image).
     fn function(&self, kernel: &'static str) -> Result<Function> {
         self.functions
@@ -151,10 +162,10 @@ impl GpuModule {
 impl ModuleBackend for GpuModule {
     unsafe fn launch(&self, call: &KernelCall<'_>) -> Result<()> {
         let (id, kernel, config) = (call.stream, call.kernel, &call.config);
-        let sh = &*self.shared;
+        let sh = &*self.loaded.shared;
         let stream = sh.stream(id);
         sh.ctx().bind()?;
-        let f = self.function(kernel)?;
+        let f = self.loaded.function(kernel)?;
         let refused = |e: CudaError| Error::Launch {
             kernel,
             message: format!("{} failed: {}", e.call, e.message()),
@@ -186,18 +197,18 @@ impl ModuleBackend for GpuModule {
                 refused(e)
             }
         })?;
-        lock(&sh.pending).insert(id, kernel);
+        sh.queued(id, kernel, || {
+            Some(self.loaded.clone() as Arc<dyn std::any::Any + Send + Sync>)
+        });
         Ok(())
     }
 }
 
-impl Drop for GpuModule {
+impl Drop for Loaded {
     fn drop(&mut self) {
         // Launched kernels may still run this module's code, on any stream; a failure among
         // them is reported by the PE's next synchronisation, not here.
-        for (_, stream) in self.shared.all_streams() {
-            let _ = stream.synchronize();
-        }
+        self.shared.wait_all_quietly();
         if self.nvshmem_registered {
             let _serial = lock(&self.shared.serial);
             // SAFETY: the module was registered in `load` and is still loaded.

@@ -1,5 +1,15 @@
 //! A GPU PE's on-stream operations: NVSHMEM's `nvshmemx_*_on_stream` puts, gets, barriers
-//! and collectives, queued under the NVSHMEM lock and remembered as the stream's pending work.
+//! and collectives, queued under the NVSHMEM lock and remembered as the stream's pending work
+//! (or recorded, on a stream that records a graph).
+//!
+//! What NVSHMEM 3.4.5 does on the stream decides what a graph can record: puts and gets
+//! between mapped PEs are device copies (`cudaMemcpyAsync` on the stream), through a proxy
+//! kernel otherwise; barriers and collectives are kernels, which ask `cudaStreamIsCapturing`
+//! and adapt (a system fence inside the barrier kernel, the same team's duplicates prepared at
+//! initialisation): all recordable. The exception is `nvshmemx_barrier_all_on_stream` in
+//! limited multi-process-per-GPU mode, which meets the PEs sharing the GPU with a host-side
+//! barrier and waits on their IPC events at the call: a graph would record neither, so it is
+//! refused on a recording stream there.
 
 use super::super::nvshmem::{result as nv, sys};
 use super::state::{lock, GpuPe, PeShared};
@@ -20,7 +30,7 @@ impl PeShared {
         let _serial = lock(&self.serial);
         self.ctx().bind()?;
         f(self.lib(), stream.raw())?;
-        lock(&self.pending).insert(id, call);
+        self.queued(id, call, || None);
         Ok(())
     }
 }
@@ -77,6 +87,18 @@ impl OnStreamBackend for GpuPe {
     }
 
     fn barrier_all_on_stream(&self, id: StreamId) -> Result<()> {
+        if self.shared.limited_mpg && self.shared.recording(id) {
+            return Err(Error::Unsupported {
+                call: "barrier_all_on_stream",
+                reason: "in a graph capture in NVSHMEM's limited multi-process-per-GPU mode \
+                         (several PEs share a GPU without MPS, e.g. with \
+                         RSHMEM_GPU_OVERSUBSCRIBE=1): there NVSHMEM meets the PEs sharing the \
+                         GPU with a host-side barrier when the call is made, which a graph \
+                         cannot record. Queue the barrier outside the capture, run one PE per \
+                         GPU, or start MPS (nvidia-cuda-mps-control -d)"
+                    .into(),
+            });
+        }
         self.shared
             .on_stream("nvshmemx_barrier_all_on_stream", id, |lib, stream| {
                 // SAFETY: NVSHMEM is initialised, the stream is on its context, and every PE

@@ -1,10 +1,13 @@
 //! What a GPU PE holds ([`GpuPe`]) and shares with its modules ([`PeShared`]): the data the
 //! other files of `gpu::pe` work on, each through the contract's trait it implements.
 
-use super::super::cuda::{Context, Stream};
+use super::super::cuda::{Context, Event, Stream};
 use super::super::heap_accounting::{Accounting, HeapLimit};
 use super::super::nvshmem::{sys, Nvshmem};
 use crate::contract::{Error, Result, StreamId};
+use rshmem_device::shmem::Team;
+use std::any::Any;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -32,10 +35,12 @@ pub(crate) struct PeShared {
     pub(super) npes: usize,
     /// Held around every NVSHMEM call (see the module docs).
     pub(super) serial: Mutex<HeapState>,
-    /// Per stream, the last kernel (or NVSHMEM on-stream operation) queued since the stream
-    /// was last synchronised without error. A destroyed stream's entry stays if its final
-    /// wait failed, until every stream has been synchronised without error.
-    pub(super) pending: Mutex<BTreeMap<StreamId, &'static str>>,
+    /// Per stream, the last kernel (or NVSHMEM on-stream operation, or graph) queued since
+    /// the stream was last synchronised without error. A destroyed stream's entry stays if its
+    /// final wait failed, until every stream has been synchronised without error.
+    pub(super) pending: Mutex<BTreeMap<StreamId, Cow<'static, str>>>,
+    /// The graph capture running on this PE, if one is.
+    pub(super) capture: Mutex<Option<GpuCapture>>,
     /// Set once a kernel fault has been reported to the PE's code (the context is dead from
     /// then on, and every later call reports the same sticky error).
     pub(super) fault_reported: AtomicBool,
@@ -50,6 +55,25 @@ pub(super) struct UserStreams {
     /// The last id handed out (ids are never reused, so a stale one cannot alias).
     pub(super) last: u32,
     pub(super) live: HashMap<StreamId, Arc<Stream>>,
+}
+
+/// A graph capture in progress (see `graph.rs`).
+pub(super) struct GpuCapture {
+    /// The stream it began on.
+    pub(super) origin: StreamId,
+    /// Per recording stream: an event recorded on it just before it began recording. Waiting
+    /// for a recording stream's earlier work waits for this event: a recording stream itself
+    /// cannot be synchronised (CUDA would invalidate the capture).
+    pub(super) before: BTreeMap<StreamId, Arc<Event>>,
+    /// What the recorded work launches, in order: kernels and NVSHMEM calls by name.
+    pub(super) names: Vec<&'static str>,
+    /// Kept as long as the graph: the modules whose kernels were recorded.
+    pub(super) keep: Vec<Arc<dyn Any + Send + Sync>>,
+    /// Recording streams the program dropped: destroyed once the capture ends.
+    pub(super) dropped_streams: Vec<(StreamId, Arc<Stream>)>,
+    /// Split teams the program dropped during the capture: destroyed once it ends (NVSHMEM's
+    /// destroy synchronises the device, which a capture cannot have).
+    pub(super) dropped_teams: Vec<Team>,
 }
 
 /// The heap bookkeeping guarded by the NVSHMEM lock.
@@ -70,6 +94,36 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl PeShared {
     pub(super) fn ctx(&self) -> &Arc<Context> {
         self.stream.context()
+    }
+
+    /// Whether stream `id` records a graph now.
+    pub(super) fn recording(&self, id: StreamId) -> bool {
+        lock(&self.capture)
+            .as_ref()
+            .is_some_and(|c| c.before.contains_key(&id))
+    }
+
+    /// Notes what queuing `name` on stream `id` means: recorded into the running capture (and
+    /// `keep` kept with its graph), or now the stream's pending work. Called with the work
+    /// queued.
+    pub(super) fn queued(
+        &self,
+        id: StreamId,
+        name: &'static str,
+        keep: impl FnOnce() -> Option<Arc<dyn Any + Send + Sync>>,
+    ) {
+        if let Some(capture) = &mut *lock(&self.capture) {
+            if capture.before.contains_key(&id) {
+                capture.names.push(name);
+                if let Some(kept) = keep() {
+                    if !capture.keep.iter().any(|k| Arc::ptr_eq(k, &kept)) {
+                        capture.keep.push(kept);
+                    }
+                }
+                return;
+            }
+        }
+        lock(&self.pending).insert(id, Cow::Borrowed(name));
     }
 
     pub(super) fn lib(&self) -> &'static sys::Lib {

@@ -1,23 +1,38 @@
 //! A GPU PE's streams, and how a fault is pinned on a kernel: every stream remembers the last
 //! kernel queued on it since it was last synchronised without error, and a fault (sticky,
 //! reported on whichever stream is waited for next) names that one first.
+//!
+//! During a graph capture (`graph.rs`) a recording stream is never synchronised (CUDA would
+//! invalidate the capture): a wait for it waits for the event recorded on it just before it
+//! began recording, i.e. for the work that really runs; a stream that forks from the capture
+//! gets that event first; a recording stream the program drops is destroyed after the
+//! capture.
 
 use super::super::cuda::{CudaError, Event, Stream};
 use super::state::{lock, GpuPe, PeShared};
 use crate::contract::{Error, Result, StreamBackend, StreamId};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 impl PeShared {
-    /// The stream `id`, which `Shmem` passes only while it lives.
+    /// The stream `id`, which `Shmem` passes only while it lives (a recording stream the
+    /// program dropped lives until the capture ends).
     pub(super) fn stream(&self, id: StreamId) -> Arc<Stream> {
         if id == StreamId::PE {
             return self.stream.clone();
         }
-        let streams = lock(&self.user_streams);
-        let stream = streams.live.get(&id).cloned();
+        let live = lock(&self.user_streams).live.get(&id).cloned();
+        let stream = live.or_else(|| {
+            let capture = lock(&self.capture);
+            let dropped = &capture.as_ref()?.dropped_streams;
+            dropped
+                .iter()
+                .find(|(d, _)| *d == id)
+                .map(|(_, s)| s.clone())
+        });
         stream.unwrap_or_else(|| panic!("rshmem: stream {id:?} used after it was destroyed"))
     }
 
@@ -37,7 +52,8 @@ impl PeShared {
         if !e.is_kernel_fault() {
             return e.into();
         }
-        let suspects = suspects(&lock(&self.pending), on);
+        let pending = lock(&self.pending);
+        let suspects = suspects(&pending, on);
         let Some((kernel, others)) = suspects.split_first() else {
             return e.into();
         };
@@ -67,15 +83,30 @@ impl PeShared {
     }
 
     pub(super) fn sync_one(&self, id: StreamId, stream: &Stream) -> Result<()> {
-        let before = lock(&self.pending).get(&id).copied();
+        let recording = lock(&self.capture)
+            .as_ref()
+            .and_then(|c| c.before.get(&id).cloned());
+        if let Some(before) = recording {
+            // Its work before the capture; what it recorded runs only in the graph.
+            return before.synchronize().map_err(|e| self.fault(e, id));
+        }
+        let before = lock(&self.pending).get(&id).cloned();
         stream.synchronize().map_err(|e| self.fault(e, id))?;
         let mut pending = lock(&self.pending);
         // Only what was queued before the wait is known to be done; another thread may have
         // queued more since.
-        if pending.get(&id).copied() == before {
+        if pending.get(&id) == before.as_ref() {
             pending.remove(&id);
         }
         Ok(())
+    }
+
+    /// Waits for every stream of the PE, going on past failures (which the next
+    /// synchronisation reports): before releasing what their work may use.
+    pub(super) fn wait_all_quietly(&self) {
+        for (id, stream) in self.all_streams() {
+            let _ = self.sync_one(id, &stream);
+        }
     }
 
     /// Waits for every stream of the PE; then destroyed streams' leftover entries are moot.
@@ -91,13 +122,13 @@ impl PeShared {
 
 /// The kernels that may have caused a fault reported on stream `on`: the one pending there
 /// first, then those pending on the PE's other streams, by stream id.
-fn suspects(pending: &BTreeMap<StreamId, &'static str>, on: StreamId) -> Vec<&'static str> {
+fn suspects<'a>(pending: &'a BTreeMap<StreamId, Cow<'static, str>>, on: StreamId) -> Vec<&'a str> {
     let elsewhere = pending.iter().filter(|(id, _)| **id != on);
     pending
         .get(&on)
         .into_iter()
         .chain(elsewhere.map(|(_, kernel)| kernel))
-        .copied()
+        .map(|kernel| &**kernel)
         .collect()
 }
 
@@ -120,6 +151,13 @@ impl StreamBackend for GpuPe {
         let Some(stream) = lock(&sh.user_streams).live.remove(&id) else {
             return;
         };
+        if let Some(capture) = &mut *lock(&sh.capture) {
+            if capture.before.contains_key(&id) {
+                // Destroyed when the capture ends (its recorded work is the graph's).
+                capture.dropped_streams.push((id, stream));
+                return;
+            }
+        }
         // Waiting here keeps the kernel names of a failure that happens on this stream
         // meaningful; if the wait fails, the entry stays for the next synchronisation to
         // name.
@@ -135,10 +173,26 @@ impl StreamBackend for GpuPe {
     fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
         let sh = &*self.shared;
         let (waiter_stream, on_stream) = (sh.stream(waiter), sh.stream(on));
+        // A fork from a capture: mark the end of the waiter's real work first.
+        let fork = (sh.recording(on) && !sh.recording(waiter))
+            .then(|| -> Result<Arc<Event>> {
+                let before = Event::new(sh.ctx(), false)?;
+                before
+                    .record(&waiter_stream)
+                    .map_err(|e| sh.fault(e, waiter))?;
+                Ok(Arc::new(before))
+            })
+            .transpose()?;
         let event = Event::new(sh.ctx(), false)?;
         event.record(&on_stream).map_err(|e| sh.fault(e, on))?;
         // The wait captures the event's state now; dropping the event afterwards is fine.
-        waiter_stream.wait(&event).map_err(|e| sh.fault(e, waiter))
+        waiter_stream
+            .wait(&event)
+            .map_err(|e| sh.fault(e, waiter))?;
+        if let (Some(before), Some(capture)) = (fork, &mut *lock(&sh.capture)) {
+            capture.before.insert(waiter, before);
+        }
+        Ok(())
     }
 
     fn time(&self, id: StreamId, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
@@ -162,9 +216,9 @@ mod tests {
     #[test]
     fn faults_name_the_waited_streams_kernel_first() {
         let pending = BTreeMap::from([
-            (StreamId::PE, "fill"),
-            (StreamId(2), "trap"),
-            (StreamId(5), "copy"),
+            (StreamId::PE, Cow::Borrowed("fill")),
+            (StreamId(2), Cow::Borrowed("trap")),
+            (StreamId(5), Cow::Owned("copy".to_string())),
         ]);
         assert_eq!(suspects(&pending, StreamId(2)), ["trap", "fill", "copy"]);
         assert_eq!(suspects(&pending, StreamId::PE), ["fill", "trap", "copy"]);

@@ -71,6 +71,11 @@ impl TeamBackend for GpuPe {
     /// Skipped where the GPU is unusable (a kernel faulted): NVSHMEM's destroy synchronises
     /// the device and would end the process on the error, while this PE is failing anyway.
     fn team_destroy(&self, team: Team) {
+        if let Some(capture) = &mut *lock(&self.shared.capture) {
+            // NVSHMEM's destroy synchronises the device: after the capture.
+            capture.dropped_teams.push(team);
+            return;
+        }
         let _ = self.shared.team_call(|lib| {
             // SAFETY: `team` is a split team this PE held (its `TeamHandle` is being
             // dropped) and the stream's work that could use it has completed.
