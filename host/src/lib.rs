@@ -87,7 +87,7 @@ pub use queue::{
 };
 pub use select::Backend;
 pub use shmem::Shmem;
-pub use stream::Stream;
+pub use stream::{Stream, StreamKey};
 pub use stream_ops::SymRange;
 pub use sym_buffer::SymBuffer;
 pub use team::TeamHandle;

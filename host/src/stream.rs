@@ -117,6 +117,14 @@ impl<'s> Stream<'s> {
         self.shmem
     }
 
+    /// A key naming this stream among its PE's streams: equal for every handle of the same
+    /// stream, never given to a later stream of the PE (stream numbers are not reused). For
+    /// state kept per stream beside rshmem: `rshmem::ops` keeps each stream's collective
+    /// workspace under it.
+    pub fn key(&self) -> StreamKey {
+        StreamKey(self.id.0)
+    }
+
     /// Whether this is the PE's own stream ([`Shmem::stream`]).
     pub fn is_pe_stream(&self) -> bool {
         self.id == StreamId::PE
@@ -192,6 +200,11 @@ impl<'s> Stream<'s> {
         })
     }
 }
+
+/// What [`Stream::key`] returns: an opaque, comparable, hashable name of one of a PE's
+/// streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamKey(u32);
 
 impl Drop for Stream<'_> {
     fn drop(&mut self) {

@@ -1,7 +1,7 @@
 //! # rshmem-ops
 //!
 //! rshmem's own operations on symmetric buffers, re-exported by `rshmem` (feature `ops`) as
-//! `rshmem::ops`. So far: the GEMM, `C = A · B` with bf16 or f16 inputs, f32 accumulation and
+//! `rshmem::ops`: the collectives ([`coll`]) and the GEMM, `C = A · B` with bf16 or f16 inputs, f32 accumulation and
 //! an f32 or input-typed output, on the Hopper kernel (TMA + `wgmma`, persistent,
 //! warp-specialised: `kernels/gemm/src/sm90.rs`) or the Ampere one (`cp.async` + `mma.sync`).
 //!
@@ -10,6 +10,10 @@
 //! * [`GemmShape`], [`BLayout`]: what to compute, B N x K (`A · Bᵀ`) or K x N;
 //!   [`GemmOptions`] / [`Kernel`] force a kernel.
 //! * [`elem`]: the element types ([`GemmIn`], [`GemmOut`]) and their kernels.
+//! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
+//!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
+//!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops-coll`,
+//!   made of `rshmem_coll`'s blocks), with their [`Algorithm`]s.
 //!
 //! ```no_run
 //! use rshmem_device::bf16;
@@ -42,12 +46,14 @@
 //! the same mainloops with its own `rshmem_gemm::Hooks` (tile order, a wait before a tile's
 //! loads, the store of each value, a per-tile signal) instead of copying them.
 
+pub mod coll;
 pub mod elem;
 pub mod fused;
 pub mod maps;
 mod ops;
 pub mod shape;
 
+pub use coll::{Algorithm, CollElem, NormElem};
 pub use elem::{GemmIn, GemmOut};
 pub use fused::FusedOptions;
 pub use maps::MAP_SLOTS;
@@ -71,3 +77,7 @@ pub static TP90: rshmem_host::KernelImage =
 /// `mma.sync` GEMM, the calls' barrier and the reduce-scatter's fix-up).
 pub static TP80: rshmem_host::KernelImage =
     rshmem_host::include_kernels!("rshmem-ops-tp80-kernels");
+
+/// The sm_80 and sm_90 image of `kernels/ops-coll` (the collectives, [`coll`]).
+pub static COLL: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-ops-coll-kernels");

@@ -44,6 +44,8 @@ pub struct Ops<'s> {
     maps: Mutex<MapTable<'s>>,
     /// The fused calls' epoch, workspace and side stream ([`crate::fused`]).
     tp: Mutex<tp_calls::TpState<'s>>,
+    /// The collectives' image, peer mappings and per-stream workspaces ([`crate::coll`]).
+    pub(crate) coll: crate::coll::State<'s>,
 }
 
 mod tp_calls;
@@ -56,8 +58,9 @@ enum Path {
 }
 
 impl<'s> Ops<'s> {
-    /// Loads the ops' kernel images that can run on this PE's device (once) and allocates the
-    /// GEMM's tensor-map table ([`crate::maps`]). Collective: every PE calls it, in the same
+    /// Loads the ops' kernel images that can run on this PE's device (once), allocates the
+    /// GEMM's tensor-map table ([`crate::maps`]) and finds which PEs the collectives reach
+    /// through peer mappings ([`crate::coll`]). Collective: every PE calls it, in the same
     /// order relative to its other allocations.
     pub fn new(shmem: &'s Shmem) -> Result<Self> {
         let info = shmem.device_info();
@@ -86,6 +89,7 @@ impl<'s> Ops<'s> {
             tp80,
             maps: Mutex::new(MapTable::new(shmem)?),
             tp: Mutex::new(tp_calls::TpState::default()),
+            coll: crate::coll::State::new(shmem)?,
         })
     }
 

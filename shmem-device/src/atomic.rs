@@ -137,3 +137,37 @@ pub unsafe fn store<S: MemScope, T: AtomicInt>(ptr: *mut T, value: T, order: Ord
 pub fn fence<S: MemScope>(order: Ordering) {
     backend::atomic_fence(S::KIND, order)
 }
+
+/// Sixteen bytes as four 32-bit words, 16-byte aligned: what one vector access moves
+/// ([`load_relaxed_x4`], [`store_relaxed_x4`]).
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Words4(pub [u32; 4]);
+
+/// Loads four 32-bit words with one vector access, each word a relaxed atomic load at scope
+/// `S` (`ld.relaxed.<scope>.v4.b32`): every word is single-copy atomic, the 16 bytes as a
+/// whole are not (a concurrent [`store_relaxed_x4`] may be seen in part). What a poll of
+/// memory that peers write word by word needs (the flag-in-data protocols of `rshmem-coll`).
+///
+/// # Safety
+///
+/// `ptr` must be valid for reads of 16 bytes and 16-byte aligned; concurrent accesses to
+/// those bytes must be atomic (these, or 32-bit atomics).
+#[inline(always)]
+pub unsafe fn load_relaxed_x4<S: MemScope>(ptr: *const Words4) -> Words4 {
+    // SAFETY: forwarded from this function's contract.
+    Words4(unsafe { backend::load_relaxed_x4(S::KIND, ptr.cast()) })
+}
+
+/// Stores four 32-bit words with one vector access, each word a relaxed atomic store at scope
+/// `S` (`st.relaxed.<scope>.v4.b32`); see [`load_relaxed_x4`].
+///
+/// # Safety
+///
+/// `ptr` must be valid for writes of 16 bytes and 16-byte aligned; concurrent accesses to
+/// those bytes must be atomic.
+#[inline(always)]
+pub unsafe fn store_relaxed_x4<S: MemScope>(ptr: *mut Words4, value: Words4) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::store_relaxed_x4(S::KIND, ptr.cast(), value.0) }
+}

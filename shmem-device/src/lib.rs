@@ -35,7 +35,7 @@
 //!
 //! | layer | modules | what |
 //! |---|---|---|
-//! | public API | [`thread`], [`warp`], [`atomic`], [`shmem`] (one module per family), [`debug`], [`queue`], [`view`], [`kernel`](mod@kernel) | what kernels call; documentation and policy; never `cfg` on the target |
+//! | public API | [`thread`], [`warp`], [`atomic`], [`vector`], [`shmem`] (one module per family), [`debug`], [`queue`], [`view`], [`kernel`](mod@kernel) | what kernels call; documentation and policy; never `cfg` on the target |
 //! | backends (private `backend`) | `backend/gpu/` (PTX, NVSHMEM externs), `backend/sim.rs` over [`sim`] | the one place that picks the target |
 //! | contract (private `contract`) | `contract.rs` | the types both sides speak: scopes, orderings, op and comparison codes, `Dim3`, `Team` |
 //!
@@ -89,6 +89,7 @@ pub mod shmem;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod sim;
 pub mod thread;
+pub mod vector;
 pub mod view;
 pub mod warp;
 

@@ -108,6 +108,51 @@ pub fn globaltimer_ns() -> u64 {
     backend::globaltimer_ns()
 }
 
+/// The pacing of a polling loop over memory that other threads or PEs write (a flag, or data
+/// that carries its own flag): call [`Poll::pause`] after each poll that did not see what it
+/// waits for.
+///
+/// On a GPU the first polls go at full speed and later ones sleep a little (`nanosleep`). On
+/// the simulator, where every GPU thread is a host thread, it yields the host thread, and it
+/// ends the wait with an error naming `what` when another PE of the job failed (blaming it)
+/// or when the wait ran past `RSHMEM_SIM_WAIT_TIMEOUT`, as `shmem::wait_until` does there.
+///
+/// ```ignore
+/// let mut poll = thread::Poll::new();
+/// while unsafe { atomic::load::<Sys, u32>(flag, Ordering::Acquire) } != 1 {
+///     poll.pause("waiting for the producer's flag");
+/// }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Poll {
+    polls: u32,
+    start_ns: u64,
+}
+
+impl Poll {
+    /// A poll that starts now.
+    #[inline(always)]
+    pub fn new() -> Self {
+        Poll {
+            polls: 0,
+            start_ns: backend::globaltimer_ns(),
+        }
+    }
+
+    /// Paces the next poll; on the simulator, may end the thread as described above.
+    #[inline(always)]
+    pub fn pause(&mut self, what: &'static str) {
+        backend::poll_pause(what, self.polls, self.start_ns);
+        self.polls = self.polls.saturating_add(1);
+    }
+}
+
+impl Default for Poll {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Aborts the kernel: the host sees a launch failure naming it (on the simulator, a failure
 /// naming kernel, PE, block and thread).
 #[inline(always)]

@@ -14,7 +14,7 @@
 //! sm80: every thread, each issuing its own `cp.async`s). There [`AgHooks`] waits, for every
 //! rank other than this one whose chunk meets the tile's rows (one, or two when the tile
 //! straddles chunks), until `flags[arrived_slot(q)] >= epoch`, then acquires at system
-//! scope (`flags::wait`). The copy engine set that flag only after the chunk's copy had
+//! scope (`rshmem_coll::signal::wait`). The copy engine set that flag only after the chunk's copy had
 //! completed (stream order on the pusher's side stream), so the acquire makes the chunk's
 //! bytes visible to the waiting thread's loads; on sm90 a `fence.proxy.async.global` then
 //! orders the TMA loads (async proxy) after that acquire (generic proxy). Rows of this rank's
@@ -32,6 +32,7 @@
 use crate::call::TpCall;
 use crate::flags;
 use crate::order;
+use rshmem_coll::signal;
 use rshmem_device::bf16;
 use rshmem_device::hopper;
 use rshmem_gemm::hooks::{Hooks, StoreC, Tile};
@@ -68,15 +69,11 @@ impl<const TMA: bool> Hooks for AgHooks<TMA> {
         let mut waited = false;
         for q in first..=last {
             if q != call.rank {
-                // SAFETY: the slot lies in the flag buffer (q < size); rank q's side stream
-                // sets it after its barrier of this call, which waits for nothing of ours but
-                // our barrier (queued before this kernel).
-                unsafe {
-                    flags::wait(
-                        self.flags.add(flags::arrived_slot(call.size, q)),
-                        call.epoch,
-                    )
-                };
+                let flag = self.flags.wrapping_add(flags::arrived_slot(call.size, q));
+                // SAFETY: the slot lies in the flag buffer (q < size), which only signals
+                // write; rank q's side stream sets it after its barrier of this call, which
+                // waits for nothing of ours but our barrier (queued before this kernel).
+                unsafe { signal::wait(flag, call.epoch, call.world_pe(q)) };
                 waited = true;
             }
         }

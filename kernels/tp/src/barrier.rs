@@ -35,6 +35,7 @@
 
 use crate::call::TpCall;
 use crate::flags;
+use rshmem_coll::signal;
 use rshmem_device::{device_assert, shmem, thread};
 
 /// Threads the barrier needs in its one block: one per rank (ranks past the team's size do
@@ -67,14 +68,11 @@ pub unsafe fn barrier(flags: *mut u64, call: TpCall) {
         call.world_pe(i),
         shmem::my_pe()
     );
-    // SAFETY: slots `rank` and `i` lie in the buffer (`i`, `rank` < size); rank `i` is a PE
-    // of the job; it sets our slot `i` in its own barrier of this call.
+    let pe = call.world_pe(i);
+    // SAFETY: slots `rank` and `i` lie in the buffer (`i`, `rank` < size), which only signals
+    // write; rank `i` is a PE of the job and sets our slot `i` in its own barrier of this call.
     unsafe {
-        flags::publish(
-            flags.add(flags::barrier_slot(call.rank)),
-            call.epoch,
-            call.world_pe(i),
-        );
-        flags::wait(flags.add(flags::barrier_slot(i)), call.epoch);
+        signal::signal(flags.add(flags::barrier_slot(call.rank)), call.epoch, pe);
+        signal::wait(flags.add(flags::barrier_slot(i)), call.epoch, pe);
     }
 }

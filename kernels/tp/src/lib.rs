@@ -8,7 +8,8 @@
 //! instantiate them; a user's own fused kernel can too.
 //!
 //! * [`TpCall`]: the call as kernels see it (shape, team, epoch).
-//! * [`flags`]: the flag words (one symmetric buffer) and the wait / publish pair on them.
+//! * [`flags`]: the flag words (one symmetric buffer); they are set and waited for with
+//!   rshmem-coll's per-chunk signal blocks (`rshmem_coll::signal`).
 //! * [`barrier`]: the barrier that starts every call, and why buffers can be reused across
 //!   calls.
 //! * [`order`]: the tile orders (own chunk first for the all-gather, own rows last for the

@@ -16,12 +16,15 @@
 //!   slot.
 //!
 //! After its last store of a tile, one thread ([`Hooks::tile_done`], after the block's
-//! consumer barrier) publishes the tile to every other rank whose rows it holds: a system-
-//! scope release fence, then `flags[tile_slot(rank, tile)] = epoch` on that rank.
+//! consumer barrier) publishes the tile to every other rank whose rows it holds with
+//! `rshmem_coll::signal::signal`: a system-scope release store of the epoch into
+//! `flags[tile_slot(rank, tile)]` on that rank (cumulative: it covers the other consumer
+//! threads' stores, ordered before it by the barrier).
 //!
 //! **Why a reduction never reads a partial before it is complete.** A rank adds peer `q`'s
 //! partial of a tile only after [`Hooks::before_epilogue`] of that tile, where every consumer
-//! thread waits for `flags[tile_slot(q, tile)] >= epoch` and acquires (`flags::wait`). Rank
+//! thread waits for `flags[tile_slot(q, tile)] >= epoch` and acquires
+//! (`rshmem_coll::signal::wait`). Rank
 //! `q` set that flag in its `tile_done` of the same tile, after the barrier that follows every
 //! consumer thread's stores of it, with a cumulative release: every store of the tile's
 //! partial precedes the flag, and the acquire orders the reads after it. [`fixup`] waits for
@@ -52,6 +55,7 @@ use crate::call::TpCall;
 use crate::flags;
 use crate::order;
 use core::num::NonZeroU32;
+use rshmem_coll::signal;
 use rshmem_device::bf16;
 use rshmem_device::half::Half;
 use rshmem_device::shmem;
@@ -201,15 +205,13 @@ impl Hooks for RsHooks {
         let (tiles, id) = (self.tiles(), self.tile_id(tile.m0, tile.n0));
         for q in 0..c.size {
             if q != c.rank {
-                // SAFETY: the slot lies in the buffer (q < size, id < tiles); rank q sets it
-                // in its tile_done of this tile, which it reaches without waiting for us (the
-                // module docs).
-                unsafe {
-                    flags::wait(
-                        self.flags.add(flags::tile_slot(c.size, tiles, q, id)),
-                        c.epoch,
-                    )
-                };
+                let flag = self
+                    .flags
+                    .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
+                // SAFETY: the slot lies in the buffer (q < size, id < tiles), which only
+                // signals write; rank q sets it in its tile_done of this tile, which it
+                // reaches without waiting for us (the module docs).
+                unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
             }
         }
     }
@@ -259,16 +261,14 @@ impl Hooks for RsHooks {
         let (tiles, id) = (self.tiles(), self.tile_id(tile.m0, tile.n0));
         for owner in first..=last {
             if owner != c.rank {
-                // SAFETY: our slot for the tile lies in the owner's flag buffer; after the
-                // consumer barrier every store of the tile happened before (the mainloop's
-                // contract for tile_done).
-                unsafe {
-                    flags::publish(
-                        self.flags.add(flags::tile_slot(c.size, tiles, c.rank, id)),
-                        c.epoch,
-                        c.world_pe(owner),
-                    )
-                };
+                let flag = self
+                    .flags
+                    .wrapping_add(flags::tile_slot(c.size, tiles, c.rank, id));
+                // SAFETY: our slot for the tile lies in the owner's flag buffer, which only
+                // signals write; after the consumer barrier every store of the tile happened
+                // before (the mainloop's contract for tile_done), and the signal's release is
+                // cumulative.
+                unsafe { signal::signal(flag, c.epoch, c.world_pe(owner)) };
             }
         }
     }
@@ -309,14 +309,12 @@ pub unsafe fn fixup(hooks: &RsHooks) {
         let (q, j, band) = (w / (2 * tiles_n), w / 2 % tiles_n, bands[(w % 2) as usize]);
         if q != c.rank && straddles(band) {
             let id = band * tiles_n + j;
-            // SAFETY: the slot lies in the buffer; rank q publishes it in its GEMM of this
-            // call without waiting for us.
-            unsafe {
-                flags::wait(
-                    hooks.flags.add(flags::tile_slot(c.size, tiles, q, id)),
-                    c.epoch,
-                )
-            };
+            let flag = hooks
+                .flags
+                .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
+            // SAFETY: the slot lies in the buffer, which only signals write; rank q signals it
+            // in its GEMM of this call without waiting for us.
+            unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
         }
         w += threads;
     }

@@ -409,3 +409,61 @@ impl<T: SimAtomic + 'static> ScopedAtomic for T {
         unsafe { atomic::store(ptr, value) }
     }
 }
+
+/// # Safety
+///
+/// As `atomic::load_relaxed_x4`: four sequentially consistent 32-bit loads here.
+#[inline(always)]
+pub(crate) unsafe fn load_relaxed_x4(_: MemScopeKind, ptr: *const [u32; 4]) -> [u32; 4] {
+    let words = ptr.cast::<u32>();
+    // SAFETY: the caller's contract: 16 valid bytes, aligned, accessed only atomically.
+    unsafe { core::array::from_fn(|i| atomic::load(words.add(i))) }
+}
+
+/// # Safety
+///
+/// As `atomic::store_relaxed_x4`: four sequentially consistent 32-bit stores here.
+#[inline(always)]
+pub(crate) unsafe fn store_relaxed_x4(_: MemScopeKind, ptr: *mut [u32; 4], v: [u32; 4]) {
+    let words = ptr.cast::<u32>();
+    for (i, w) in v.into_iter().enumerate() {
+        // SAFETY: as above.
+        unsafe { atomic::store(words.add(i), w) }
+    }
+}
+
+/// # Safety
+///
+/// As `vector::load`: a plain host read.
+#[inline(always)]
+pub(crate) unsafe fn load_x4(ptr: *const [u32; 4]) -> [u32; 4] {
+    // SAFETY: the caller's contract.
+    unsafe { ptr.read() }
+}
+
+/// # Safety
+///
+/// As `vector::store`: a plain host write.
+#[inline(always)]
+pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
+    // SAFETY: the caller's contract.
+    unsafe { ptr.write(v) }
+}
+
+/// After a failed poll (`thread::Poll`): spins, yields the host thread, then sleeps 50 µs
+/// per poll (the simulator's own waits do the same); every 64 polls
+/// it checks whether the job failed (ending this thread, blaming the failed PE) or the wait
+/// ran past `RSHMEM_SIM_WAIT_TIMEOUT`, as the simulator's own waits do.
+pub(crate) fn poll_pause(what: &'static str, polls: u32, start_ns: u64) {
+    if polls % 64 == 63 {
+        let waited = std::time::Duration::from_nanos(globaltimer_ns().saturating_sub(start_ns));
+        check_spin(what, waited, &|| {
+            "the memory it polls never took the value it waits for".into()
+        });
+    }
+    match polls {
+        0..=63 => core::hint::spin_loop(),
+        64..=1023 => std::thread::yield_now(),
+        _ => std::thread::sleep(std::time::Duration::from_micros(50)),
+    }
+}

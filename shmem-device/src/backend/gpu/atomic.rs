@@ -121,3 +121,97 @@ atomic_ints! {
     u64 => bits: "b64", add: "u64", minmax: "u64", reg: reg64;
     i64 => bits: "b64", add: "u64", minmax: "s64", reg: reg64;
 }
+
+/// `ld.relaxed.<scope>.v4.b32`.
+///
+/// # Safety
+///
+/// As `atomic::load_relaxed_x4`.
+#[inline(always)]
+pub(crate) unsafe fn load_relaxed_x4(scope: MemScopeKind, ptr: *const [u32; 4]) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    macro_rules! ld4 {
+        ($sc:literal) => {
+            core::arch::asm!(
+                concat!("ld.relaxed.", $sc, ".v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];"),
+                a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                p = in(reg64) ptr,
+                options(nostack, readonly)
+            )
+        };
+    }
+    // SAFETY: the caller's contract (16 valid, aligned bytes; concurrent accesses atomic).
+    unsafe {
+        match scope {
+            MemScopeKind::Cta => ld4!("cta"),
+            MemScopeKind::Gpu => ld4!("gpu"),
+            MemScopeKind::Sys => ld4!("sys"),
+        }
+    }
+    [a, b, c, d]
+}
+
+/// `st.relaxed.<scope>.v4.b32`.
+///
+/// # Safety
+///
+/// As `atomic::store_relaxed_x4`.
+#[inline(always)]
+pub(crate) unsafe fn store_relaxed_x4(scope: MemScopeKind, ptr: *mut [u32; 4], v: [u32; 4]) {
+    macro_rules! st4 {
+        ($sc:literal) => {
+            core::arch::asm!(
+                concat!("st.relaxed.", $sc, ".v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};"),
+                p = in(reg64) ptr,
+                a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+                options(nostack)
+            )
+        };
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        match scope {
+            MemScopeKind::Cta => st4!("cta"),
+            MemScopeKind::Gpu => st4!("gpu"),
+            MemScopeKind::Sys => st4!("sys"),
+        }
+    }
+}
+
+/// `ld.v4.b32` (weak).
+///
+/// # Safety
+///
+/// As `vector::load`.
+#[inline(always)]
+pub(crate) unsafe fn load_x4(ptr: *const [u32; 4]) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller's contract (16 valid, aligned bytes; no racing write).
+    unsafe {
+        core::arch::asm!(
+            "ld.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg64) ptr,
+            options(nostack, readonly, preserves_flags)
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `st.v4.b32` (weak).
+///
+/// # Safety
+///
+/// As `vector::store`.
+#[inline(always)]
+pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "st.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) ptr,
+            a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+            options(nostack, preserves_flags)
+        )
+    };
+}

@@ -8,6 +8,7 @@ pub(crate) mod hopper;
 pub(crate) mod mma;
 mod shmem;
 
+pub(crate) use atomic::{load_relaxed_x4, load_x4, store_relaxed_x4, store_x4};
 pub(crate) use shmem::*;
 
 use crate::contract::{Dim3, MemScopeKind, Ordering, PrintfValue, ScopeKind, Shuffle};
@@ -247,6 +248,16 @@ pub(crate) fn atomic_fence(scope: MemScopeKind, order: Ordering) {
 pub(crate) fn nanosleep(ns: u32) {
     // SAFETY: no preconditions (sm_70+).
     unsafe { core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) };
+}
+
+/// After a failed poll (`thread::Poll`): the first 4096 polls go at full speed (a flag-in-data
+/// wait is latency-bound), later ones sleep 128 ns each, so that a long wait leaves the SM
+/// and the memory system to the threads it waits for.
+#[inline(always)]
+pub(crate) fn poll_pause(_what: &'static str, polls: u32, _start_ns: u64) {
+    if polls >= 4096 {
+        nanosleep(128);
+    }
 }
 
 #[inline(always)]

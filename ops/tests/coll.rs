@@ -1,0 +1,350 @@
+//! rshmem's collectives (`Ops::all_reduce` and the rest) on every backend, against host
+//! references (see `coll_cases/mod.rs` for the data and the bounds): every collective × bf16,
+//! f16, f32, i32, i64 × 1, odd and 1 MiB + 3 elements × the world and a split team × in and
+//! out of place × every algorithm; the fused all-reduce + RMSNorm; collectives on two streams
+//! at once; 64 MiB on GPUs; the errors. `coll_no_p2p.rs` runs the same matrix on the
+//! simulator without peer mappings.
+
+#[macro_use]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+#[path = "coll_cases/mod.rs"]
+mod coll_cases;
+
+use coll_cases::{check_reduced, data, TestElem};
+use common::Outcome;
+use rshmem::{bf16, f16, Backend, ReduceOp, Shmem, Team};
+use rshmem_ops::{Algorithm, NormElem, Ops};
+
+per_backend! {
+    every_collective_type_size_team_algorithm => [2, 3, 4];
+    all_reduce_rmsnorm_fused => [2, 3];
+    two_streams_at_once => [2, 3];
+    large_messages => [2];
+    errors_name_the_mismatch => [2];
+}
+
+fn every_collective_type_size_team_algorithm(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    coll_cases::each_type(
+        shmem,
+        &ops,
+        &[
+            Algorithm::Auto,
+            Algorithm::Lamport,
+            Algorithm::OneShot,
+            Algorithm::TwoShot,
+        ],
+    )
+}
+
+/// Host reference of the fused op for one row: `residual' = Σ x + residual` (checked with
+/// the all-reduce bound against f64) and `out` from the kernel's own `residual'` in f64,
+/// within the type's rounding plus a few f32 ulp.
+fn check_rmsnorm_row<T: TestElem>(
+    xs: &[Vec<T>],
+    res0: &[T],
+    weight: &[T],
+    res: &[T],
+    out: &[T],
+    eps: f32,
+) -> Result<(), String> {
+    let hidden = res0.len();
+    for i in 0..hidden {
+        let mut terms: Vec<T> = xs.iter().map(|x| x[i]).collect();
+        terms.push(res0[i]);
+        check_reduced(|| format!("residual {i}"), ReduceOp::Sum, res[i], &terms)?;
+    }
+    let ms = res.iter().map(|r| r.f64() * r.f64()).sum::<f64>() / hidden as f64;
+    let scale = 1.0 / (ms + eps as f64).sqrt();
+    for i in 0..hidden {
+        let want = res[i].f64() * scale * weight[i].f64();
+        let bound = (T::U + 16.0 * 2f64.powi(-24)) * want.abs() + T::ABS + 1e-30;
+        if (out[i].f64() - want).abs() > bound {
+            return Err(format!(
+                "out {i}: got {:?}, want {want} (bound {bound:e})",
+                out[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn rmsnorm_case<T: TestElem + NormElem>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    rows: usize,
+    hidden: usize,
+    seed: u64,
+) -> Outcome {
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let eps = 1e-5f32;
+    let x = shmem.alloc_from(&data::<T>(seed, me, rows * hidden))?;
+    // Every member holds the same residual (tensor parallelism), its own x.
+    let res0 = data::<T>(seed ^ 1, 99, rows * hidden);
+    let weight_host = data::<T>(seed ^ 2, 98, hidden);
+    let mut residual = shmem.alloc_from(&res0)?;
+    let weight = shmem.alloc_from(&weight_host)?;
+    let mut out = shmem.alloc_from(&vec![T::poison(); rows * hidden + 3])?;
+    ops.all_reduce_rmsnorm(
+        &shmem.stream(),
+        Team::WORLD,
+        &x,
+        &mut residual,
+        &weight,
+        &mut out,
+        rows,
+        hidden,
+        eps,
+    )?;
+    let (res, got) = (residual.to_vec()?, out.to_vec()?);
+    let xs: Vec<Vec<T>> = (0..n).map(|r| data::<T>(seed, r, rows * hidden)).collect();
+    for row in 0..rows {
+        let at = row * hidden..(row + 1) * hidden;
+        let xr: Vec<Vec<T>> = xs.iter().map(|x| x[at.clone()].to_vec()).collect();
+        check_rmsnorm_row(
+            &xr,
+            &res0[at.clone()],
+            &weight_host,
+            &res[at.clone()],
+            &got[at.clone()],
+            eps,
+        )
+        .map_err(|e| {
+            format!(
+                "{} rows {rows} hidden {hidden} {:?}: row {row}: {e}",
+                <T as rshmem_coll::Elem>::NAME,
+                ops.algorithm()
+            )
+        })?;
+    }
+    if got[rows * hidden..] != [T::poison(); 3] {
+        return Err(format!("past the end: {:?}", &got[rows * hidden..]).into());
+    }
+    Ok(())
+}
+
+fn all_reduce_rmsnorm_fused(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let seed = common::agreed_seed(shmem)?;
+    // Odd sizes (rows not a multiple of the PEs, hidden not of the pack), and a larger one
+    // Auto splits over the members.
+    for (k, algo) in [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Auto]
+        .into_iter()
+        .enumerate()
+    {
+        ops.set_algorithm(algo);
+        let s = seed ^ (k as u64) << 32;
+        rmsnorm_case::<bf16>(shmem, &ops, 7, 1003, s)?;
+        rmsnorm_case::<f16>(shmem, &ops, 5, 64, s ^ 3)?;
+        rmsnorm_case::<f32>(shmem, &ops, 3, 37, s ^ 5)?;
+    }
+    ops.set_algorithm(Algorithm::Auto);
+    rmsnorm_case::<bf16>(shmem, &ops, 64, 4096, seed ^ 7)?;
+    Ok(())
+}
+
+/// Collectives queued on two streams without synchronisation between them: each stream has
+/// its own workspace, so neither corrupts the other (on GPUs they run at the same time).
+fn two_streams_at_once(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let (a, b) = (shmem.new_stream()?, shmem.new_stream()?);
+    let seed = common::agreed_seed(shmem)?;
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let rounds = 4;
+    let counts = [3usize, 70_001, 513, 1 << 17];
+    let mut xs = Vec::new();
+    let mut sums = Vec::new();
+    let mut gathered = Vec::new();
+    for (k, &count) in counts.iter().enumerate().take(rounds) {
+        xs.push(shmem.alloc_from(&data::<f32>(seed ^ k as u64, me, count))?);
+        sums.push(shmem.alloc_zeroed::<f32>(count)?);
+        gathered.push(shmem.alloc_zeroed::<i64>(n * count)?);
+    }
+    let ys: Vec<_> = counts
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| shmem.alloc_from(&data::<i64>(seed ^ 100 ^ k as u64, me, c)))
+        .collect::<Result<_, _>>()?;
+    for k in 0..rounds {
+        ops.all_reduce(
+            &a,
+            Team::WORLD,
+            &xs[k],
+            &mut sums[k],
+            counts[k],
+            ReduceOp::Sum,
+        )?;
+        ops.all_gather(&b, Team::WORLD, &ys[k], &mut gathered[k], counts[k])?;
+    }
+    a.synchronize()?;
+    b.synchronize()?;
+    for (k, &count) in counts.iter().enumerate() {
+        let got = sums[k].to_vec()?;
+        let all: Vec<Vec<f32>> = (0..n)
+            .map(|r| data::<f32>(seed ^ k as u64, r, count))
+            .collect();
+        let mut terms = vec![0f32; n];
+        for i in 0..count {
+            for (t, d) in terms.iter_mut().zip(&all) {
+                *t = d[i];
+            }
+            check_reduced(
+                || format!("stream a, call {k}, element {i}"),
+                ReduceOp::Sum,
+                got[i],
+                &terms,
+            )?;
+        }
+        let g = gathered[k].to_vec()?;
+        for r in 0..n {
+            if g[r * count..(r + 1) * count] != data::<i64>(seed ^ 100 ^ k as u64, r, count)[..] {
+                return Err(format!("stream b, call {k}: member {r}'s part differs").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// 64 MiB per PE on GPUs (the bandwidth algorithms' size), 4 MiB on the simulator.
+fn large_messages(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let seed = common::agreed_seed(shmem)?;
+    let bytes: usize = match shmem.backend() {
+        Backend::Gpu => 64 << 20,
+        Backend::Sim => 4 << 20,
+    };
+    let n = shmem.n_pes();
+    let team = (Team::WORLD, Some(shmem.my_pe()), n);
+    let count = bytes / 2 + 3;
+    for algo in [Algorithm::Auto, Algorithm::OneShot] {
+        ops.set_algorithm(algo);
+        coll_cases::all_reduce::<bf16>(
+            shmem,
+            &ops,
+            &stream,
+            team,
+            count,
+            ReduceOp::Sum,
+            true,
+            seed,
+        )
+        .map_err(|e| format!("all_reduce {algo:?}: {e}"))?;
+        coll_cases::reduce_scatter::<bf16>(
+            shmem,
+            &ops,
+            &stream,
+            team,
+            count / n,
+            ReduceOp::Max,
+            false,
+            seed,
+        )
+        .map_err(|e| format!("reduce_scatter {algo:?}: {e}"))?;
+    }
+    coll_cases::all_gather::<bf16>(shmem, &ops, &stream, team, count / n, false, seed)
+        .map_err(|e| format!("all_gather: {e}"))?;
+    Ok(())
+}
+
+/// Every refused call says what is wrong, queues nothing, and a correct call works after.
+fn errors_name_the_mismatch(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let n = shmem.n_pes();
+    let expect = |r: rshmem::Result<()>, words: &[&str]| -> Outcome {
+        let msg = match r {
+            Ok(()) => return Err(format!("expected an error mentioning {words:?}").into()),
+            Err(e) => e.to_string(),
+        };
+        for w in words {
+            if !msg.contains(w) {
+                return Err(format!("the message {msg:?} does not mention {w:?}").into());
+            }
+        }
+        Ok(())
+    };
+    // A split team's first collective on a fresh stream: the workspace is world-collective.
+    let fresh = shmem.new_stream()?;
+    let split = shmem.team_split_strided(Team::WORLD, 1, 1, n - 1)?;
+    if let Some(t) = &split {
+        let mut b = shmem.alloc_zeroed::<f32>(4)?;
+        expect(
+            ops.all_reduce_in_place(&fresh, t.team(), &mut b, 4, ReduceOp::Sum),
+            &["first collective on this stream", "prepare_collectives"],
+        )?;
+    } else {
+        shmem.alloc_zeroed::<f32>(4)?;
+    }
+    let x = shmem.alloc_from(&[1.0f32; 10])?;
+    let mut short = shmem.alloc_zeroed::<f32>(5)?;
+    expect(
+        ops.all_reduce(&stream, Team::WORLD, &x, &mut short, 10, ReduceOp::Sum),
+        &[
+            "`dst` holds 5 elements",
+            "all-reduce of 10 elements needs 10",
+        ],
+    )?;
+    expect(
+        ops.all_reduce(&stream, Team::WORLD, &x, &mut short, 10, ReduceOp::Prod),
+        &["`dst` holds 5"],
+    )?;
+    let mut y = shmem.alloc_zeroed::<f32>(10)?;
+    expect(
+        ops.all_reduce(&stream, Team::WORLD, &x, &mut y, 10, ReduceOp::Prod),
+        &["ReduceOp::Prod", "Sum, Max or Min"],
+    )?;
+    expect(
+        ops.reduce_scatter(&stream, Team::WORLD, &x, &mut y, 10, ReduceOp::Sum),
+        &[
+            "`src` holds 10 elements",
+            &format!("over {n} PEs needs {}", 10 * n),
+        ],
+    )?;
+    expect(
+        ops.all_gather(&stream, Team::WORLD, &x, &mut y, 10),
+        &["`dst` holds 10 elements", &format!("needs {}", 10 * n)],
+    )?;
+    expect(
+        ops.all_gather_v(&stream, Team::WORLD, &x, &mut y, &[1]),
+        &["`counts` has 1 entries", &format!("{n} members")],
+    )?;
+    let xi = shmem.alloc_from(&[1i32; 10])?;
+    let mut yi = shmem.alloc_zeroed::<i32>(10)?;
+    ops.set_algorithm(Algorithm::Lamport);
+    expect(
+        ops.all_reduce(&stream, Team::WORLD, &xi, &mut yi, 10, ReduceOp::Sum),
+        &["Algorithm::Lamport on i32", "float"],
+    )?;
+    expect(
+        ops.reduce_scatter(&stream, Team::WORLD, &xi, &mut yi, 10 / n, ReduceOp::Sum),
+        &["reduce-scatter has no flag-in-data form"],
+    )?;
+    let big = shmem.alloc_zeroed::<f32>(1 << 17)?;
+    let mut big_out = shmem.alloc_zeroed::<f32>(1 << 17)?;
+    expect(
+        ops.all_reduce(
+            &stream,
+            Team::WORLD,
+            &big,
+            &mut big_out,
+            1 << 17,
+            ReduceOp::Sum,
+        ),
+        &["flag-in-data", "slots hold"],
+    )?;
+    ops.set_algorithm(Algorithm::Auto);
+    // A team this PE is not a member of (here: no team at all).
+    let mut b = shmem.alloc_zeroed::<f32>(4)?;
+    expect(
+        ops.all_reduce_in_place(&stream, Team::INVALID, &mut b, 4, ReduceOp::Sum),
+        &["is not a member of team -1"],
+    )?;
+    // Nothing was queued: a correct call still works and agrees.
+    ops.all_reduce(&stream, Team::WORLD, &x, &mut y, 10, ReduceOp::Sum)?;
+    if y.to_vec()? != vec![n as f32; 10] {
+        return Err(format!("after the errors: {:?}", y.to_vec()?).into());
+    }
+    Ok(())
+}
