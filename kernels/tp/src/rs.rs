@@ -349,3 +349,37 @@ pub unsafe fn fixup(hooks: &RsHooks) {
         e += step;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `whole_rows` is exactly the rows of the chunk whose band lies wholly inside it: the rows
+    /// the epilogue reduces (and waits for), every other row of the chunk going to the fix-up.
+    #[test]
+    fn whole_rows_are_the_rows_of_bands_inside_the_chunk() {
+        for bm in [16u32, 128] {
+            for size in 1..=8u32 {
+                for rows in [1u32, 7, 37, 128, 150, 300] {
+                    let m = rows * size;
+                    for rank in 0..size {
+                        let call = TpCall::new((m, 8, 8), (0, 1, size, rank), 1);
+                        let (lo, hi) = whole_rows(&call, bm);
+                        let (start, end) = (call.first_row(rank), call.first_row(rank + 1));
+                        for row in start..end {
+                            let band = row / bm;
+                            let (first, last) = call.owners(band * bm, bm);
+                            let inside = first == rank && last == rank;
+                            assert_eq!(
+                                (lo..hi).contains(&row),
+                                inside,
+                                "bm {bm}, {size} PEs of {rows} rows, rank {rank}: row {row} \
+                                 (whole rows {lo}..{hi})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
