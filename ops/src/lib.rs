@@ -10,6 +10,11 @@
 //! * [`GemmShape`], [`BLayout`]: what to compute, B N x K (`A · Bᵀ`) or K x N;
 //!   [`GemmOptions`] / [`Kernel`] force a kernel.
 //! * [`elem`]: the element types ([`GemmIn`], [`GemmOut`]) and their kernels.
+//! * The fused tensor-parallel ops, the same GEMM computing while it communicates:
+//!   [`Ops::all_gather_gemm`] (A sharded by rows, the other PEs' chunks copied in by the copy
+//!   engine while the GEMM runs) and [`Ops::gemm_reduce_scatter`] (K sharded, partial tiles
+//!   stored to their owners from the GEMM's epilogue); [`fused`] has their rules and
+//!   [`FusedOptions`], `docs/fused.md` the design.
 //! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops-coll`,
