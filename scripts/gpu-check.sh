@@ -15,8 +15,10 @@
 # `BINS=test-graphs` of `tests`), `collectives` (examples/all_reduce, then
 # scripts/collectives_bench.py: rshmem's collectives beside NCCL, torch symmetric memory and
 # NVSHMEM, with and without graphs, plotted by scripts/plot_collectives.py; their `gpu::` tests are
-# `BINS=test-coll` of `tests`, with PER_TEST_TIMEOUT=300 when PEs share one GPU). Split the parts
-# over several device calls to stay under the per-call limit.
+# `BINS=test-coll` of `tests`, with PER_TEST_TIMEOUT=300 when PEs share one GPU) and `tp` (the
+# fused tensor-parallel ops: the tp_mlp example, then scripts/tp_bench.py beside NCCL + cuBLAS and
+# torch's fused ops; on one GPU 2 PEs share it, a smoke test). Split the parts over several device
+# calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -64,6 +66,26 @@ if want examples; then
     step ring env RSHMEM_NPES=$EX_NPES $BIN/ring
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
     step gemm env RSHMEM_NPES=1 $BIN/gemm
+    # The tensor-parallel MLP (fused ops); sharing one GPU, small sizes.
+    if [ "$NGPU" -lt 2 ]; then
+        step tp_mlp env RSHMEM_NPES=2 $BIN/tp_mlp --m 1024 --hidden 1024 --ffn 4096 --iters 3
+    else
+        step tp_mlp env RSHMEM_NPES=$NGPU $BIN/tp_mlp
+    fi
+fi
+if want tp; then
+    # The fused ops' SASS: HGMMA in the sm_90a fused kernels too.
+    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)
+    for cubin in .gpu/cubin/rshmem-ops-tp*.cubin; do
+        "$CUOBJDUMP" -sass "$cubin" >"$OUT/$(basename "$cubin").sass" 2>&1
+        echo "$(basename "$cubin"): $(grep -c HGMMA "$OUT/$(basename "$cubin").sass") HGMMA"
+    done
+    if [ "$NGPU" -lt 2 ]; then
+        step tp_mlp_2pe env RSHMEM_NPES=2 $BIN/tp_mlp --m 2048 --hidden 2048 --ffn 8192 --iters 5
+    else
+        step tp_mlp_${NGPU}pe env RSHMEM_NPES=$NGPU $BIN/tp_mlp --m 8192 --hidden 8192 --ffn 28672
+    fi
+    STEP_TIMEOUT=580 step tp_bench python3 .gpu/scripts/tp_bench.py --bin $BIN/tp_bench
 fi
 if want gemm_bench; then
     # The GEMM images' SASS (cubins carried by gpu-prepare.sh): HGMMA in the sm_90a kernels.

@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # rshmem's examples and tests, rshmem-fixturekit's (the API suites over the test fixtures),
 # rshmem-testkit's (the suites of the heavy kernel images) and rshmem-ops' (the GEMM's suite,
-# test-gemm, and its benchmark binary gemm_bench, which scripts/gemm_bench.py drives; the
-# collectives' suite test-coll and collectives_bench, which scripts/collectives_bench.py drives). Test
+# test-gemm, the fused ops' test-fused, the collectives' suite test-coll, and the benchmark
+# binaries gemm_bench, tp_bench and collectives_bench, which scripts/gemm_bench.py,
+# scripts/tp_bench.py and scripts/collectives_bench.py drive). Test
 # binaries keep their names (test-basics, test-queue, ...) whichever package holds them.
 # PACKAGES narrows the build (e.g. PACKAGES="rshmem-ops" for a GEMM-only run: the heavy
 # testkit images, whose ptxas takes many minutes, are then not built).
@@ -42,7 +43,8 @@ PY
 # to stay inside the device tool's 64 MiB carry (xz: gzip did not fit while every binary held
 # every kernel); the scripts unpack them there with Python's tarfile, which reads xz everywhere.
 tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
-cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh scripts/plot_perf.py scripts/gemm_bench.py scripts/collectives_bench.py scripts/plot_collectives.py .gpu/scripts/
+cp scripts/gpu-check.sh scripts/gpu-tests.sh scripts/gpu-hang.sh scripts/plot_perf.py scripts/gemm_bench.py \
+    scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 # The GEMM images' cubins, for the SASS check (cuobjdump reads cubins, not our embedding).
 mkdir -p .gpu/cubin && cp target/release/build/rshmem-ops-*/out/*.cubin .gpu/cubin/

@@ -58,6 +58,55 @@ fn all_reduce_checks_every_algorithm() {
 }
 
 #[test]
+fn tp_mlp_checks_both_layers_on_2_and_4_pes() {
+    for npes in [2, 4] {
+        let out = run_sim("tp_mlp", npes, &[]);
+        for pe in 0..npes {
+            let line = out
+                .lines()
+                .find(|l| l.contains(&format!("PE {pe}: ")) && l.contains("MLP over"))
+                .unwrap_or_else(|| panic!("PE {pe} printed no result:\n{out}"));
+            assert!(
+                line.contains("layer 1 ok")
+                    && line.contains("GELU ok")
+                    && line.contains("layer 2 ok"),
+                "{out}"
+            );
+        }
+    }
+    // A shape the PEs cannot split is refused with the reason.
+    let out = Command::new(example("tp_mlp"))
+        .args(["--m", "81"])
+        .env("RSHMEM_BACKEND", "sim")
+        .env("RSHMEM_NPES", "2")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("m = 81") && text.contains("divisible by the 2 PEs"),
+        "{text}"
+    );
+    // PEs that cannot map each other's memory (as across nodes): the call's barrier says so.
+    let out = Command::new(example("tp_mlp"))
+        .env("RSHMEM_BACKEND", "sim")
+        .env("RSHMEM_NPES", "2")
+        .env("RSHMEM_SIM_P2P", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("need every PE of the team mapped") && text.contains("tp_barrier"),
+        "{text}"
+    );
+}
+
+#[test]
 fn put_bandwidth_checks_its_data() {
     let out = run_sim(
         "put_bandwidth",

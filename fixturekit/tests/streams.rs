@@ -15,6 +15,7 @@ per_backend! {
     wait_for_orders_streams => [2];
     streams_run_at_once_on_gpus => [2];
     on_stream_ops_on_made_streams => [2, 3];
+    put_signal_delivers_data_and_signal => [2, 3];
     stream_timing_covers_its_work => [2];
     fault_on_a_made_stream_names_the_kernel => [2];
 }
@@ -181,6 +182,67 @@ fn on_stream_ops_on_made_streams(shmem: &Shmem) -> Outcome {
         err.contains(&format!("PE {n} is not a PE of the job")),
         "{err}"
     );
+    shmem.barrier_all()?;
+    Ok(())
+}
+
+/// `Stream::put_signal`: the data and then the signal word reach the right neighbour (and a
+/// put-with-signal to this PE itself); a signal range that is not one `u64`, a PE out of range
+/// or overlapping ranges on this PE are refused before anything is queued.
+fn put_signal_delivers_data_and_signal(shmem: &Shmem) -> Outcome {
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let side = shmem.new_stream()?;
+    let len = 53usize;
+    let seed = common::agreed_seed(shmem)?;
+    let data = |pe: usize| -> Vec<u32> { common::random_u32(len, seed ^ (pe as u64 + 7)) };
+    let src = shmem.alloc_from(&data(me))?;
+    let inbox = shmem.alloc_from(&vec![0u32; 2 * len])?;
+    let flags = shmem.alloc_zeroed::<u64>(2)?;
+    shmem.barrier_all()?;
+    let value = |pe: usize| seed | 1 << 63 | pe as u64;
+    side.put_signal(
+        inbox.range(..len)?,
+        &src,
+        flags.range(..1)?,
+        value(me),
+        (me + 1) % n,
+    )?;
+    // To this PE itself, into the other half.
+    shmem
+        .stream()
+        .put_signal(inbox.range(len..)?, &src, flags.range(1..)?, value(me), me)?;
+    shmem.synchronize()?;
+    shmem.barrier_all()?;
+    let left = (me + n - 1) % n;
+    let got = inbox.to_vec()?;
+    assert_eq!(got[..len], data(left)[..], "the data from PE {left}");
+    assert_eq!(got[len..], data(me)[..], "the data from this PE");
+    assert_eq!(flags.to_vec()?, vec![value(left), value(me)], "the signals");
+    let err = |e: rshmem::Error| e.to_string();
+    let e = err(side
+        .put_signal(&inbox, &inbox, flags.range(..)?, 1, left)
+        .unwrap_err());
+    assert!(
+        e.contains("exactly one u64") && e.contains("2 elements"),
+        "{e}"
+    );
+    let e = err(side
+        .put_signal(inbox.range(..len)?, &src, flags.range(..1)?, 1, n)
+        .unwrap_err());
+    assert!(e.contains(&format!("PE {n} is not a PE of the job")), "{e}");
+    let e = err(side
+        .put_signal(
+            inbox.range(1..)?,
+            inbox.range(..2 * len - 1)?,
+            flags.range(..1)?,
+            1,
+            me,
+        )
+        .unwrap_err());
+    assert!(e.contains("overlap"), "{e}");
+    // Nothing was queued by the refused calls.
+    shmem.synchronize()?;
+    assert_eq!(flags.to_vec()?, vec![value(left), value(me)]);
     shmem.barrier_all()?;
     Ok(())
 }

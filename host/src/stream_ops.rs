@@ -165,12 +165,61 @@ impl Stream<'_> {
         self.rma("get_on_stream", false, dest.into(), src.into(), pe)
     }
 
-    fn rma<T: Pod>(
+    /// Copies `src` (this PE's elements) into `dest` on PE `pe`, then sets the `u64` `sig`
+    /// (a one-element range) on PE `pe` to `value` (`nvshmemx_putmem_signal_on_stream` with
+    /// `NVSHMEM_SIGNAL_SET`), after the work queued on this stream before. A kernel on PE `pe`
+    /// that waits for the value (`shmem::signal_wait_until`) and then acquires (a `.sys`
+    /// fence) reads the data. For a peer mapped over NVLink or on the same GPU both steps are
+    /// copy-engine work on the stream (`cudaMemcpyAsync`, `cuStreamWriteValue64`): no kernel,
+    /// so a kernel that occupies every multiprocessor cannot hold them up.
+    ///
+    /// ```no_run
+    /// # fn f(shmem: &rshmem_host::Shmem) -> rshmem_host::Result<()> {
+    /// let data = shmem.alloc_from(&[1.0f32; 256])?;
+    /// let inbox = shmem.alloc_zeroed::<f32>(256)?;
+    /// let flag = shmem.alloc_zeroed::<u64>(1)?;
+    /// let right = (shmem.my_pe() + 1) % shmem.n_pes();
+    /// shmem.stream().put_signal(&inbox, &data, flag.range(..)?, 7, right)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn put_signal<'a, T: Pod>(
+        &self,
+        dest: impl Into<SymRange<'a, T>>,
+        src: impl Into<SymRange<'a, T>>,
+        sig: SymRange<'_, u64>,
+        value: u64,
+        pe: usize,
+    ) -> Result<()> {
+        const CALL: &str = "put_signal_on_stream";
+        let (dest, src) = (dest.into(), src.into());
+        if sig.len() != 1 {
+            return Err(Error::InvalidArgument {
+                call: CALL,
+                message: format!(
+                    "the signal range holds {} elements: it must be exactly one u64",
+                    sig.len()
+                ),
+            });
+        }
+        // Nothing is queued unless the whole call is valid.
+        self.check_rma(CALL, &dest, &src, pe)?;
+        self.shmem.inner.put_signal_on_stream(
+            self.id,
+            dest.addr,
+            src.addr,
+            dest.bytes(),
+            sig.addr,
+            value,
+            pe,
+        )
+    }
+
+    /// The checks of a copy between `dest` on PE `pe` and `src` here (either way).
+    fn check_rma<T: Pod>(
         &self,
         call: &'static str,
-        put: bool,
-        dest: SymRange<'_, T>,
-        src: SymRange<'_, T>,
+        dest: &SymRange<'_, T>,
+        src: &SymRange<'_, T>,
         pe: usize,
     ) -> Result<()> {
         let n = self.shmem.n_pes();
@@ -185,11 +234,23 @@ impl Stream<'_> {
                 src.len()
             ));
         }
-        if pe == self.shmem.my_pe() && dest.overlaps(&src) {
+        if pe == self.shmem.my_pe() && dest.overlaps(src) {
             return invalid(format!(
                 "the source {src:?} and the destination {dest:?} overlap on this PE"
             ));
         }
+        Ok(())
+    }
+
+    fn rma<T: Pod>(
+        &self,
+        call: &'static str,
+        put: bool,
+        dest: SymRange<'_, T>,
+        src: SymRange<'_, T>,
+        pe: usize,
+    ) -> Result<()> {
+        self.check_rma(call, &dest, &src, pe)?;
         if dest.is_empty() {
             return Ok(());
         }
@@ -342,6 +403,8 @@ on_pe_stream! {
         (dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>, pe: usize);
     get_on_stream => get ['a, T: Pod]
         (dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>, pe: usize);
+    put_signal_on_stream => put_signal ['a, T: Pod]
+        (dest: impl Into<SymRange<'a, T>>, src: impl Into<SymRange<'a, T>>, sig: SymRange<'_, u64>, value: u64, pe: usize);
     barrier_all_on_stream => barrier_all [] ();
     barrier_on_stream => barrier [] (team: Team);
     broadcast_on_stream => broadcast ['a, T: CollElem]

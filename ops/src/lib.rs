@@ -10,6 +10,11 @@
 //! * [`GemmShape`], [`BLayout`]: what to compute, B N x K (`A · Bᵀ`) or K x N;
 //!   [`GemmOptions`] / [`Kernel`] force a kernel.
 //! * [`elem`]: the element types ([`GemmIn`], [`GemmOut`]) and their kernels.
+//! * The fused tensor-parallel ops, the same GEMM computing while it communicates:
+//!   [`Ops::all_gather_gemm`] (A sharded by rows, the other PEs' chunks copied in by the copy
+//!   engine while the GEMM runs) and [`Ops::gemm_reduce_scatter`] (K sharded, partial tiles
+//!   stored to their owners from the GEMM's epilogue); [`fused`] has their rules and
+//!   [`FusedOptions`], `docs/fused.md` the design.
 //! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops-coll`,
@@ -48,12 +53,14 @@
 
 pub mod coll;
 pub mod elem;
+pub mod fused;
 pub mod maps;
 mod ops;
 pub mod shape;
 
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use elem::{GemmIn, GemmOut};
+pub use fused::FusedOptions;
 pub use maps::MAP_SLOTS;
 pub use ops::Ops;
 pub use shape::{BLayout, GemmOptions, GemmShape, Kernel};
@@ -66,6 +73,15 @@ pub static SM90: rshmem_host::KernelImage =
 /// Ampere and later).
 pub static SM80: rshmem_host::KernelImage =
     rshmem_host::include_kernels!("rshmem-ops-sm80-kernels");
+
+/// The sm_90a image of `kernels/ops-tp90` (the fused tensor-parallel ops on the Hopper GEMM).
+pub static TP90: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-ops-tp90-kernels");
+
+/// The sm_80 and sm_90 image of `kernels/ops-tp80` (the fused tensor-parallel ops on the
+/// `mma.sync` GEMM, the calls' barrier and the reduce-scatter's fix-up).
+pub static TP80: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-ops-tp80-kernels");
 
 /// The sm_80 and sm_90 image of `kernels/ops-coll` (the collectives, [`coll`]).
 pub static COLL: rshmem_host::KernelImage =

@@ -19,6 +19,7 @@
 use crate::elem::{GemmIn, GemmOut};
 use crate::maps::{MapKey, MapTable};
 use crate::shape::{BLayout, GemmOptions, GemmShape, Kernel, CALL};
+use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_host::{
     DeviceInfo, Error, LaunchConfig, Module, Result, Shmem, Stream, Swizzle, SymBuffer, TensorMap,
     TiledSpec,
@@ -35,10 +36,19 @@ pub struct Ops<'s> {
     sm90: Option<Module<'s>>,
     /// The sm_80 image (any GPU from sm_80 on).
     sm80: Option<Module<'s>>,
+    /// The fused tensor-parallel kernels on the Hopper GEMM (where `sm90` is loaded).
+    tp90: Option<Module<'s>>,
+    /// The fused tensor-parallel kernels on the sm80 GEMM, the calls' barrier and the
+    /// reduce-scatter's fix-up (where `sm80` is loaded).
+    tp80: Option<Module<'s>>,
     maps: Mutex<MapTable<'s>>,
+    /// The fused calls' epoch, workspace and side stream ([`crate::fused`]).
+    tp: Mutex<tp_calls::TpState<'s>>,
     /// The collectives' image, peer mappings and per-stream workspaces ([`crate::coll`]).
     pub(crate) coll: crate::coll::State<'s>,
 }
+
+mod tp_calls;
 
 /// The kernel a GEMM runs after [`Kernel::Auto`] is resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,12 +72,23 @@ impl<'s> Ops<'s> {
             80.. => Some(shmem.load(&crate::SM80)?),
             _ => None,
         };
+        let tp90 = match info.sm {
+            90 => Some(shmem.load(&crate::TP90)?),
+            _ => None,
+        };
+        let tp80 = match info.sm {
+            80.. => Some(shmem.load(&crate::TP80)?),
+            _ => None,
+        };
         Ok(Self {
             shmem,
             info,
             sm90,
             sm80,
+            tp90,
+            tp80,
             maps: Mutex::new(MapTable::new(shmem)?),
+            tp: Mutex::new(tp_calls::TpState::default()),
             coll: crate::coll::State::new(shmem)?,
         })
     }
@@ -139,8 +160,13 @@ impl<'s> Ops<'s> {
     /// Resolves `kernel` for this device, or says why it cannot run (both kernels take both
     /// layouts of a shape that passed `GemmShape::check`).
     fn path(&self, kernel: Kernel) -> Result<Path> {
+        self.path_for(CALL, kernel)
+    }
+
+    /// [`Ops::path`] for the op `call` (named by the errors).
+    fn path_for(&self, call: &'static str, kernel: Kernel) -> Result<Path> {
         let sm = self.info.sm;
-        let refuse = |reason: String| Error::Unsupported { call: CALL, reason };
+        let refuse = |reason: String| Error::Unsupported { call, reason };
         match kernel {
             Kernel::Sm90 if sm != 90 => Err(refuse(format!(
                 "with Kernel::Sm90 on this PE's device, an sm_{sm}: the sm90 kernel (TMA + \
@@ -173,6 +199,38 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
     ) -> Result<()> {
         let module = loaded(&self.sm90, "sm90")?;
+        let GemmShape { m, n, k, b_layout } = shape;
+        let b_kn = b_layout == BLayout::KN;
+        let (map_a, map_b) = self.sm90_maps(stream, a, b, shape)?;
+        let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
+        let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
+        let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
+        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
+        // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
+        // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
+        // is rewritten before the PE's work is done (`MapTable::slot`); `c` holds m x n
+        // (checked) with rows n apart. The buffers outlive the kernel: dropping or
+        // host-copying them waits for the PE's work.
+        unsafe {
+            if b_kn {
+                module.launch_on::<Out::Sm90Kn>(stream, config, args)
+            } else {
+                module.launch_on::<Out::Sm90Nk>(stream, config, args)
+            }
+        }
+    }
+
+    /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as the sm90 mainloop reads
+    /// them, from the table (filled on a miss: see [`crate::maps`]; while `stream` records a
+    /// graph, only a slot that already describes them, pinned for the graph's life); kernel
+    /// arguments.
+    fn sm90_maps<In: GemmIn>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        shape: GemmShape,
+    ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let key = MapKey {
@@ -225,23 +283,7 @@ impl<'s> Ops<'s> {
                 Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
             })?
         };
-        let (map_a, map_b) = table.kernel_ptrs(slot);
-        let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
-        let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
-        let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
-        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
-        // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
-        // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
-        // is rewritten before the PE's work is done (`MapTable::slot`); `c` holds m x n
-        // (checked) with rows n apart. The buffers outlive the kernel: dropping or
-        // host-copying them waits for the PE's work.
-        unsafe {
-            if b_kn {
-                module.launch_on::<Out::Sm90Kn>(stream, config, args)
-            } else {
-                module.launch_on::<Out::Sm90Nk>(stream, config, args)
-            }
-        }
+        Ok(table.kernel_ptrs(slot))
     }
 
     /// The sm80 path: plain pointers, B either layout, one persistent block per SM.

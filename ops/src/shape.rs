@@ -88,11 +88,20 @@ impl GemmShape {
     /// Checks the shape and that buffers of `a`, `b` and `c` elements hold it (longer is
     /// fine: the GEMM uses the first elements). Errors name the shape and the buffer.
     pub fn check(&self, a: usize, b: usize, c: usize) -> Result<()> {
+        self.check_in(CALL, a, b, (c, self.m, "m x n"))
+    }
+
+    /// [`GemmShape::check`] for the op `call` (named by the errors), whose C needs
+    /// `c.1 x n` elements (`c.2` names those dimensions) and has `c.0`.
+    pub(crate) fn check_in(
+        &self,
+        call: &'static str,
+        a: usize,
+        b: usize,
+        (c, c_rows, c_dims): (usize, u32, &'static str),
+    ) -> Result<()> {
         let GemmShape { m, n, k, b_layout } = *self;
-        let bad = |message: String| Error::InvalidArgument {
-            call: CALL,
-            message,
-        };
+        let bad = |message: String| Error::InvalidArgument { call, message };
         if m == 0 || n == 0 || k == 0 {
             return Err(bad(format!(
                 "m, n and k must all be > 0, got m x n x k = {m} x {n} x {k}"
@@ -110,10 +119,11 @@ impl GemmShape {
             BLayout::NK => ("n x k", (n, k)),
             BLayout::KN => ("k x n", (k, n)),
         };
+        let c_need = c_rows as usize * n as usize;
         for (name, len, dims, (r, c), need) in [
             ("a", a, "m x k", (m, k), self.a_len()),
             ("b", b, b_dims, b_what, self.b_len()),
-            ("c", c, "m x n", (m, n), self.c_len()),
+            ("c", c, c_dims, (c_rows, n), c_need),
         ] {
             if len < need {
                 return Err(bad(format!(

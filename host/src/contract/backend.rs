@@ -135,6 +135,19 @@ pub(crate) trait OnStreamBackend {
         bytes: usize,
         pe: usize,
     ) -> Result<()>;
+    /// Copies `bytes` bytes from local symmetric `src` to symmetric `dest` on `pe`, then sets
+    /// the symmetric `u64` at `sig` on `pe` to `value`: whoever sees the value sees the data.
+    #[allow(clippy::too_many_arguments)]
+    fn put_signal_on_stream(
+        &self,
+        stream: StreamId,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        sig: u64,
+        value: u64,
+        pe: usize,
+    ) -> Result<()>;
     /// Barrier over all PEs, ordered after the stream's earlier work. Collective.
     fn barrier_all_on_stream(&self, stream: StreamId) -> Result<()>;
     /// Barrier over `team`'s members. Collective over the team.

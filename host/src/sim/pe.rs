@@ -395,6 +395,27 @@ impl OnStreamBackend for SimPe {
         })
     }
 
+    fn put_signal_on_stream(
+        &self,
+        stream: StreamId,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        sig: u64,
+        value: u64,
+        target: usize,
+    ) -> Result<()> {
+        let (job, pe) = (Arc::clone(&self.job), self.pe);
+        let data = (dest as usize, src as usize, bytes);
+        self.queue(stream, move || {
+            job.put_signal(pe, data, (sig as usize, value), target)
+                .map_err(|message| Error::InvalidArgument {
+                    call: "put_signal_on_stream",
+                    message,
+                })
+        })
+    }
+
     fn barrier_all_on_stream(&self, stream: StreamId) -> Result<()> {
         let (job, pe) = (Arc::clone(&self.job), self.pe);
         self.queue(stream, move || {

@@ -9,6 +9,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
 pub mod bandwidth;
+pub mod gelu;
 pub mod hello;
 pub mod launch;
 pub mod queue;

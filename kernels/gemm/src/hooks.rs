@@ -3,7 +3,9 @@
 //! A mainloop computes one tile of C at a time into registers; its [`Hooks`] decide which
 //! tile comes next ([`Hooks::tile`]), may hold back the loads of a tile until its operands
 //! exist ([`Hooks::before_loads`]: an all-gather GEMM waits there for the peer's signal),
-//! receive the finished values ([`Hooks::store`], two adjacent columns at a time) and hear
+//! hold back a tile's epilogue ([`Hooks::before_epilogue`]: a GEMM + reduce-scatter waits
+//! there for the peers' partial tiles), receive the finished values ([`Hooks::store`], two
+//! adjacent columns at a time) and hear
 //! when every thread has stored a tile ([`Hooks::tile_done`]: a GEMM + reduce-scatter
 //! signals the peer there).
 
@@ -79,6 +81,20 @@ pub trait Hooks: Copy {
     /// one that will come).
     #[inline(always)]
     unsafe fn before_loads(&self, tile: Tile) {
+        let _ = tile;
+    }
+
+    /// Called by each consumer thread once per tile, after the tile's mainloop and before its
+    /// first [`Hooks::store`] of the tile (whether or not it stores any value of it): where a
+    /// GEMM + reduce-scatter waits for the peers' partial tiles it adds in its stores.
+    /// Default: nothing.
+    ///
+    /// # Safety
+    ///
+    /// What the implementation's own contract requires (a wait on a signal must be for
+    /// one that will come, without waiting for anything this tile's block still has to do).
+    #[inline(always)]
+    unsafe fn before_epilogue(&self, tile: Tile) {
         let _ = tile;
     }
 

@@ -295,6 +295,8 @@ pub unsafe fn gemm<T: Input, H: Hooks, const B_KN: bool>(
         // Epilogue: rows g and g + 8, columns 2t and 2t + 1 of each 16 x 8 fragment. Unrolled
         // by hand: indexed by loop counters, the accumulators would live in local memory.
         let (g, t4) = (lane / 4, lane % 4);
+        // SAFETY: the hooks' contract; every thread, before its stores of `tile`.
+        unsafe { hooks.before_epilogue(tile) };
         unroll!(i in [0, 1, 2, 3] {
             unroll!(j in [0, 1, 2, 3] {
                 let col = tile.n0 + warp_n + 8 * j as u32 + 2 * t4;

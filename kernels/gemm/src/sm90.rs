@@ -219,6 +219,8 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
             // SAFETY: as above.
             unsafe { empty((it - 1) % STAGES).arrive() };
         }
+        // SAFETY: the hooks' contract; every consumer thread, before its stores of `tile`.
+        unsafe { hooks.before_epilogue(tile) };
         let (m, n) = (problem.m, problem.n);
         let mut pending = 0.0f32;
         acc.for_each(|i, v| {

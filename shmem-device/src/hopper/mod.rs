@@ -89,6 +89,16 @@ pub fn fence_proxy_async_shared() {
     backend::fence_proxy_async_shared()
 }
 
+/// `fence.proxy.async.global`: orders this thread's earlier generic-proxy accesses of global
+/// memory before its later async-proxy ones (TMA loads) and the other way round. A TMA load
+/// of data another thread, PE or copy engine wrote, published by a flag this thread
+/// acquired (`ld.acquire.sys`, or a poll and then `fence.acq_rel.sys`), comes after this
+/// fence: the acquire orders the generic proxy only.
+#[inline(always)]
+pub fn fence_proxy_async_global() {
+    backend::fence_proxy_async_global()
+}
+
 /// `fence.mbarrier_init.release.cluster`: makes the `mbarrier.init`s this thread made visible
 /// to the async proxy (TMA's `complete_tx`) and to other threads; call it after initialising
 /// barriers, before the `sync_threads` that publishes them.

@@ -8,7 +8,7 @@ use core::sync::atomic::{fence, Ordering::SeqCst};
 use std::string::String;
 
 use super::coll::{self, Coll, Place, Reducible};
-use super::mem::atomic_copy;
+use super::mem::{atomic_copy, scalar};
 use super::world::{CollectiveError, Side, World};
 
 /// Why a host-side operation did nothing, or stopped.
@@ -100,6 +100,33 @@ impl World {
         target: usize,
     ) -> Result<(), String> {
         self.copy(pe, (dest, pe), (src, target), bytes)
+    }
+
+    /// PE `pe` copies `bytes` bytes from its symmetric address `src` to `dest` on PE `target`,
+    /// then stores `value` into the `u64` at the symmetric address `sig` on `target`
+    /// (`nvshmemx_putmem_signal_on_stream` with `NVSHMEM_SIGNAL_SET`): a thread that reads
+    /// the value there reads the data too.
+    pub fn put_signal(
+        &self,
+        pe: usize,
+        (dest, src, bytes): (usize, usize, usize),
+        (sig, value): (usize, u64),
+        target: usize,
+    ) -> Result<(), String> {
+        if sig % 8 != 0 {
+            return Err(std::format!(
+                "the signal address {sig:#x} is not aligned to 8 bytes (a u64)"
+            ));
+        }
+        // Checked before anything is written: the copy's own checks, then the signal's.
+        let sig_off = self.heap(pe).offset_of(sig, 8)?;
+        self.copy(pe, (dest, target), (src, pe), bytes)?;
+        // SAFETY: `sig_off + 8` lies in a live allocation of this PE's heap (checked), and
+        // every heap has the same size; 8-aligned (heaps are); the simulator accesses heap
+        // words only atomically.
+        unsafe { scalar::store(self.heap(target).base().add(sig_off).cast::<u64>(), value) };
+        fence(SeqCst);
+        Ok(())
     }
 
     /// Copies between `(address, PE)` pairs whose addresses are symmetric addresses of PE

@@ -421,6 +421,45 @@ pub unsafe fn rma_on_stream(
     }
 }
 
+/// `NVSHMEM_SIGNAL_SET` (`device_host_transport/nvshmem_constants.h`).
+const NVSHMEM_SIGNAL_SET: c_int = 9;
+
+/// `nvshmemx_putmem_signal_on_stream` with `NVSHMEM_SIGNAL_SET`: enqueues on `stream` a copy
+/// of `bytes` bytes from local `src` to symmetric `dest` on `pe`, then the store of `value`
+/// into the symmetric `u64` at `sig` on `pe`, after the copy (for a peer mapped over NVLink or
+/// on the same GPU: `cudaMemcpyAsync`, then `cuStreamWriteValue64`, both on `stream`; no
+/// kernel).
+///
+/// # Safety
+///
+/// As [`rma_on_stream`] for the copy; `sig` is an 8-byte aligned symmetric address, valid on
+/// `pe` until the stream has run the store.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn put_signal_on_stream(
+    lib: &Lib,
+    dest: u64,
+    src: u64,
+    bytes: usize,
+    sig: u64,
+    value: u64,
+    pe: usize,
+    stream: CUstream,
+) {
+    // SAFETY: forwarded to the caller; `pe < n_pes` fits an int.
+    unsafe {
+        (lib.nvshmemx_putmem_signal_on_stream)(
+            dest as *mut c_void,
+            src as *const c_void,
+            bytes,
+            sig as *mut u64,
+            value,
+            NVSHMEM_SIGNAL_SET,
+            pe as c_int,
+            stream,
+        )
+    }
+}
+
 /// `nvshmemx_barrier_on_stream`: enqueues a barrier over `team` on `stream`. Collective over
 /// the team.
 ///

@@ -381,6 +381,18 @@ nvshmem_symbols! {
         pe: c_int,
         stream: CUstream,
     );
+    /// `void nvshmemx_putmem_signal_on_stream(void *dest, const void *source, size_t bytes,
+    /// uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, cudaStream_t cstrm);`
+    fn nvshmemx_putmem_signal_on_stream(
+        dest: *mut c_void,
+        source: *const c_void,
+        bytes: usize,
+        sig_addr: *mut u64,
+        signal: u64,
+        sig_op: c_int,
+        pe: c_int,
+        stream: CUstream,
+    );
     /// `int nvshmem_team_my_pe(nvshmem_team_t team);`
     fn nvshmem_team_my_pe(team: nvshmem_team_t) -> c_int;
     /// `int nvshmem_team_n_pes(nvshmem_team_t team);`

@@ -65,6 +65,27 @@ impl OnStreamBackend for GpuPe {
         })
     }
 
+    fn put_signal_on_stream(
+        &self,
+        id: StreamId,
+        dest: u64,
+        src: u64,
+        bytes: usize,
+        sig: u64,
+        value: u64,
+        pe: usize,
+    ) -> Result<()> {
+        self.shared
+            .on_stream("nvshmemx_putmem_signal_on_stream", id, |lib, stream| {
+                // SAFETY: `Stream` checked the ranges (inside live symmetric buffers of this
+                // PE, freed only after a synchronisation), `sig` (one aligned `u64` of a live
+                // symmetric buffer) and `pe` (a PE of the job); the stream is on NVSHMEM's
+                // context.
+                unsafe { nv::put_signal_on_stream(lib, dest, src, bytes, sig, value, pe, stream) };
+                Ok(())
+            })
+    }
+
     fn barrier_all_on_stream(&self, id: StreamId) -> Result<()> {
         if self.shared.limited_mpg && self.shared.recording(id) {
             return Err(Error::Unsupported {

@@ -32,6 +32,12 @@ pub(crate) fn fence_proxy_async_shared() {
 }
 
 #[inline(always)]
+pub(crate) fn fence_proxy_async_global() {
+    // SAFETY: a fence.
+    unsafe { asm!("fence.proxy.async.global;", options(nostack)) }
+}
+
+#[inline(always)]
 pub(crate) fn fence_barrier_init() {
     // SAFETY: a fence.
     unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) }

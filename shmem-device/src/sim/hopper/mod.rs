@@ -129,6 +129,10 @@ pub(crate) fn fence_proxy_async_shared() {
     fence(SeqCst)
 }
 
+pub(crate) fn fence_proxy_async_global() {
+    fence(SeqCst)
+}
+
 pub(crate) fn fence_barrier_init() {
     fence(SeqCst)
 }

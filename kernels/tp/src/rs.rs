@@ -1,0 +1,385 @@
+//! GEMM + reduce-scatter: [`RsHooks`], the hooks that make rshmem-gemm's mainloops compute
+//! this PE's partial product `A_r · B_r` (its share of K) and reduce it across the team, each
+//! rank keeping its chunk of rows of the sum; and [`fixup`], the pass that reduces the rows of
+//! tiles that straddle two chunks.
+//!
+//! **Where partial tiles go.** Every PE computes every tile of its `m x n` partial product.
+//! Each rank owns a workspace of `size` slots of `rows() x n` bf16 (slot `s`: rank `s`'s
+//! partial of this rank's rows). A value of row `row` goes, in [`Hooks::store`]:
+//!
+//! * if the row is this rank's and its band (the tile's 128 rows) lies wholly in this rank's
+//!   chunk: nowhere — the epilogue adds the peers' partials of it from the workspace to its
+//!   own f32 accumulator and writes the bf16 sum to C (`rows() x n`, this rank's rows);
+//! * otherwise: into its owner's slot `rank`, rounded to bf16, with a store through the peer
+//!   mapping (`shmem::ptr`; the call's barrier checked that every peer has one) — this
+//!   includes this rank's own rows in a band that straddles two chunks, which go to its own
+//!   slot.
+//!
+//! After its last store of a tile, one thread ([`Hooks::tile_done`], after the block's
+//! consumer barrier) publishes the tile to every other rank whose rows it holds with
+//! `rshmem_coll::signal::signal`: a system-scope release store of the epoch into
+//! `flags[tile_slot(rank, tile)]` on that rank (cumulative: it covers the other consumer
+//! threads' stores, ordered before it by the barrier).
+//!
+//! **Why a reduction never reads a partial before it is complete.** A rank adds peer `q`'s
+//! partial of a tile only after [`Hooks::before_epilogue`] of that tile, where every consumer
+//! thread waits for `flags[tile_slot(q, tile)] >= epoch` and acquires
+//! (`rshmem_coll::signal::wait`). Rank
+//! `q` set that flag in its `tile_done` of the same tile, after the barrier that follows every
+//! consumer thread's stores of it, with a cumulative release: every store of the tile's
+//! partial precedes the flag, and the acquire orders the reads after it. [`fixup`] waits for
+//! the same flags before it reads the straddling rows; this rank's own partials of those rows
+//! were stored by its GEMM, which finished before the fix-up started (same stream).
+//!
+//! **Why a slot is not overwritten while it is read.** Peers store into the workspace of call
+//! `e` only after the barrier of call `e` ([`crate::barrier`]), which this rank reaches after
+//! its GEMM and fix-up of call `e - 1` finished reading it.
+//!
+//! **Why the waits cannot deadlock.** Only tiles of bands wholly inside this rank's chunk wait,
+//! and [`crate::order::rs_first_band`] puts every band that meets this rank's chunk after every
+//! band that does not. So each rank computes and publishes all the tiles it owes others before
+//! any of its blocks can wait: a persistent block takes its tiles in schedule order, and the
+//! waiting tiles are a suffix of the schedule. A tile that straddles two chunks needs the
+//! partials of both owners, and each owner computes it among its own last tiles: waiting for it
+//! in the epilogue would make the two owners wait for each other, so its rows are reduced after
+//! the GEMM by [`fixup`] instead. The persistent grid must be resident at once (one block per
+//! multiprocessor at most, which `rshmem::ops` launches).
+//!
+//! **Precision.** Partials travel as bf16 (half the bytes of f32, what an NCCL reduce-scatter of
+//! bf16 moves); each is rounded once, to nearest even. The owner adds them in f32 to its own
+//! unrounded f32 partial and rounds the sum once: `|c - sum| <= 2^-8 (|sum| + Σ_q |partial_q|)`
+//! beyond the f32 accumulation error (the rows of straddling bands round the owner's own
+//! partial too, within the same bound).
+
+use crate::call::TpCall;
+use crate::flags;
+use crate::order;
+use core::num::NonZeroU32;
+use rshmem_coll::signal;
+use rshmem_device::bf16;
+use rshmem_device::half::Half;
+use rshmem_device::shmem;
+use rshmem_device::thread;
+use rshmem_gemm::hooks::{Hooks, OutElem, Tile};
+
+/// The reduce-scatter GEMM's hooks (see the module docs), made by [`RsHooks::new`].
+#[derive(Clone, Copy, Debug)]
+pub struct RsHooks {
+    /// The call (`m`: all rows of the partial product; `k`: this rank's share of K).
+    call: TpCall,
+    /// Rows per tile of the mainloop that runs the hooks.
+    bm: u32,
+    /// Columns per tile of that mainloop.
+    bn: u32,
+    /// This PE's copy of the symmetric flag buffer (at least `flags::words(size, tiles)`).
+    flags: *mut u64,
+    /// This PE's copy of the symmetric workspace: `size` slots of `rows() x n`.
+    recv: *mut bf16,
+    /// This rank's rows of the sum: `rows() x n`, rows `n` apart.
+    out: *mut bf16,
+    /// [`whole_rows`], computed once (the epilogue asks for every value).
+    whole: (u32, u32),
+    /// `call.rows()`, nonzero: dividing by it needs no zero check (and no panic call in the
+    /// epilogue, which would make the accumulators spill around it).
+    rows: NonZeroU32,
+}
+
+/// Loads the bf16 value at `p` and, when `both`, the next one, as f32; `pair_aligned`: `p` is
+/// 4-byte aligned (one load).
+///
+/// # Safety
+///
+/// `p` (and `p + 1` when `both`) valid for reads.
+#[inline(always)]
+unsafe fn load2(p: *const bf16, both: bool, pair_aligned: bool) -> [f32; 2] {
+    // SAFETY: the caller's contract; `pair_aligned` means 4-byte aligned.
+    unsafe {
+        if both && pair_aligned {
+            let w = p.cast::<u32>().read();
+            [
+                bf16::from_bits(w as u16).to_f32_exact(),
+                bf16::from_bits((w >> 16) as u16).to_f32_exact(),
+            ]
+        } else {
+            let hi = if both {
+                p.add(1).read().to_f32_exact()
+            } else {
+                0.0
+            };
+            [p.read().to_f32_exact(), hi]
+        }
+    }
+}
+
+impl RsHooks {
+    /// The hooks of a mainloop with `bm x bn` tiles for `call`, over this PE's copies of the
+    /// symmetric flag buffer (at least `flags::words(size, tiles)` words) and workspace
+    /// (`size` slots of `rows() x n` bf16), writing this rank's rows of the sum to `out`
+    /// (`rows() x n`).
+    #[inline(always)]
+    pub fn new(
+        call: TpCall,
+        (bm, bn): (u32, u32),
+        flags: *mut u64,
+        recv: *mut bf16,
+        out: *mut bf16,
+    ) -> Self {
+        Self {
+            call,
+            bm,
+            bn,
+            flags,
+            recv,
+            out,
+            whole: whole_rows(&call, bm),
+            rows: match NonZeroU32::new(call.rows()) {
+                Some(rows) => rows,
+                // The host checks m >= size > 0; a call without rows has no kernel to run.
+                None => thread::trap(),
+            },
+        }
+    }
+
+    /// Tiles along N.
+    #[inline(always)]
+    fn tiles_n(&self) -> u32 {
+        self.call.n.div_ceil(self.bn)
+    }
+
+    /// Tiles of C.
+    #[inline(always)]
+    fn tiles(&self) -> u32 {
+        self.call.m.div_ceil(self.bm) * self.tiles_n()
+    }
+
+    /// The flag index of the tile at (`m0`, `n0`) (independent of the schedule).
+    #[inline(always)]
+    fn tile_id(&self, m0: u32, n0: u32) -> u32 {
+        m0 / self.bm * self.tiles_n() + n0 / self.bn
+    }
+
+    /// The rows of this rank's chunk whose bands lie wholly inside it, `lo..hi` (empty when
+    /// `hi <= lo`): they are reduced in the epilogue; the chunk's other rows by [`fixup`].
+    #[inline(always)]
+    pub fn whole_rows(&self) -> (u32, u32) {
+        self.whole
+    }
+
+    /// Element `(lr, col)` of slot `s` of the workspace.
+    #[inline(always)]
+    fn slot_at(&self, s: u32, lr: u32, col: u32) -> usize {
+        let c = &self.call;
+        (s as usize * c.rows() as usize + lr as usize) * c.n as usize + col as usize
+    }
+}
+
+/// See [`RsHooks::whole_rows`].
+#[inline(always)]
+pub const fn whole_rows(call: &TpCall, bm: u32) -> (u32, u32) {
+    let (start, end) = (call.first_row(call.rank), call.first_row(call.rank + 1));
+    let lo = start.next_multiple_of(bm);
+    let hi = if end == call.m { end } else { end / bm * bm };
+    (lo, hi)
+}
+
+impl Hooks for RsHooks {
+    const TILE_DONE: bool = true;
+
+    #[inline(always)]
+    fn tile(&self, t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
+        order::rotated(
+            t,
+            tiles_m,
+            tiles_n,
+            order::rs_first_band(&self.call, self.bm),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn before_epilogue(&self, tile: Tile) {
+        let c = &self.call;
+        let (first, last) = c.owners(tile.m0, self.bm);
+        if first != c.rank || last != c.rank {
+            return;
+        }
+        let (tiles, id) = (self.tiles(), self.tile_id(tile.m0, tile.n0));
+        for q in 0..c.size {
+            if q != c.rank {
+                let flag = self
+                    .flags
+                    .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
+                // SAFETY: the slot lies in the buffer (q < size, id < tiles), which only
+                // signals write; rank q sets it in its tile_done of this tile, which it
+                // reaches without waiting for us (the module docs).
+                unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&self, row: u32, col: u32, v: [f32; 2], both: bool) {
+        let c = &self.call;
+        let owner = row / self.rows;
+        let lr = row - owner * self.rows.get();
+        // Pairs start at even columns: with an even `n` they are 4-byte aligned everywhere
+        // (slots and rows hold whole pairs; symmetric buffers are at least 8-byte aligned).
+        let aligned = c.n % 2 == 0;
+        let (lo, hi) = self.whole_rows();
+        if owner == c.rank && lo <= row && row < hi {
+            let mut sum = v;
+            for q in 0..c.size {
+                if q != c.rank {
+                    // SAFETY: slot q's (lr, col) lies in the workspace (lr < rows, col < n);
+                    // before_epilogue acquired rank q's flag of this tile, published after
+                    // its stores of it.
+                    let p =
+                        unsafe { load2(self.recv.add(self.slot_at(q, lr, col)), both, aligned) };
+                    sum = [sum[0] + p[0], sum[1] + p[1]];
+                }
+            }
+            let at = lr as usize * c.n as usize + col as usize;
+            // SAFETY: C holds rows() rows of n (the kernel's contract).
+            unsafe { bf16::store2(self.out.add(at), sum, both, aligned) };
+            return;
+        }
+        let at = self.slot_at(c.rank, lr, col);
+        // SAFETY: `at` lies in the symmetric workspace; the owner is a PE of the job.
+        let mapped = unsafe { shmem::ptr(self.recv.add(at), c.world_pe(owner)) };
+        if mapped.is_null() {
+            // The call's barrier checked that every peer is mapped (`crate::barrier`).
+            thread::trap();
+        }
+        // SAFETY: the owner's copy of the workspace, mapped; nobody else writes slot `rank`
+        // there in this call, and the owner reads it only after our flag.
+        unsafe { bf16::store2(mapped, v, both, aligned) };
+    }
+
+    #[inline(always)]
+    unsafe fn tile_done(&self, tile: Tile) {
+        let c = &self.call;
+        let (first, last) = c.owners(tile.m0, self.bm);
+        let (tiles, id) = (self.tiles(), self.tile_id(tile.m0, tile.n0));
+        for owner in first..=last {
+            if owner != c.rank {
+                let flag = self
+                    .flags
+                    .wrapping_add(flags::tile_slot(c.size, tiles, c.rank, id));
+                // SAFETY: our slot for the tile lies in the owner's flag buffer, which only
+                // signals write; after the consumer barrier every store of the tile happened
+                // before (the mainloop's contract for tile_done), and the signal's release is
+                // cumulative.
+                unsafe { signal::signal(flag, c.epoch, c.world_pe(owner)) };
+            }
+        }
+    }
+}
+
+/// Reduces the rows of this rank's chunk that lie in bands straddling two chunks (those
+/// outside [`RsHooks::whole_rows`]): waits for every peer's flags of those tiles, then writes
+/// `bf16(Σ_s slot s)` for each of their elements. Run after the GEMM, on the same stream; a
+/// no-op when every band of the chunk lies wholly in it. Every thread of a 1-D launch calls it
+/// with the same `hooks` (any grid: blocks share the rows).
+///
+/// # Safety
+///
+/// `hooks` are those of this PE's GEMM of the call, which has finished; every thread of the
+/// block calls it (it meets at a block barrier).
+pub unsafe fn fixup(hooks: &RsHooks) {
+    let c = &hooks.call;
+    let (start, end) = (c.first_row(c.rank), c.first_row(c.rank + 1));
+    let (lo, hi) = hooks.whole_rows();
+    // The straddling rows: start..lo and hi..end, or the whole chunk when no band fits.
+    let (a, b) = if hi <= lo {
+        ((start, end), (end, end))
+    } else {
+        ((start, lo.min(end)), (hi.max(start), end))
+    };
+    let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
+    let (tiles, tiles_n) = (hooks.tiles(), hooks.tiles_n());
+    // Those rows lie in the chunk's first and last band (the same band for a short chunk):
+    // wait for every peer's partial of each of them that straddles two chunks.
+    let bands = [start / hooks.bm, (end - 1) / hooks.bm];
+    let straddles = |band: u32| {
+        let (first, last) = c.owners(band * hooks.bm, hooks.bm);
+        first != last
+    };
+    let waits = c.size * tiles_n * 2;
+    let mut w = tid;
+    while w < waits {
+        let (q, j, band) = (w / (2 * tiles_n), w / 2 % tiles_n, bands[(w % 2) as usize]);
+        if q != c.rank && straddles(band) {
+            let id = band * tiles_n + j;
+            let flag = hooks
+                .flags
+                .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
+            // SAFETY: the slot lies in the buffer, which only signals write; rank q signals it
+            // in its GEMM of this call without waiting for us.
+            unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
+        }
+        w += threads;
+    }
+    // Every wait of the block is done (and acquired) before any thread reads.
+    thread::sync_threads();
+    let n = c.n;
+    let rows_a = a.1 - a.0;
+    let total = (rows_a + (b.1 - b.0)) as usize * n as usize;
+    let mut e = (thread::block_idx_x() * threads + tid) as usize;
+    let step = (thread::grid_dim_x() * threads) as usize;
+    while e < total {
+        let (r, col) = ((e / n as usize) as u32, (e % n as usize) as u32);
+        let row = if r < rows_a {
+            a.0 + r
+        } else {
+            b.0 + r - rows_a
+        };
+        let lr = row - start;
+        let mut sum = 0.0f32;
+        for s in 0..c.size {
+            // SAFETY: in the workspace; published and acquired above (slot `rank`: our own
+            // GEMM's, finished).
+            sum += unsafe { hooks.recv.add(hooks.slot_at(s, lr, col)).read() }.to_f32_exact();
+        }
+        // SAFETY: C holds rows() rows of n.
+        unsafe {
+            hooks
+                .out
+                .add(lr as usize * n as usize + col as usize)
+                .write(bf16::from_f32_rn(sum))
+        };
+        e += step;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `whole_rows` is exactly the rows of the chunk whose band lies wholly inside it: the rows
+    /// the epilogue reduces (and waits for), every other row of the chunk going to the fix-up.
+    #[test]
+    fn whole_rows_are_the_rows_of_bands_inside_the_chunk() {
+        for bm in [16u32, 128] {
+            for size in 1..=8u32 {
+                for rows in [1u32, 7, 37, 128, 150, 300] {
+                    let m = rows * size;
+                    for rank in 0..size {
+                        let call = TpCall::new((m, 8, 8), (0, 1, size, rank), 1);
+                        let (lo, hi) = whole_rows(&call, bm);
+                        let (start, end) = (call.first_row(rank), call.first_row(rank + 1));
+                        for row in start..end {
+                            let band = row / bm;
+                            let (first, last) = call.owners(band * bm, bm);
+                            let inside = first == rank && last == rank;
+                            assert_eq!(
+                                (lo..hi).contains(&row),
+                                inside,
+                                "bm {bm}, {size} PEs of {rows} rows, rank {rank}: row {row} \
+                                 (whole rows {lo}..{hi})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

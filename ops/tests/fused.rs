@@ -1,0 +1,474 @@
+//! The fused tensor-parallel ops (`Ops::all_gather_gemm`, `Ops::gemm_reduce_scatter`) on every
+//! backend against a host reference, on 2 to 4 PEs: chunks of A that do not fall on tile
+//! boundaries (tiles straddling two, three or four PEs' rows), odd tile counts along M and N,
+//! both kernels (sm90 where it runs, sm80 everywhere), both layouts of B, several calls in a
+//! row on the same buffers (the flags' epochs, the workspace's reuse), a PE whose data
+//! arrives last (`FusedOptions::send_delay`), split teams, and the errors of bad shapes.
+//!
+//! Inputs are small integers from a fresh seed: products and their sums are exact in f32, and
+//! the reduce-scatter's partials stay below 256 in magnitude (exact in bf16), so every result
+//! equals the exact sum rounded once to bf16, which the test compares bit for bit. Whatever
+//! the GEMM must not have read yet is poisoned: the rows of A that peers send are NaN until
+//! they arrive (a tile that read them early gives NaN), and C is NaN with a guard band past
+//! its end.
+
+#[macro_use]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::{agreed_seed, random_u32, Outcome};
+use rshmem::{bf16, Shmem, Team};
+use rshmem_ops::{BLayout, FusedOptions, GemmShape, Kernel, Ops};
+use std::time::Duration;
+
+per_backend! {
+    all_gather_gemm_odd_shapes => [2, 3, 4];
+    all_gather_gemm_late_chunk => [3];
+    gemm_reduce_scatter_odd_shapes => [2, 3, 4];
+    gemm_reduce_scatter_late_partials => [3];
+    fused_calls_over_split_teams => [4];
+    fused_errors_name_the_problem => [2];
+}
+
+/// Poison past C's end.
+const TAIL: usize = 29;
+
+/// The kernels to run on `npes` PEs: the simulated sm90 kernel is the slow one (three
+/// warpgroups of host threads per block), so the tests run both kernels on 2 PEs, sm90 alone
+/// on 3 and sm80 alone on 4; a GPU without sm90 runs sm80 everywhere.
+fn kernels(ops: &Ops<'_>, npes: usize) -> Vec<Kernel> {
+    match (ops.device_info().sm == 90, npes) {
+        (false, _) => vec![Kernel::Sm80],
+        (true, 2) => vec![Kernel::Sm90, Kernel::Sm80],
+        (true, 3) => vec![Kernel::Sm90],
+        (true, _) => vec![Kernel::Sm80],
+    }
+}
+
+/// `len` small integers in `lo..=hi` from `seed`.
+fn small(len: usize, seed: u64, (lo, hi): (i32, i32)) -> Vec<f32> {
+    let span = (hi - lo + 1) as u32;
+    random_u32(len, seed)
+        .into_iter()
+        .map(|r| (lo + (r % span) as i32) as f32)
+        .collect()
+}
+
+fn to_bf16(v: &[f32]) -> Vec<bf16> {
+    v.iter().map(|&x| bf16::from_f32(x)).collect()
+}
+
+/// `A (rows x k) · B` for B as `layout` says (`b` n x k or k x n), exact in f64.
+fn matmul(a: &[f32], b: &[f32], (rows, n, k): (usize, usize, usize), layout: BLayout) -> Vec<f64> {
+    let mut c = vec![0.0f64; rows * n];
+    for r in 0..rows {
+        for q in 0..k {
+            let x = f64::from(a[r * k + q]);
+            for j in 0..n {
+                let y = match layout {
+                    BLayout::NK => b[j * k + q],
+                    BLayout::KN => b[q * n + j],
+                };
+                c[r * n + j] += x * f64::from(y);
+            }
+        }
+    }
+    c
+}
+
+/// Compares `got` (`rows x n` of bf16, then the tail) with the exact `want` rounded to bf16.
+fn compare(got: &[bf16], want: &[f64], n: usize, what: &str) {
+    for (i, &w) in want.iter().enumerate() {
+        let w16 = bf16::from_f64(w);
+        assert!(
+            got[i].to_bits() == w16.to_bits(),
+            "{what}: C[{}][{}] = {}, want {w16} (exact {w})",
+            i / n,
+            i % n,
+            got[i]
+        );
+    }
+    assert!(
+        got[want.len()..].iter().all(|v| v.is_nan()),
+        "{what}: a store past C's end"
+    );
+}
+
+/// Distinguishes the data of different teams: the world number of the team's first PE.
+fn team_salt(shmem: &Shmem, team: Team) -> u64 {
+    let first = shmem
+        .team_translate_pe(team, 0, Team::WORLD)
+        .expect("a team");
+    0x5EED_0000 + first as u64
+}
+
+/// The shapes, per PE: rows, N, K, B's layout and how many calls in a row. Chunks of 37 rows
+/// (every tile straddles chunks; the reduce-scatter's rows all go through its fix-up), of 150
+/// (a whole band per chunk, bands straddling at the chunk ends) and of 128 (whole tiles only);
+/// N gives one column tile, or three of the sm80 kernel's (128 wide; the simulated sm90
+/// kernel, 256 wide, costs too much host time at two: the tile arithmetic it would test is the
+/// hooks', shared by both); K one k-step or a partial one.
+const SHAPES: [((u32, u32, u32), BLayout, usize); 3] = [
+    ((37, 40, 24), BLayout::NK, 2),
+    ((150, 40, 16), BLayout::KN, 1),
+    ((128, 264, 8), BLayout::NK, 1),
+];
+
+/// The shapes to run with `kernel` on `npes` PEs: every shape on 2 PEs (the multi-column one
+/// with sm80 only); on 3 and 4 PEs the two whose chunks straddle tiles (sim time: a simulated
+/// tile costs a good part of a second of host threads).
+fn shapes(kernel: Kernel, npes: usize) -> &'static [((u32, u32, u32), BLayout, usize)] {
+    match (npes, kernel) {
+        (2, Kernel::Sm80) => &SHAPES,
+        _ => &SHAPES[..2],
+    }
+}
+
+/// One all-gather + GEMM check: `calls` calls in a row on the same buffers, fresh data each.
+fn check_all_gather(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (rows, n, k): (u32, u32, u32),
+    layout: BLayout,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    let team_n = shmem.team_n_pes(options.team).expect("a member");
+    let rank = shmem.team_my_pe(options.team).expect("a member");
+    let m = rows * team_n as u32;
+    let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
+    let n = if layout == BLayout::KN {
+        n.next_multiple_of(8)
+    } else {
+        n
+    };
+    let nu = if layout == BLayout::KN {
+        n as usize
+    } else {
+        nu
+    };
+    let shape = GemmShape::new(m, n, k, layout);
+    let mut a = shmem.alloc_zeroed::<bf16>(mu * ku)?;
+    let mut b = shmem.alloc_zeroed::<bf16>(nu * ku)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(mu * nu + TAIL)?;
+    let salt = team_salt(shmem, options.team);
+    let what = format!(
+        "all_gather_gemm {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
+        options.kernel
+    );
+    for call in 0..calls {
+        // The same A everywhere (the team's seed), this PE's own B.
+        let seed = agreed_seed(shmem)? ^ (call as u64) << 40;
+        let a_all = small(mu * ku, seed ^ salt, (-2, 2));
+        let b_mine = small(nu * ku, seed ^ (0xB0 + shmem.my_pe() as u64), (-3, 3));
+        // This rank's chunk; NaN where the peers' chunks will arrive.
+        let mut a_host = vec![bf16::NAN; mu * ku];
+        let own = rank * ru * ku..(rank + 1) * ru * ku;
+        a_host[own.clone()].copy_from_slice(&to_bf16(&a_all[own]));
+        a.copy_from_host(&a_host)?;
+        b.copy_from_host(&to_bf16(&b_mine))?;
+        c.copy_from_host(&vec![bf16::NAN; mu * nu + TAIL])?;
+        ops.all_gather_gemm_with(&shmem.stream(), &mut a, &b, &mut c, shape, options)?;
+        let want = matmul(&a_all, &b_mine, (mu, nu, ku), layout);
+        compare(&c.to_vec()?, &want, nu, &format!("{what}, call {call}"));
+        // The gathered A: every rank's chunk.
+        let gathered = a.to_vec()?;
+        assert!(
+            gathered.iter().zip(&a_all).all(|(g, &w)| g.to_f32() == w),
+            "{what}, call {call}: the gathered A differs"
+        );
+    }
+    Ok(())
+}
+
+/// One GEMM + reduce-scatter check: `calls` calls in a row on the same buffers.
+fn check_reduce_scatter(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (rows, n, k): (u32, u32, u32),
+    layout: BLayout,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    let team_n = shmem.team_n_pes(options.team).expect("a member");
+    let rank = shmem.team_my_pe(options.team).expect("a member");
+    let m = rows * team_n as u32;
+    let n = if layout == BLayout::KN {
+        n.next_multiple_of(8)
+    } else {
+        n
+    };
+    let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
+    let shape = GemmShape::new(m, n, k, layout);
+    let mut a = shmem.alloc_zeroed::<bf16>(mu * ku)?;
+    let mut b = shmem.alloc_zeroed::<bf16>(nu * ku)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(ru * nu + TAIL)?;
+    let salt = team_salt(shmem, options.team);
+    let what = format!(
+        "gemm_reduce_scatter {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
+        options.kernel
+    );
+    for call in 0..calls {
+        let seed = agreed_seed(shmem)? ^ (call as u64) << 40 ^ salt;
+        // Rank r's A (m x k) and B: partials are sums of k <= 72 products of magnitude <= 2,
+        // below 256 (exact in bf16).
+        let data = |r: usize| {
+            (
+                small(mu * ku, seed ^ (0xA0 + r as u64), (-1, 1)),
+                small(nu * ku, seed ^ (0xB0 + r as u64), (-1, 2)),
+            )
+        };
+        let (a_mine, b_mine) = data(rank);
+        a.copy_from_host(&to_bf16(&a_mine))?;
+        b.copy_from_host(&to_bf16(&b_mine))?;
+        c.copy_from_host(&vec![bf16::NAN; ru * nu + TAIL])?;
+        ops.gemm_reduce_scatter_with(&shmem.stream(), &a, &b, &mut c, shape, options)?;
+        let mut want = vec![0.0f64; ru * nu];
+        for r in 0..team_n {
+            let (ar, br) = data(r);
+            let p = matmul(
+                &ar[rank * ru * ku..(rank + 1) * ru * ku],
+                &br,
+                (ru, nu, ku),
+                layout,
+            );
+            want.iter_mut().zip(p).for_each(|(w, x)| *w += x);
+        }
+        compare(&c.to_vec()?, &want, nu, &format!("{what}, call {call}"));
+    }
+    Ok(())
+}
+
+fn all_gather_gemm_odd_shapes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    for kernel in kernels(&ops, shmem.n_pes()) {
+        let options = FusedOptions {
+            kernel,
+            ..FusedOptions::default()
+        };
+        for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
+            check_all_gather(shmem, &ops, shape, layout, options, calls)?;
+        }
+    }
+    Ok(())
+}
+
+/// The last rank sends its chunk 100 ms late: every other PE's tiles of it wait (the rest of
+/// its GEMM goes on), and read nothing before it arrived.
+fn all_gather_gemm_late_chunk(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let late = shmem.my_pe() + 1 == shmem.n_pes();
+    for kernel in kernels(&ops, 2) {
+        let send_delay = Duration::from_millis(if late { 100 } else { 0 });
+        let options = FusedOptions {
+            kernel,
+            send_delay,
+            ..FusedOptions::default()
+        };
+        check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+    }
+    Ok(())
+}
+
+fn gemm_reduce_scatter_odd_shapes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    for kernel in kernels(&ops, shmem.n_pes()) {
+        let options = FusedOptions {
+            kernel,
+            ..FusedOptions::default()
+        };
+        for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
+            check_reduce_scatter(shmem, &ops, shape, layout, options, calls)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0 starts its GEMM 100 ms late: its partials of everyone else's rows arrive last, and
+/// every owner waits for them: rank 2 (rows 128..192, a whole band) in its epilogue, ranks 0
+/// and 1 (band 0 straddles them) in the fix-up.
+fn gemm_reduce_scatter_late_partials(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let late = shmem.my_pe() == 0;
+    for kernel in kernels(&ops, 2) {
+        let send_delay = Duration::from_millis(if late { 100 } else { 0 });
+        let options = FusedOptions {
+            kernel,
+            send_delay,
+            ..FusedOptions::default()
+        };
+        check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+    }
+    Ok(())
+}
+
+/// Four PEs as two teams of two, PEs {0, 2} and {1, 3} (stride 2), each running its own calls
+/// at the same time on its own data; then the world team again on the same `Ops`.
+fn fused_calls_over_split_teams(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let mine = shmem.my_pe() % 2;
+    let even = shmem.team_split_strided(Team::WORLD, 0, 2, 2)?;
+    let odd = shmem.team_split_strided(Team::WORLD, 1, 2, 2)?;
+    let team = if mine == 0 {
+        even.as_ref()
+    } else {
+        odd.as_ref()
+    }
+    .expect("a member");
+    let kernel = *kernels(&ops, 4).first().expect("one kernel");
+    let options = FusedOptions {
+        kernel,
+        team: team.team(),
+        ..FusedOptions::default()
+    };
+    check_all_gather(shmem, &ops, (150, 40, 24), BLayout::NK, options, 1)?;
+    check_reduce_scatter(shmem, &ops, (37, 40, 24), BLayout::KN, options, 1)?;
+    let world = FusedOptions {
+        kernel,
+        ..FusedOptions::default()
+    };
+    check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, world, 1)?;
+    Ok(())
+}
+
+fn fused_errors_name_the_problem(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let mut a = shmem.alloc_zeroed::<bf16>(1024)?;
+    let b = shmem.alloc_zeroed::<bf16>(1024)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(1024)?;
+    let nk = |m, n, k| GemmShape::new(m, n, k, BLayout::NK);
+    let e = ops
+        .all_gather_gemm(&stream, &mut a, &b, &mut c, nk(7, 8, 8))
+        .expect_err("7 rows over 2 PEs")
+        .to_string();
+    assert!(
+        e.contains("Ops::all_gather_gemm")
+            && e.contains("m = 7")
+            && e.contains("pad M with zero rows to 8"),
+        "{e}"
+    );
+    let e = ops
+        .gemm_reduce_scatter(&stream, &a, &b, &mut c, nk(64, 40, 8))
+        .expect_err("c too short")
+        .to_string();
+    assert!(
+        e.contains("Ops::gemm_reduce_scatter")
+            && e.contains("`c` has 1024 elements")
+            && e.contains("m / size x n = 32 x 40 = 1280"),
+        "{e}"
+    );
+    let e = ops
+        .all_gather_gemm(&stream, &mut a, &b, &mut c, nk(32, 8, 12))
+        .expect_err("k = 12")
+        .to_string();
+    assert!(
+        e.contains("k = 12") && e.contains("Ops::all_gather_gemm"),
+        "{e}"
+    );
+    let bad_team = FusedOptions {
+        team: Team::INVALID,
+        ..FusedOptions::default()
+    };
+    let e = ops
+        .gemm_reduce_scatter_with(&stream, &a, &b, &mut c, nk(8, 8, 8), bad_team)
+        .expect_err("not a member")
+        .to_string();
+    assert!(e.contains("not a member"), "{e}");
+    // Not in a graph: a replay would reuse the call's epoch.
+    let side = shmem.new_stream()?;
+    let e = side
+        .capture(|| ops.all_gather_gemm(&side, &mut a, &b, &mut c, nk(32, 8, 8)))
+        .expect_err("not recordable")
+        .to_string();
+    assert!(
+        e.contains("Ops::all_gather_gemm") && e.contains("outside the capture"),
+        "{e}"
+    );
+    // Nothing ran: C is untouched, and a good call still works after the refusals.
+    assert!(c.to_vec()?.iter().all(|v| v.to_f32() == 0.0));
+    let options = FusedOptions {
+        kernel: Kernel::Sm80,
+        ..FusedOptions::default()
+    };
+    check_reduce_scatter(shmem, &ops, (16, 8, 8), BLayout::NK, options, 1)?;
+    Ok(())
+}
+
+/// `tp_bench` (the benchmark binary `scripts/tp_bench.py` drives) on 2 simulated PEs: reads
+/// its inputs, writes each PE's C (checked here against the host) and prints a JSON line per
+/// PE, for both ops.
+#[test]
+fn tp_bench_runs_both_ops_on_the_simulator() {
+    let dir = std::env::temp_dir().join(format!("rshmem-tp-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (npes, m, n, k) = (2usize, 64usize, 40usize, 16usize);
+    let write = |name: &str, v: &[f32]| {
+        let bits: Vec<bf16> = to_bf16(v);
+        std::fs::write(dir.join(name), bytemuck::cast_slice(&bits)).unwrap();
+    };
+    let read = |name: &str| -> Vec<bf16> {
+        bytemuck::cast_slice(&std::fs::read(dir.join(name)).unwrap()).to_vec()
+    };
+    let bs: Vec<Vec<f32>> = (0..npes)
+        .map(|r| small(n * k, 7 + r as u64, (-3, 3)))
+        .collect();
+    for (r, b) in bs.iter().enumerate() {
+        write(&format!("b{r}.bin"), b);
+    }
+    let a = small(m * k, 5, (-2, 2));
+    write("a.bin", &a);
+    let parts: Vec<Vec<f32>> = (0..npes)
+        .map(|r| small(m * k, 11 + r as u64, (-1, 1)))
+        .collect();
+    for (r, p) in parts.iter().enumerate() {
+        write(&format!("a{r}.bin"), p);
+    }
+    for op in ["ag", "rs"] {
+        let dims = [("--m", m), ("--n", n), ("--k", k)];
+        let mut args = vec![
+            "--dir",
+            dir.to_str().unwrap(),
+            "--op",
+            op,
+            "--iters",
+            "1",
+            "--warmup",
+            "0",
+        ];
+        let nums: Vec<String> = dims.iter().map(|d| d.1.to_string()).collect();
+        for (d, v) in dims.iter().zip(&nums) {
+            args.extend([d.0, v.as_str()]);
+        }
+        let out = common::run_example_sim("tp_bench", npes, &args);
+        for r in 0..npes {
+            assert!(
+                out.contains(&format!("{{\"pe\": {r}, \"npes\": 2, \"op\": \"{op}\"")),
+                "{out}"
+            );
+            let got = read(&format!("c{r}.bin"));
+            let want: Vec<f64> = if op == "ag" {
+                matmul(&a, &bs[r], (m, n, k), BLayout::NK)
+            } else {
+                let rows = m / npes;
+                (0..npes)
+                    .map(|q| {
+                        matmul(
+                            &parts[q][r * rows * k..(r + 1) * rows * k],
+                            &bs[q],
+                            (rows, n, k),
+                            BLayout::NK,
+                        )
+                    })
+                    .fold(vec![0.0; rows * n], |acc, p| {
+                        acc.iter().zip(p).map(|(x, y)| x + y).collect()
+                    })
+            };
+            assert_eq!(got.len(), want.len(), "{op} PE {r}");
+            let mut padded = got.clone();
+            padded.extend(std::iter::repeat_n(bf16::NAN, TAIL));
+            compare(&padded, &want, n, &format!("tp_bench {op} PE {r}"));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
