@@ -268,7 +268,7 @@ fn errors_name_the_mismatch(shmem: &Shmem) -> Outcome {
     };
     // A split team's first collective on a fresh stream: the workspace is world-collective.
     let fresh = shmem.new_stream()?;
-    let split = shmem.team_split_strided(Team::WORLD, 1, 1, n - 1)?;
+    let split = coll_cases::split_tail(shmem)?.flatten();
     if let Some(t) = &split {
         let mut b = shmem.alloc_zeroed::<f32>(4)?;
         expect(

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One device call on the one-H200 machine (kind nvidia-h200): scripts/gpu-check.sh's parts in
+# slices, each under its own time budget so that one slow slice (PEs sharing the GPU time-slice
+# their spinning kernels) cannot eat the call, then one short table. Made here by
+# scripts/gpu-prepare.sh (PACKAGES="rshmem rshmem-fixturekit rshmem-ops" is enough for it).
+#
+#   device run (carry .gpu): bash .gpu/scripts/gpu-one-h200.sh [SLICE...]
+#
+# SLICEs (default: all, in this order): graphs gemm fused coll examples collectives tp faults
+# Each slice writes its logs under $OUT/<slice>/ (gpu-check.sh's logs.tar.gz) and its test lines
+# to $OUT/<slice>/tests.txt.
+set -uo pipefail
+G=.gpu/scripts/gpu-check.sh
+OUT=${OUT:-/tmp/rshmem-out}
+SLICES=${*:-graphs gemm fused coll examples collectives tp faults}
+slice() { # name, budget seconds, env assignments..., -- parts...
+    local name=$1 budget=$2; shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    [[ " $SLICES " == *" $name "* ]] || return 0
+    mkdir -p "$OUT/$name"
+    local t0=$SECONDS
+    timeout -k 10 "$budget" env OUT="$OUT/$name" "${envs[@]}" bash $G "$@" >"$OUT/$name.txt" 2>&1
+    echo "slice $name: rc=$? $((SECONDS - t0))s (budget ${budget}s)" | tee -a "$OUT/slices.txt"
+}
+slice graphs 70 BINS=test-graphs PER_TEST_TIMEOUT=40 -- tests
+slice gemm 40 BINS='test-(gemm|streams)' TESTS='gemms_in_graphs|put_signal' PER_TEST_TIMEOUT=40 -- tests
+slice fused 120 BINS=test-fused PER_TEST_TIMEOUT=60 -- tests
+slice coll 120 BINS=test-coll TESTS=_2pe PER_TEST_TIMEOUT=80 -- tests
+slice examples 60 -- examples
+slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_TIMEOUT=60 -- collectives
+slice tp 70 -- tp
+slice faults 120 -- faults checked_bench
+echo
+echo "== tests (every slice)"
+cat "$OUT"/*/tests.txt 2>/dev/null
+echo "== steps"
+grep -h -E '^=== [a-z0-9_]+: rc=' "$OUT"/*.txt 2>/dev/null | sort -u
+cat "$OUT/slices.txt"
