@@ -87,6 +87,13 @@ if want tp; then
     fi
     STEP_TIMEOUT=580 step tp_bench python3 .gpu/scripts/tp_bench.py --bin $BIN/tp_bench
 fi
+# The fused ops with ONE PE (no communication: the all-gather is the PE's own shard, the
+# reduce-scatter its own rows) at full shapes beside Ops::gemm alone: what the fused machinery
+# (flags, hooks, tile order) costs on one GPU, the one fused-op timing one GPU can give.
+if want tp_1pe; then
+    STEP_TIMEOUT=280 step tp_bench_1pe python3 .gpu/scripts/tp_bench.py --bin $BIN/tp_bench --npes 1 \
+        --shapes ag:8192x8192x8192,ag:8192x28672x8192,ag:4096x49152x12288,rs:8192x8192x8192,rs:8192x8192x28672,rs:4096x12288x49152
+fi
 if want gemm_bench; then
     # The GEMM images' SASS (cubins carried by gpu-prepare.sh): HGMMA in the sm_90a kernels.
     CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)

@@ -6,13 +6,14 @@
 #
 #   device run (carry .gpu): bash .gpu/scripts/gpu-one-h200.sh [SLICE...]
 #
-# SLICEs (default: all, in this order): graphs gemm fused coll examples collectives tp faults
+# SLICEs (default: all, in this order): graphs gemm fused coll overhead regress tp1 examples
+# collectives tp faults
 # Each slice writes its logs under $OUT/<slice>/ (gpu-check.sh's logs.tar.gz) and its test lines
 # to $OUT/<slice>/tests.txt.
 set -uo pipefail
 G=.gpu/scripts/gpu-check.sh
 OUT=${OUT:-/tmp/rshmem-out}
-SLICES=${*:-graphs gemm fused coll examples collectives tp faults}
+SLICES=${*:-graphs gemm fused coll overhead regress tp1 examples collectives tp faults}
 slice() { # name, budget seconds, env assignments..., -- parts...
     local name=$1 budget=$2; shift 2
     local envs=()
@@ -27,7 +28,13 @@ slice() { # name, budget seconds, env assignments..., -- parts...
 slice graphs 70 BINS=test-graphs PER_TEST_TIMEOUT=40 -- tests
 slice gemm 40 BINS='test-(gemm|streams)' TESTS='gemms_in_graphs|put_signal' PER_TEST_TIMEOUT=40 -- tests
 slice fused 120 BINS=test-fused PER_TEST_TIMEOUT=60 -- tests
-slice coll 120 BINS=test-coll TESTS=_2pe PER_TEST_TIMEOUT=80 -- tests
+slice coll 200 BINS=test-coll TESTS='_2pe|_3pe' PER_TEST_TIMEOUT=120 -- tests
+# The launch-overhead example (graphs PART): meaningful with one PE on one GPU.
+slice overhead 60 -- graphs
+# The API suites of the fixtures and examples images (regressions after merges).
+slice regress 100 BINS='test-(basics|views|streams)' PER_TEST_TIMEOUT=60 -- tests
+# The fused ops on ONE PE at full shapes: the fused machinery's cost over the GEMM alone.
+slice tp1 180 -- tp_1pe
 slice examples 60 -- examples
 slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_TIMEOUT=60 -- collectives
 slice tp 70 -- tp

@@ -161,21 +161,37 @@ fn on_stream_ops_on_made_streams(shmem: &Shmem) -> Outcome {
     s1.put(&inbox, &src, (me + 1) % n)?;
     s1.barrier_all()?;
     s2.wait_for(&s1)?;
-    s2.fcollect(Team::WORLD, &all, &src)?;
-    shmem.stream().wait_for(&s2)?;
-    shmem.reduce_on_stream(Team::WORLD, ReduceOp::Sum, &sum, &src)?;
+    // Where PEs share a GPU without MPS, NVSHMEM refuses its collectives (rshmem says so
+    // before NVSHMEM would end the process): the put and barrier half is still checked. The
+    // refusal is decided by the PE's init status, so every PE takes the same branch.
+    let collectives = match s2.fcollect(Team::WORLD, &all, &src) {
+        Err(rshmem::Error::Unsupported { .. }) if shmem.backend() == Backend::Gpu => {
+            eprintln!(
+                "PE {me}: NVSHMEM's collectives are refused where PEs share a GPU (limited MPG \
+                 mode): fcollect and reduce on made streams need one PE per GPU"
+            );
+            false
+        }
+        other => other.map(|()| true)?,
+    };
+    if collectives {
+        shmem.stream().wait_for(&s2)?;
+        shmem.reduce_on_stream(Team::WORLD, ReduceOp::Sum, &sum, &src)?;
+    }
     shmem.synchronize()?;
     assert_eq!(
         inbox.to_vec()?,
         data((me + n - 1) % n),
         "put on a made stream"
     );
-    let want_all: Vec<i64> = (0..n).flat_map(data).collect();
-    assert_eq!(all.to_vec()?, want_all, "fcollect on a made stream");
-    let want_sum: Vec<i64> = (0..len)
-        .map(|i| (0..n).map(|pe| data(pe)[i]).sum())
-        .collect();
-    assert_eq!(sum.to_vec()?, want_sum, "reduce after made streams");
+    if collectives {
+        let want_all: Vec<i64> = (0..n).flat_map(data).collect();
+        assert_eq!(all.to_vec()?, want_all, "fcollect on a made stream");
+        let want_sum: Vec<i64> = (0..len)
+            .map(|i| (0..n).map(|pe| data(pe)[i]).sum())
+            .collect();
+        assert_eq!(sum.to_vec()?, want_sum, "reduce after made streams");
+    }
     // A stream belongs to its PE: argument checks still apply on made streams.
     let err = s1.put(&inbox, &src, n).unwrap_err().to_string();
     assert!(

@@ -98,14 +98,55 @@ pub trait Hooks: Copy {
         let _ = tile;
     }
 
-    /// C's values at `(row, col)` and, when `both`, `(row, col + 1)`: `v[0]` and `v[1]`.
-    /// `row < m`, `col < n` and `col + 1 < n` when `both`; `col` is even. Every value of C is
-    /// given to exactly one call, by one of the tile's consumer threads.
+    /// What [`Hooks::store`] needs to know of one row of C (where the row goes, which PE
+    /// owns it), worked out once per row by [`Hooks::row`]. A thread's fragment holds few
+    /// rows (2 per tile on sm90, 8 on sm80) and many columns, and the epilogue is unrolled
+    /// over the columns: a decision made per row inside `store` was repeated at every one of
+    /// those stores (the reduce-scatter kernel was 15 k SASS instructions, 6 times the plain
+    /// GEMM's, and 1.8 times slower than it on one PE: docs/fused.md).
+    type Row: Copy;
+
+    /// The context of `row` (`row < m`) for this tile's stores of it; called by each consumer
+    /// thread before its first [`Hooks::store`] of the row, after [`Hooks::before_epilogue`].
     ///
     /// # Safety
     ///
-    /// What the implementation requires (pointers valid for the problem's C).
-    unsafe fn store(&self, row: u32, col: u32, v: [f32; 2], both: bool);
+    /// What the implementation requires (as for [`Hooks::store`]).
+    unsafe fn row(&self, row: u32) -> Self::Row;
+
+    /// How many addends [`Hooks::addend`] has for this row: values the epilogue adds to the
+    /// accumulators before it stores them (a residual; the peers' partial products of a
+    /// reduce-scatter). The sm90 epilogue adds them in one pass over its fragment per addend,
+    /// so the per-addend code is not repeated at every store. Default: none.
+    #[inline(always)]
+    fn addends(&self, row: Self::Row) -> u32 {
+        let _ = row;
+        0
+    }
+
+    /// Addend `a` (`a < addends(row)`) at `(row, col)` and, when `both`, `(row, col + 1)`;
+    /// the same bounds as [`Hooks::store`]. Called before the stores of the row, after
+    /// [`Hooks::before_epilogue`]. Default: zeros (never called when `addends` is 0).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Hooks::store`].
+    #[inline(always)]
+    unsafe fn addend(&self, row: Self::Row, a: u32, col: u32, both: bool) -> [f32; 2] {
+        let _ = (row, a, col, both);
+        [0.0; 2]
+    }
+
+    /// C's values at `(row, col)` and, when `both`, `(row, col + 1)`: `v[0]` and `v[1]`, with
+    /// `row` the context [`Hooks::row`] gave for the row. The row `< m`, `col < n` and
+    /// `col + 1 < n` when `both`; `col` is even. Every value of C is given to exactly one
+    /// call, by one of the tile's consumer threads.
+    ///
+    /// # Safety
+    ///
+    /// What the implementation requires (pointers valid for the problem's C); `row` came from
+    /// [`Hooks::row`] of this hook value.
+    unsafe fn store(&self, row: Self::Row, col: u32, v: [f32; 2], both: bool);
 
     /// Called once per tile when [`Hooks::TILE_DONE`] is set, by one consumer thread, after
     /// every consumer thread has returned from its [`Hooks::store`] calls of `tile` (their
@@ -185,12 +226,20 @@ pub struct StoreC<T: OutElem> {
 }
 
 impl<T: OutElem> Hooks for StoreC<T> {
+    /// The row's first element.
+    type Row = *mut T;
+
     #[inline(always)]
-    unsafe fn store(&self, row: u32, col: u32, v: [f32; 2], both: bool) {
-        let at = row as usize * self.ldc as usize + col as usize;
-        // SAFETY: in C (the mainloop's bounds and this hook's contract: `c` holds m rows of
-        // `ldc`); an even `ldc` keeps the even column's pair aligned.
-        unsafe { T::store2(self.c.add(at), v, both, self.ldc % 2 == 0) }
+    unsafe fn row(&self, row: u32) -> *mut T {
+        // In C (`c` holds m rows of `ldc`) for the rows the mainloops ask for.
+        self.c.wrapping_add(row as usize * self.ldc as usize)
+    }
+
+    #[inline(always)]
+    unsafe fn store(&self, row: *mut T, col: u32, v: [f32; 2], both: bool) {
+        // SAFETY: in C (the mainloop's bounds and this hook's contract: `row` is a row of C
+        // and `col < n`); an even `ldc` keeps the even column's pair aligned.
+        unsafe { T::store2(row.add(col as usize), v, both, self.ldc % 2 == 0) }
     }
 }
 

@@ -33,6 +33,17 @@
 #[cfg(test)]
 extern crate std;
 
+/// `body` once for each of the literal values, `$i` bound to it (a `usize`): a loop unrolled
+/// before the optimiser sees it, so that arrays indexed by `$i` stay in registers.
+macro_rules! unroll {
+    ($i:ident in [$($v:literal),*] $body:block) => {
+        $({
+            let $i: usize = $v;
+            $body
+        })*
+    };
+}
+
 pub mod hooks;
 pub mod sm80;
 pub mod sm90;

@@ -86,17 +86,6 @@ const _: () = {
     assert!(STAGE_ELEMS % 8 == 0 && A_ELEMS % 8 == 0);
 };
 
-/// `body` once for each of the literal values, `$i` bound to it (a `usize`): a loop unrolled
-/// before the optimiser sees it, so that arrays indexed by `$i` stay in registers.
-macro_rules! unroll {
-    ($i:ident in [$($v:literal),*] $body:block) => {
-        $({
-            let $i: usize = $v;
-            $body
-        })*
-    };
-}
-
 /// The input element types: bf16 and f16, as `m16n8k16` operands.
 pub trait Input: Operand<M16N8K16, A = [u32; 4], B = [u32; 2]> {}
 impl Input for bf16 {}
@@ -298,14 +287,23 @@ pub unsafe fn gemm<T: Input, H: Hooks, const B_KN: bool>(
         // SAFETY: the hooks' contract; every thread, before its stores of `tile`.
         unsafe { hooks.before_epilogue(tile) };
         unroll!(i in [0, 1, 2, 3] {
-            unroll!(j in [0, 1, 2, 3] {
-                let col = tile.n0 + warp_n + 8 * j as u32 + 2 * t4;
-                unroll!(h in [0, 1] {
-                    let r = tile.m0 + warp_m + 16 * i as u32 + g + 8 * h as u32;
+            unroll!(h in [0, 1] {
+                let r = tile.m0 + warp_m + 16 * i as u32 + g + 8 * h as u32;
+                // The row's context, once for its four fragments (a row past m gets the
+                // last row's and stores nothing).
+                // SAFETY: a row < m, as the hook's contract asks.
+                let row = unsafe { hooks.row(r.min(m - 1)) };
+                unroll!(j in [0, 1, 2, 3] {
+                    let col = tile.n0 + warp_n + 8 * j as u32 + 2 * t4;
                     if r < m && col < n {
-                        let v = [acc[i][j].regs[2 * h], acc[i][j].regs[2 * h + 1]];
-                        // SAFETY: in C's bounds, as the hook's contract asks.
-                        unsafe { hooks.store(r, col, v, col + 1 < n) };
+                        let mut v = [acc[i][j].regs[2 * h], acc[i][j].regs[2 * h + 1]];
+                        for a in 0..hooks.addends(row) {
+                            // SAFETY: in C's bounds, below the row's addends.
+                            let add = unsafe { hooks.addend(row, a, col, col + 1 < n) };
+                            v = [v[0] + add[0], v[1] + add[1]];
+                        }
+                        // SAFETY: in C's bounds, as the hook's contract asks; `row` is r's.
+                        unsafe { hooks.store(row, col, v, col + 1 < n) };
                     }
                 });
             });

@@ -222,6 +222,39 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
         // SAFETY: the hooks' contract; every consumer thread, before its stores of `tile`.
         unsafe { hooks.before_epilogue(tile) };
         let (m, n) = (problem.m, problem.n);
+        // The thread's two rows (registers i with (i / 2) % 2 = 0 and 1), each worked out by
+        // the hooks once; a row past m gets the last row's context and stores nothing.
+        let row_of = |half: u32| tile.m0 + row0 + WgmmaAcc::<128>::coords(lane_tid, 2 * half).0;
+        // SAFETY: rows < m, as the hook's contract asks.
+        let rows = unsafe {
+            [
+                hooks.row(row_of(0).min(m - 1)),
+                hooks.row(row_of(1).min(m - 1)),
+            ]
+        };
+        // The addends: one straight-line pass over the fragment per addend (registers 2p and
+        // 2p + 1 hold columns c and c + 1 of row half p % 2).
+        let most = hooks.addends(rows[0]).max(hooks.addends(rows[1]));
+        if most > 0 {
+            let regs = acc.regs();
+            for a in 0..most {
+                unroll!(hi in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    unroll!(lo in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        let i = 2 * (8 * hi + lo);
+                        let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i as u32);
+                        let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
+                        let ctx = rows[i / 2 % 2];
+                        if row < m && col < n && a < hooks.addends(ctx) {
+                            // SAFETY: in C's bounds, `a` below the row's addends, as the
+                            // hook's contract asks.
+                            let add = unsafe { hooks.addend(ctx, a, col, col + 1 < n) };
+                            regs[i] += add[0];
+                            regs[i + 1] += add[1];
+                        }
+                    });
+                });
+            }
+        }
         let mut pending = 0.0f32;
         acc.for_each(|i, v| {
             if i % 2 == 0 {
@@ -231,8 +264,16 @@ pub unsafe fn gemm<T: WgmmaElem, H: Hooks, const B_KN: bool>(
             let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i - 1);
             let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
             if row < m && col < n {
-                // SAFETY: in C's bounds, as the hook's contract asks.
-                unsafe { hooks.store(row, col, [pending, v], col + 1 < n) };
+                // SAFETY: in C's bounds, as the hook's contract asks; `rows[..]` is this
+                // row's context (coords' row is row_of((i / 2) % 2)).
+                unsafe {
+                    hooks.store(
+                        rows[((i - 1) / 2 % 2) as usize],
+                        col,
+                        [pending, v],
+                        col + 1 < n,
+                    )
+                };
             }
         });
         if H::TILE_DONE {

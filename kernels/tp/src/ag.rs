@@ -82,8 +82,16 @@ impl<const TMA: bool> Hooks for AgHooks<TMA> {
         }
     }
 
+    type Row = <StoreC<bf16> as Hooks>::Row;
+
     #[inline(always)]
-    unsafe fn store(&self, row: u32, col: u32, v: [f32; 2], both: bool) {
+    unsafe fn row(&self, row: u32) -> Self::Row {
+        // SAFETY: forwarded: C holds m rows of n (the kernel's contract).
+        unsafe { self.out.row(row) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&self, row: Self::Row, col: u32, v: [f32; 2], both: bool) {
         // SAFETY: forwarded: C holds m rows of n (the kernel's contract).
         unsafe { self.out.store(row, col, v, both) }
     }

@@ -5,7 +5,8 @@
 //!
 //! **Where partial tiles go.** Every PE computes every tile of its `m x n` partial product.
 //! Each rank owns a workspace of `size` slots of `rows() x n` bf16 (slot `s`: rank `s`'s
-//! partial of this rank's rows). A value of row `row` goes, in [`Hooks::store`]:
+//! partial of this rank's rows). A row goes (decided once per row by [`Hooks::row`], the values then stored by
+//! [`Hooks::store`]):
 //!
 //! * if the row is this rank's and its band (the tile's 128 rows) lies wholly in this rank's
 //!   chunk: nowhere — the epilogue adds the peers' partials of it from the workspace to its
@@ -82,6 +83,20 @@ pub struct RsHooks {
     /// `call.rows()`, nonzero: dividing by it needs no zero check (and no panic call in the
     /// epilogue, which would make the accumulators spill around it).
     rows: NonZeroU32,
+}
+
+/// Where [`RsHooks`] sends one row of a tile ([`Hooks::row`]): to `dest`, after adding the
+/// `peers` partials of the row in the workspace (slot 0's row at `slots`, slot `q` `q` slots
+/// on, this rank's own skipped).
+#[derive(Clone, Copy, Debug)]
+pub struct RsRow {
+    /// The row's first element in C (this rank's whole-band rows) or in the owner's slot
+    /// `rank` (mapped).
+    dest: *mut bf16,
+    /// Row `lr` of slot 0 of this rank's workspace (whole-band rows only).
+    slots: *const bf16,
+    /// The peers' partials to add: `size - 1` for this rank's whole-band rows, else 0.
+    peers: u32,
 }
 
 /// Loads the bf16 value at `p` and, when `both`, the next one, as f32; `pair_aligned`: `p` is
@@ -216,42 +231,72 @@ impl Hooks for RsHooks {
         }
     }
 
+    type Row = RsRow;
+
+    /// Where the row goes, decided once per row: this rank's whole-band rows to C, adding the
+    /// peers' partials; every other row to its owner's slot `rank`.
     #[inline(always)]
-    unsafe fn store(&self, row: u32, col: u32, v: [f32; 2], both: bool) {
+    unsafe fn row(&self, row: u32) -> RsRow {
         let c = &self.call;
+        let n = c.n as usize;
+        let (lo, hi) = self.whole_rows();
+        if lo <= row && row < hi {
+            // A whole-band row lies in this rank's chunk.
+            let lr = (row - c.first_row(c.rank)) as usize;
+            return RsRow {
+                dest: self.out.wrapping_add(lr * n),
+                slots: self.recv.wrapping_add(lr * n),
+                peers: c.size - 1,
+            };
+        }
         let owner = row / self.rows;
         let lr = row - owner * self.rows.get();
-        // Pairs start at even columns: with an even `n` they are 4-byte aligned everywhere
-        // (slots and rows hold whole pairs; symmetric buffers are at least 8-byte aligned).
-        let aligned = c.n % 2 == 0;
-        let (lo, hi) = self.whole_rows();
-        if owner == c.rank && lo <= row && row < hi {
-            let mut sum = v;
-            for q in 0..c.size {
-                if q != c.rank {
-                    // SAFETY: slot q's (lr, col) lies in the workspace (lr < rows, col < n);
-                    // before_epilogue acquired rank q's flag of this tile, published after
-                    // its stores of it.
-                    let p =
-                        unsafe { load2(self.recv.add(self.slot_at(q, lr, col)), both, aligned) };
-                    sum = [sum[0] + p[0], sum[1] + p[1]];
-                }
-            }
-            let at = lr as usize * c.n as usize + col as usize;
-            // SAFETY: C holds rows() rows of n (the kernel's contract).
-            unsafe { bf16::store2(self.out.add(at), sum, both, aligned) };
-            return;
-        }
-        let at = self.slot_at(c.rank, lr, col);
-        // SAFETY: `at` lies in the symmetric workspace; the owner is a PE of the job.
+        let at = self.slot_at(c.rank, lr, 0);
+        // SAFETY: `at` (row `lr` of slot `rank`) lies in the symmetric workspace; the owner
+        // is a PE of the job.
         let mapped = unsafe { shmem::ptr(self.recv.add(at), c.world_pe(owner)) };
         if mapped.is_null() {
             // The call's barrier checked that every peer is mapped (`crate::barrier`).
             thread::trap();
         }
-        // SAFETY: the owner's copy of the workspace, mapped; nobody else writes slot `rank`
-        // there in this call, and the owner reads it only after our flag.
-        unsafe { bf16::store2(mapped, v, both, aligned) };
+        RsRow {
+            dest: mapped,
+            slots: core::ptr::null(),
+            peers: 0,
+        }
+    }
+
+    /// This rank's whole-band rows add the peers' partials; other rows nothing.
+    #[inline(always)]
+    fn addends(&self, row: RsRow) -> u32 {
+        row.peers
+    }
+
+    #[inline(always)]
+    unsafe fn addend(&self, row: RsRow, a: u32, col: u32, both: bool) -> [f32; 2] {
+        let c = &self.call;
+        // The a-th peer of this rank, skipping its own slot (never written for these rows).
+        let q = a + u32::from(a >= c.rank);
+        let slot = c.rows() as usize * c.n as usize;
+        // SAFETY: slot q's (row, col) lies in the workspace (col < n); before_epilogue
+        // acquired rank q's flag of this tile, published after its stores of it. Pairs start
+        // at even columns: with an even `n` they are 4-byte aligned (slots and rows hold whole
+        // pairs; symmetric buffers are at least 8-byte aligned).
+        unsafe {
+            load2(
+                row.slots.add(q as usize * slot + col as usize),
+                both,
+                c.n % 2 == 0,
+            )
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&self, row: RsRow, col: u32, v: [f32; 2], both: bool) {
+        // SAFETY: `dest` is a row of C (rows() rows of n: the kernel's contract) or of the
+        // owner's slot `rank`, mapped; nobody else writes slot `rank` there in this call, and
+        // the owner reads it only after our flag. Even `n`: pairs 4-byte aligned (above).
+        unsafe { bf16::store2(row.dest.add(col as usize), v, both, self.call.n % 2 == 0) };
     }
 
     #[inline(always)]
