@@ -97,14 +97,17 @@
 mod detect;
 mod pe_group;
 mod rendezvous;
+mod report;
 mod sys;
 mod vars;
 
 pub use detect::{parse_npes, External, MpiLauncher, Pmi, Role};
 pub use pe_group::{PeExit, PeFailure, PeGroup, DEFAULT_GRACE};
 pub use rendezvous::PeInfo;
+pub use report::PeReport;
 pub use vars::{
-    DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+    hang_timeout, DEFAULT_HANG_TIMEOUT, DEFAULT_UID_TIMEOUT, HANG_TIMEOUT_VAR, LOCAL_RANK_VAR,
+    NPES_VAR, PE_VAR, RENDEZVOUS_VAR, REPORT_VAR, TIMEOUT_VAR,
 };
 
 use crate::contract::{Error, Result};
