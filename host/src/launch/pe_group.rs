@@ -72,7 +72,7 @@ pub enum PeExit {
     },
 }
 
-/// The PE of a job that failed first of its own accord (see the [module docs](self)), and
+/// The PE of a job that failed first of its own accord (see [`crate::launch`]), and
 /// how; the PEs that failed as consequences.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeFailure {

@@ -16,7 +16,10 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-/// What a PE said about its end (see the [module docs](self)).
+/// What a PE said about its end, in the file `RSHMEM_REPORT` names: the program's error, a
+/// hang, or being ended from outside. Written once, before the PE exits, and read by the
+/// launcher after it exited (a file, so that a PE whose other threads are stuck can still
+/// write it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeReport {
     /// Its program failed with this error, of its own accord.

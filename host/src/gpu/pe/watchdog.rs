@@ -1,0 +1,434 @@
+//! A GPU PE's watchdog: hangs end, and a PE ended from outside says what it was waiting for.
+//!
+//! *Progress* is anything completing: a stream found idle that was busy, a blocking host call
+//! (`synchronize`, `barrier_all`, an allocation's exchange, NVSHMEM's teardown) returning, or
+//! new work queued (a launch that returns means the launch queue moves). The PE counts the
+//! last two in [`PeShared::progress`] (one relaxed atomic add per launch: nothing measurable on
+//! the launch path); the watchdog thread polls the rest every [`TICK`] with `cuStreamQuery` on
+//! the streams that have work queued since their last synchronisation. When the PE has work
+//! pending (a stream not idle, or a blocking call under way) and nothing progresses for the
+//! hang timeout, the PE is hung: the watchdog prints what is pending (per stream, the last
+//! kernel queued and not known complete; the blocking calls), reports it to the launcher
+//! ([`PeReport::Hung`]) and ends the process with [`HANG_STATUS`] — its other threads are
+//! stuck in the driver, so there is nothing to unwind. The launcher then ends the others.
+//!
+//! A PE of rshmem's launcher also catches SIGTERM, which the launcher sends to end the job once
+//! a PE failed: the handler only writes a byte to a pipe (async-signal-safe, no allocation);
+//! this thread reads it, prints and reports what was pending ([`PeReport::Ended`]) and lets the
+//! signal take its default course.
+//!
+//! No stream is queried while a graph capture runs (CUDA would invalidate it); the clock
+//! restarts after it.
+
+use super::super::Watch;
+use super::state::{lock, PeShared};
+use crate::contract::StreamId;
+use crate::launch::{PeInfo, PeReport};
+use std::fmt::Write as _;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// How often the watchdog looks at the PE's streams.
+const TICK: Duration = Duration::from_millis(100);
+/// The status a PE exits with when its watchdog ends it (`timeout(1)`'s).
+pub(crate) const HANG_STATUS: i32 = 124;
+/// The write end of the pipe the SIGTERM handler writes to; -1 when no watchdog catches it.
+static TERM_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// What the handler writes, and what `Drop` writes to stop the thread.
+const TERM: u8 = b'T';
+const STOP: u8 = b'S';
+
+/// A running watchdog thread; dropping it stops the thread and restores SIGTERM.
+pub(crate) struct Watchdog {
+    wake: OwnedFd,
+    thread: Option<JoinHandle<()>>,
+    /// The SIGTERM disposition replaced, if this watchdog catches SIGTERM.
+    replaced: Option<libc::sigaction>,
+}
+
+/// What the watchdog thread needs.
+struct Watcher {
+    shared: Weak<PeShared>,
+    timeout: Option<Duration>,
+    report: Option<PeInfo>,
+    woken: OwnedFd,
+}
+
+impl Watchdog {
+    /// Starts the watchdog of the PE `shared`, where `watch` asks for one (a hang timeout, or
+    /// a launcher to report to). Failing to start one is not fatal to the PE: it says so.
+    pub(crate) fn start(shared: &Arc<PeShared>, watch: &Watch<'_>) -> Option<Watchdog> {
+        if watch.timeout.is_none() && watch.report.is_none() {
+            return None;
+        }
+        match Watchdog::try_start(shared, watch) {
+            Ok(watchdog) => Some(watchdog),
+            Err(e) => {
+                eprintln!(
+                    "rshmem: PE {}: no hang watchdog ({e}); a hang of this PE will not end by itself",
+                    shared.pe
+                );
+                None
+            }
+        }
+    }
+
+    fn try_start(shared: &Arc<PeShared>, watch: &Watch<'_>) -> std::io::Result<Watchdog> {
+        let (woken, wake) = pipe()?;
+        let watcher = Watcher {
+            shared: Arc::downgrade(shared),
+            timeout: watch.timeout,
+            report: watch.report.cloned(),
+            woken,
+        };
+        let mut watchdog = Watchdog {
+            wake,
+            thread: None,
+            replaced: None,
+        };
+        watchdog.thread = Some(
+            thread::Builder::new()
+                .name(format!("rshmem-pe{}-watchdog", shared.pe))
+                .spawn(move || watcher.run())?,
+        );
+        // Only for rshmem's launcher, whose SIGTERM ends the job; one watchdog per process
+        // catches it (a process runs one PE).
+        if watch.report.is_some()
+            && TERM_PIPE
+                .compare_exchange(
+                    -1,
+                    watchdog.wake.as_raw_fd(),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                )
+                .is_ok()
+        {
+            match catch_term() {
+                Ok(old) => watchdog.replaced = Some(old),
+                Err(e) => {
+                    TERM_PIPE.store(-1, Ordering::SeqCst);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(watchdog)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(old) = self.replaced.take() {
+            // SAFETY: `old` is the disposition sigaction(2) returned for SIGTERM.
+            unsafe { libc::sigaction(libc::SIGTERM, &raw const old, std::ptr::null_mut()) };
+            TERM_PIPE.store(-1, Ordering::SeqCst);
+        }
+        // The pipe has room (only the handler and this write to it); should the write fail,
+        // the thread still ends within a tick once it cannot upgrade the PE.
+        write_byte(self.wake.as_raw_fd(), STOP);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+extern "C" fn on_term(_: libc::c_int) {
+    // SAFETY: __errno_location is this thread's errno; write(2) is async-signal-safe. The
+    // write end stays open while TERM_PIPE names it (Drop clears it before closing).
+    unsafe {
+        let errno = *libc::__errno_location();
+        let fd = TERM_PIPE.load(Ordering::SeqCst);
+        if fd >= 0 {
+            let byte = TERM;
+            libc::write(fd, (&raw const byte).cast(), 1);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+/// Points SIGTERM at [`on_term`]; returns the replaced disposition.
+fn catch_term() -> std::io::Result<libc::sigaction> {
+    // SAFETY: all-zero is a valid sigaction; `action` is fully set up with an async-signal-safe
+    // handler and `old` is a valid out-pointer.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        let mut old: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_term as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&raw mut action.sa_mask);
+        if libc::sigaction(libc::SIGTERM, &raw const action, &raw mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(old)
+    }
+}
+
+/// A pipe (read end, write end), both close-on-exec, the write end non-blocking (a signal
+/// handler must never block on it).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded: both are fresh descriptors that nothing else owns.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl(2) on a descriptor we own, with integer arguments.
+    if unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((read, write))
+}
+
+fn write_byte(fd: libc::c_int, byte: u8) {
+    // SAFETY: one byte from a live local to a descriptor the caller owns.
+    unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
+}
+
+/// What the PE has pending, as the watchdog saw it at one tick.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Pending {
+    /// Streams with work not complete, each with the last kernel queued there.
+    pub(crate) streams: Vec<(StreamId, String)>,
+    /// Blocking host calls under way.
+    pub(crate) calls: Vec<&'static str>,
+}
+
+impl Pending {
+    fn busy(&self) -> bool {
+        !self.streams.is_empty() || !self.calls.is_empty()
+    }
+
+    /// `kernel `k` not complete on stream 0 (the PE's own); `synchronize` under way`, or
+    /// `nothing on the GPU`.
+    pub(crate) fn describe(&self) -> String {
+        let mut text = String::new();
+        for (id, kernel) in &self.streams {
+            let sep = if text.is_empty() { "" } else { ", " };
+            let own = if *id == StreamId::PE {
+                " (the PE's own)"
+            } else {
+                ""
+            };
+            let _ = write!(
+                text,
+                "{sep}`{kernel}` (the last work queued) not complete on stream {}{own}",
+                id.0
+            );
+        }
+        for call in &self.calls {
+            let sep = if text.is_empty() { "" } else { "; " };
+            let _ = write!(text, "{sep}`{call}` under way");
+        }
+        if text.is_empty() {
+            text.push_str("no GPU work and no blocking call");
+        }
+        text
+    }
+}
+
+/// When the PE's work last progressed, by what a tick sees.
+#[derive(Debug, Default)]
+pub(crate) struct Stall {
+    last: Option<(u64, usize, Vec<&'static str>)>,
+    since: Option<Instant>,
+}
+
+impl Stall {
+    /// Notes a tick at `now` with the progress count and what is pending; how long the PE has
+    /// had work pending without progress.
+    pub(crate) fn tick(&mut self, now: Instant, progress: u64, pending: &Pending) -> Duration {
+        let seen = (progress, pending.streams.len(), pending.calls.clone());
+        if !pending.busy() || self.last.as_ref() != Some(&seen) {
+            self.last = Some(seen);
+            self.since = pending.busy().then_some(now);
+            return Duration::ZERO;
+        }
+        now.duration_since(*self.since.get_or_insert(now))
+    }
+
+    /// Forgets the clock (a capture runs: nothing was looked at).
+    fn reset(&mut self) {
+        *self = Stall::default();
+    }
+}
+
+impl Watcher {
+    fn run(self) {
+        let mut stall = Stall::default();
+        loop {
+            match self.wait_tick() {
+                Some(TERM) => self.ended(),
+                Some(_) => return,
+                None => {}
+            }
+            let Some(shared) = self.shared.upgrade() else {
+                return;
+            };
+            let Some(timeout) = self.timeout else {
+                continue;
+            };
+            match pending(&shared) {
+                None => stall.reset(),
+                Some(pending) => {
+                    let progress = shared.progress.load(Ordering::Relaxed);
+                    if stall.tick(Instant::now(), progress, &pending) >= timeout {
+                        self.hung(&shared, timeout, &pending);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits up to a tick for a byte on the pipe.
+    fn wait_tick(&self) -> Option<u8> {
+        let mut poll = libc::pollfd {
+            fd: self.woken.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let tick = TICK.as_millis() as libc::c_int;
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&raw mut poll, 1, tick) } <= 0 {
+            return None;
+        }
+        let mut byte = 0u8;
+        // SAFETY: one byte into a live local from a descriptor we own.
+        match unsafe { libc::read(poll.fd, (&raw mut byte).cast(), 1) } {
+            1 => Some(byte),
+            // The write end is gone: the watchdog is being dropped.
+            _ => Some(STOP),
+        }
+    }
+
+    /// No progress for `timeout`: say what is pending and end the process.
+    fn hung(&self, shared: &PeShared, timeout: Duration, pending: &Pending) -> ! {
+        let text = format!(
+            "no progress for {} s; pending: {} (RSHMEM_HANG_TIMEOUT or Job::hang_timeout sets \
+             the bound)",
+            timeout.as_secs_f64(),
+            pending.describe()
+        );
+        eprintln!("rshmem: PE {} hung: {text}", shared.pe);
+        if let Some(info) = &self.report {
+            let _ = info.report(&PeReport::Hung(text));
+        }
+        // The PE's other threads are stuck in the driver: nothing to unwind or tear down.
+        // SAFETY: _exit(2) ends the process at once; it cannot fail.
+        unsafe { libc::_exit(HANG_STATUS) }
+    }
+
+    /// The launcher's SIGTERM arrived: say what was pending, then end as SIGTERM would.
+    fn ended(&self) -> ! {
+        let (pe, text) = match self.shared.upgrade() {
+            Some(shared) => {
+                let text = pending(&shared).map_or_else(
+                    || "a graph capture".to_string(),
+                    |pending| pending.describe(),
+                );
+                (shared.pe, text)
+            }
+            None => (
+                self.report.as_ref().map_or(0, |info| info.pe),
+                String::new(),
+            ),
+        };
+        eprintln!("rshmem: PE {pe} ended by the launcher (SIGTERM); pending: {text}");
+        if let Some(info) = &self.report {
+            let _ = info.report(&PeReport::Ended(text));
+        }
+        // SAFETY: restoring the default disposition and signalling ourselves makes the
+        // process end by SIGTERM, as it would have without the handler; _exit if not.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            libc::kill(libc::getpid(), libc::SIGTERM);
+            libc::_exit(128 + libc::SIGTERM)
+        }
+    }
+}
+
+/// What `shared` has pending now; `None` while a capture runs (no stream may be queried).
+fn pending(shared: &PeShared) -> Option<Pending> {
+    let capture = lock(&shared.capture);
+    if capture.is_some() {
+        return None;
+    }
+    let queued: Vec<(StreamId, String)> = lock(&shared.pending)
+        .iter()
+        .map(|(id, kernel)| (*id, kernel.to_string()))
+        .collect();
+    let streams = queued
+        .into_iter()
+        .filter(|(id, _)| {
+            let stream = if *id == StreamId::PE {
+                Some(shared.stream.clone())
+            } else {
+                lock(&shared.user_streams).live.get(id).cloned()
+            };
+            // A destroyed stream's leftover entry, or a fault (the PE's own calls report it):
+            // nothing of it can progress.
+            stream.is_some_and(|stream| matches!(stream.is_idle(), Ok(false)))
+        })
+        .collect();
+    let calls = lock(&shared.blocking).clone();
+    drop(capture);
+    Some(Pending { streams, calls })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_counts_only_while_work_is_pending_and_nothing_moves() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let busy = Pending {
+            streams: vec![(StreamId::PE, "spin".into())],
+            calls: vec!["synchronize"],
+        };
+        let mut stall = Stall::default();
+        assert_eq!(stall.tick(at(0), 7, &busy), Duration::ZERO);
+        assert_eq!(stall.tick(at(300), 7, &busy), Duration::from_millis(300));
+        // A launch (the count moves) is progress: the clock restarts.
+        assert_eq!(stall.tick(at(400), 8, &busy), Duration::ZERO);
+        assert_eq!(stall.tick(at(900), 8, &busy), Duration::from_millis(500));
+        // A stream going idle, or a call returning, is progress too.
+        let fewer = Pending {
+            streams: Vec::new(),
+            calls: vec!["synchronize"],
+        };
+        assert_eq!(stall.tick(at(1000), 8, &fewer), Duration::ZERO);
+        assert_eq!(stall.tick(at(1500), 8, &fewer), Duration::from_millis(500));
+        // Nothing pending is no stall, however long.
+        assert_eq!(stall.tick(at(9000), 8, &Pending::default()), Duration::ZERO);
+        assert_eq!(
+            stall.tick(at(99_000), 8, &Pending::default()),
+            Duration::ZERO
+        );
+        assert_eq!(stall.tick(at(99_100), 8, &fewer), Duration::ZERO);
+        assert_eq!(
+            stall.tick(at(99_200), 8, &fewer),
+            Duration::from_millis(100)
+        );
+    }
+
+    #[test]
+    fn pending_work_is_described_per_stream_and_call() {
+        let pending = Pending {
+            streams: vec![(StreamId::PE, "spin".into()), (StreamId(3), "copy".into())],
+            calls: vec!["synchronize"],
+        };
+        assert_eq!(
+            pending.describe(),
+            "`spin` (the last work queued) not complete on stream 0 (the PE's own), `copy` \
+             (the last work queued) not complete on stream 3; `synchronize` under way"
+        );
+        assert_eq!(
+            Pending::default().describe(),
+            "no GPU work and no blocking call"
+        );
+    }
+}
