@@ -92,6 +92,9 @@ pub struct PeFailure {
     /// Other PEs that failed and said why (consequences of this one, as the launcher judges:
     /// they failed waiting, hung, or were ended), in the order they ended.
     pub consequences: Vec<PeFailure>,
+    /// PEs that had exited with status 0 when the job failed: for a hang, likely the cause (a
+    /// PE that left while the others wait for it in a collective or a kernel).
+    pub succeeded: Vec<usize>,
 }
 
 /// How a failed PE stands in the blame, best first.
@@ -197,10 +200,20 @@ impl PeGroup {
                     report: PeReport::read(&report_path(server.dir(), index)),
                     ended: pe.ended,
                     consequences: Vec::new(),
+                    succeeded: Vec::new(),
                 }
             })
             .collect();
-        Ok(blame(failures).map_or(Ok(()), Err))
+        let succeeded: Vec<usize> = (0..pes.0.len())
+            .filter(|&pe| pes.0[pe].exit.is_some_and(|status| status.success()))
+            .collect();
+        Ok(match blame(failures) {
+            None => Ok(()),
+            Some(mut failure) => {
+                failure.succeeded = succeeded;
+                Err(failure)
+            }
+        })
     }
 
     fn spawn(&self, pe: usize, server: &Server, launcher: libc::pid_t) -> Result<Pe> {
@@ -530,6 +543,14 @@ impl PeFailure {
     #[must_use]
     pub fn reason(&self) -> String {
         let mut reason = self.own_reason();
+        if self.hung() && !self.succeeded.is_empty() {
+            let pes: Vec<String> = self.succeeded.iter().map(|pe| format!("PE {pe}")).collect();
+            reason.push_str(&format!(
+                "\n({} had ended, with status 0, while the others still ran: a PE that left a \
+                 collective or a wait the others are in makes them hang)",
+                pes.join(", ")
+            ));
+        }
         if !self.consequences.is_empty() {
             let pes: Vec<String> = self
                 .consequences
@@ -807,6 +828,24 @@ mod tests {
     }
 
     #[test]
+    fn a_hang_after_a_pe_left_names_the_pe_that_left() {
+        let job = reporting(
+            2,
+            &format!(
+                r#"[ "$RSHMEM_PE" = 0 ] && exit 0; sleep 0.2; {}; exit 124"#,
+                report("hung", "no progress for 5 s; pending: barrier_all")
+            ),
+        );
+        let msg = Error::from(failure(&job).0).to_string();
+        assert_eq!(
+            msg,
+            "PE 1 hung: no progress for 5 s; pending: barrier_all\n(PE 0 had ended, with \
+             status 0, while the others still ran: a PE that left a collective or a wait the \
+             others are in makes them hang)"
+        );
+    }
+
+    #[test]
     fn panic_messages_are_picked_out_of_stderr() {
         let mut new_style = PanicWatch::default();
         for line in [
@@ -832,6 +871,7 @@ mod tests {
             report: None,
             ended: false,
             consequences: Vec::new(),
+            succeeded: Vec::new(),
         };
         assert_eq!(failure.to_string(), "PE 1 failed: panicked: PE 1 gave up");
     }
