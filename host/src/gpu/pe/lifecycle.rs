@@ -10,7 +10,7 @@ use super::super::Watch;
 use super::alloc::control_block;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
-use super::watchdog::Watchdog;
+use super::term::Watchdog;
 use crate::contract::{
     BoxError, Checked, DeviceInfo, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
 };

@@ -24,7 +24,7 @@ pub(crate) struct GpuPe {
     pub(super) abandoned: AtomicBool,
     /// Held for its `Drop`. Declared last: it stops after the teardown in `GpuPe`'s `Drop`,
     /// which it watches too.
-    pub(super) _watchdog: Option<super::watchdog::Watchdog>,
+    pub(super) _watchdog: Option<super::term::Watchdog>,
 }
 
 /// What the PE and its modules share.
