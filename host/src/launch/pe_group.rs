@@ -90,7 +90,7 @@ pub struct PeFailure {
     /// forwarded signal) before it exited.
     pub ended: bool,
     /// Other PEs that failed and said why (consequences of this one, as the launcher judges:
-    /// they failed waiting, hung, or were ended), in the order they ended.
+    /// they failed waiting, hung, or were ended; or they failed too), by PE.
     pub consequences: Vec<PeFailure>,
     /// PEs that had exited with status 0 when the job failed: for a hang, likely the cause (a
     /// PE that left while the others wait for it in a collective or a kernel).
@@ -285,6 +285,8 @@ fn blame(mut failures: Vec<PeFailure>) -> Option<PeFailure> {
         .into_iter()
         .filter(|failure| failure.report.is_some())
         .collect();
+    // By PE, not by the order they happened to end in: the same fault reads the same.
+    cause_failure.consequences.sort_by_key(|failure| failure.pe);
     Some(cause_failure)
 }
 
@@ -551,20 +553,28 @@ impl PeFailure {
                 pes.join(", ")
             ));
         }
-        if !self.consequences.is_empty() {
-            let pes: Vec<String> = self
-                .consequences
-                .iter()
-                .map(|c| format!("PE {}", c.pe))
-                .collect();
+        // Those that waited (hung, or were ended) are consequences; others that failed of
+        // their own accord (every PE refusing the same bad call) failed too.
+        let (waited, too): (Vec<&PeFailure>, Vec<&PeFailure>) = self
+            .consequences
+            .iter()
+            .partition(|c| c.standing() != Standing::Own);
+        let list = |failures: &[&PeFailure]| {
+            let pes: Vec<String> = failures.iter().map(|c| format!("PE {}", c.pe)).collect();
+            pes.join(", ")
+        };
+        if !waited.is_empty() {
             reason.push_str(&format!(
                 "\n(consequences: {} failed waiting for PE {})",
-                pes.join(", "),
+                list(&waited),
                 self.pe
             ));
-            for c in &self.consequences {
-                reason.push_str(&format!("\n  PE {} {}: {}", c.pe, c.verb(), c.own_reason()));
-            }
+        }
+        if !too.is_empty() {
+            reason.push_str(&format!("\n({} failed too)", list(&too)));
+        }
+        for c in waited.iter().chain(&too) {
+            reason.push_str(&format!("\n  PE {} {}: {}", c.pe, c.verb(), c.own_reason()));
         }
         reason
     }
@@ -825,6 +835,23 @@ mod tests {
                 "{msg}"
             );
         }
+    }
+
+    /// PE 2 fails of its own accord after PE 1 (it ignores the launcher's SIGTERM meanwhile).
+    #[test]
+    fn pes_failing_on_their_own_after_the_first_failed_too() {
+        let job = reporting(
+            3,
+            &format!(
+                r#"ready="${{RSHMEM_REPORT%/*}}/ready"; [ "$RSHMEM_PE" = 0 ] && exec sleep 60; if [ "$RSHMEM_PE" = 2 ]; then trap '' TERM; touch "$ready"; sleep 0.2; else while [ ! -e "$ready" ]; do sleep 0.01; done; fi; {}; exit 1"#,
+                report("failed", "heap exhausted")
+            ),
+        );
+        let msg = Error::from(failure(&job).0).to_string();
+        assert_eq!(
+            msg,
+            "PE 1 failed: heap exhausted\n(PE 2 failed too)\n  PE 2 failed: heap exhausted"
+        );
     }
 
     #[test]
