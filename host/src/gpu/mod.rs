@@ -101,7 +101,7 @@ pub(crate) fn run(
             let outcome = hang_timeout_in_effect(hang_timeout).and_then(|timeout| {
                 let watch = Watch {
                     timeout,
-                    report: Some(&info),
+                    report: info.report_path(),
                 };
                 run_pe(
                     Start::UniqueId(&info),
@@ -146,10 +146,11 @@ fn own_reason(pe: usize, e: &Error) -> String {
     }
 }
 
-/// A PE's watchdog settings: the hang timeout (`None`: off) and where the PE reports.
+/// A PE's watchdog settings: the hang timeout (`None`: off) and the file the PE reports to
+/// (rshmem's launcher's `RSHMEM_REPORT`; only then is SIGTERM caught).
 pub(crate) struct Watch<'a> {
     pub(crate) timeout: Option<Duration>,
-    pub(crate) report: Option<&'a PeInfo>,
+    pub(crate) report: Option<&'a std::path::Path>,
 }
 
 /// `RSHMEM_GPU_OVERSUBSCRIBE=1`: PEs beyond the visible GPUs share them round-robin

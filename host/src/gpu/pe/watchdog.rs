@@ -24,9 +24,10 @@ use super::super::Watch;
 use super::state::{lock, PeShared};
 use super::term::{catch_term, pipe, Watchdog, STOP, TERM, TERM_PIPE};
 use crate::contract::StreamId;
-use crate::launch::{PeInfo, PeReport};
+use crate::launch::PeReport;
 use std::fmt::Write as _;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread;
@@ -37,17 +38,42 @@ const TICK: Duration = Duration::from_millis(100);
 /// The status a PE exits with when its watchdog ends it (`timeout(1)`'s).
 pub(crate) const HANG_STATUS: i32 = 124;
 /// What the watchdog thread needs.
-struct Watcher {
-    shared: Weak<PeShared>,
+struct Watcher<W> {
+    shared: Weak<W>,
+    pe: usize,
     timeout: Option<Duration>,
-    report: Option<PeInfo>,
+    report: Option<PathBuf>,
     woken: OwnedFd,
+}
+
+/// What a watchdog watches: a PE's state, or a test's stand-in.
+pub(super) trait Watched: Send + Sync + 'static {
+    /// The PE.
+    fn pe(&self) -> usize;
+    /// The count of work queued and blocking calls returned.
+    fn progress(&self) -> u64;
+    /// What is pending now; `None` while nothing may be looked at (a graph capture runs).
+    fn pending(&self) -> Option<Pending>;
+}
+
+impl Watched for PeShared {
+    fn pe(&self) -> usize {
+        self.pe
+    }
+
+    fn progress(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
+    }
+
+    fn pending(&self) -> Option<Pending> {
+        pending(self)
+    }
 }
 
 impl Watchdog {
     /// Starts the watchdog of the PE `shared`, where `watch` asks for one (a hang timeout, or
     /// a launcher to report to). Failing to start one is not fatal to the PE: it says so.
-    pub(crate) fn start(shared: &Arc<PeShared>, watch: &Watch<'_>) -> Option<Watchdog> {
+    pub(super) fn start<W: Watched>(shared: &Arc<W>, watch: &Watch<'_>) -> Option<Watchdog> {
         if watch.timeout.is_none() && watch.report.is_none() {
             return None;
         }
@@ -56,19 +82,20 @@ impl Watchdog {
             Err(e) => {
                 eprintln!(
                     "rshmem: PE {}: no hang watchdog ({e}); a hang of this PE will not end by itself",
-                    shared.pe
+                    shared.pe()
                 );
                 None
             }
         }
     }
 
-    fn try_start(shared: &Arc<PeShared>, watch: &Watch<'_>) -> std::io::Result<Watchdog> {
+    fn try_start<W: Watched>(shared: &Arc<W>, watch: &Watch<'_>) -> std::io::Result<Watchdog> {
         let (woken, wake) = pipe()?;
         let watcher = Watcher {
             shared: Arc::downgrade(shared),
+            pe: shared.pe(),
             timeout: watch.timeout,
-            report: watch.report.cloned(),
+            report: watch.report.map(PathBuf::from),
             woken,
         };
         let mut watchdog = Watchdog {
@@ -78,7 +105,7 @@ impl Watchdog {
         };
         watchdog.thread = Some(
             thread::Builder::new()
-                .name(format!("rshmem-pe{}-watchdog", shared.pe))
+                .name(format!("rshmem-pe{}-watchdog", shared.pe()))
                 .spawn(move || watcher.run())?,
         );
         // Only for rshmem's launcher, whose SIGTERM ends the job; one watchdog per process
@@ -173,7 +200,7 @@ impl Stall {
     }
 }
 
-impl Watcher {
+impl<W: Watched> Watcher<W> {
     fn run(self) {
         let mut stall = Stall::default();
         loop {
@@ -188,12 +215,12 @@ impl Watcher {
             let Some(timeout) = self.timeout else {
                 continue;
             };
-            match pending(&shared) {
+            match shared.pending() {
                 None => stall.reset(),
                 Some(pending) => {
-                    let progress = shared.progress.load(Ordering::Relaxed);
-                    if stall.tick(Instant::now(), progress, &pending) >= timeout {
-                        self.hung(&shared, timeout, &pending);
+                    if stall.tick(Instant::now(), shared.progress(), &pending) >= timeout {
+                        drop(shared);
+                        self.hung(timeout, &pending);
                     }
                 }
             }
@@ -222,16 +249,16 @@ impl Watcher {
     }
 
     /// No progress for `timeout`: say what is pending and end the process.
-    fn hung(&self, shared: &PeShared, timeout: Duration, pending: &Pending) -> ! {
+    fn hung(&self, timeout: Duration, pending: &Pending) -> ! {
         let text = format!(
             "no progress for {} s; pending: {} (RSHMEM_HANG_TIMEOUT or Job::hang_timeout sets \
              the bound)",
             timeout.as_secs_f64(),
             pending.describe()
         );
-        eprintln!("rshmem: PE {} hung: {text}", shared.pe);
-        if let Some(info) = &self.report {
-            let _ = info.report(&PeReport::Hung(text));
+        eprintln!("rshmem: PE {} hung: {text}", self.pe);
+        if let Some(path) = &self.report {
+            let _ = PeReport::Hung(text).write(path);
         }
         // The PE's other threads are stuck in the driver: nothing to unwind or tear down.
         // SAFETY: _exit(2) ends the process at once; it cannot fail.
@@ -240,22 +267,19 @@ impl Watcher {
 
     /// The launcher's SIGTERM arrived: say what was pending, then end as SIGTERM would.
     fn ended(&self) -> ! {
-        let (pe, text) = match self.shared.upgrade() {
-            Some(shared) => {
-                let text = pending(&shared).map_or_else(
-                    || "a graph capture".to_string(),
-                    |pending| pending.describe(),
-                );
-                (shared.pe, text)
-            }
-            None => (
-                self.report.as_ref().map_or(0, |info| info.pe),
-                String::new(),
+        let text = match self.shared.upgrade() {
+            Some(shared) => shared.pending().map_or_else(
+                || "a graph capture".to_string(),
+                |pending| pending.describe(),
             ),
+            None => "nothing (its GPU state is gone)".to_string(),
         };
-        eprintln!("rshmem: PE {pe} ended by the launcher (SIGTERM); pending: {text}");
-        if let Some(info) = &self.report {
-            let _ = info.report(&PeReport::Ended(text));
+        eprintln!(
+            "rshmem: PE {} ended by the launcher (SIGTERM); pending: {text}",
+            self.pe
+        );
+        if let Some(path) = &self.report {
+            let _ = PeReport::Ended(text).write(path);
         }
         // SAFETY: restoring the default disposition and signalling ourselves makes the
         // process end by SIGTERM, as it would have without the handler; _exit if not.
@@ -298,6 +322,145 @@ fn pending(shared: &PeShared) -> Option<Pending> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+
+    /// A stand-in PE whose work never completes: a kernel pending, `synchronize` under way.
+    struct Stuck;
+
+    impl Watched for Stuck {
+        fn pe(&self) -> usize {
+            3
+        }
+
+        fn progress(&self) -> u64 {
+            0
+        }
+
+        fn pending(&self) -> Option<Pending> {
+            Some(Pending {
+                streams: vec![(StreamId::PE, "spin".into())],
+                calls: vec!["synchronize"],
+            })
+        }
+    }
+
+    /// Set in the child process a test starts: the report file it writes to.
+    const CHILD_VAR: &str = "RSHMEM_WATCHDOG_TEST_REPORT";
+
+    /// In the child: a stuck PE watched with `timeout`, reporting to the file the parent
+    /// named; says `ready` and waits to be ended. `None` in the parent.
+    fn as_child(timeout: Option<Duration>) -> Option<()> {
+        let report = PathBuf::from(std::env::var_os(CHILD_VAR)?);
+        let stuck = Arc::new(Stuck);
+        let _watchdog = Watchdog::start(
+            &stuck,
+            &Watch {
+                timeout,
+                report: Some(&report),
+            },
+        );
+        println!("ready");
+        thread::sleep(Duration::from_secs(20));
+        // Not ended: the parent sees status 0 and fails.
+        std::process::exit(0)
+    }
+
+    /// Starts this test binary's test `name` as the child, reporting to `report`; returns it
+    /// once it said `ready`.
+    fn start_child(name: &str, report: &Path) -> Child {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD_VAR, report)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let said: Vec<String> = stdout
+            .lines()
+            .map_while(Result::ok)
+            .take_while(|line| !line.contains("ready"))
+            .collect();
+        assert!(said.len() < 50, "the child never got ready: {said:?}");
+        child
+    }
+
+    fn wait(child: &mut Child) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("the child was not ended within 10 s");
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn report_file(test: &str) -> (PathBuf, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("rshmem-watchdog-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        (dir.join("report"), dir)
+    }
+
+    #[test]
+    fn a_stuck_pe_is_ended_as_hung_saying_what_was_pending() {
+        if as_child(Some(Duration::from_millis(300))).is_some() {
+            return;
+        }
+        let (report, dir) = report_file("hung");
+        let start = Instant::now();
+        let mut child = start_child(
+            "gpu::pe::watchdog::tests::a_stuck_pe_is_ended_as_hung_saying_what_was_pending",
+            &report,
+        );
+        let status = wait(&mut child);
+        let took = start.elapsed();
+        let written = PeReport::read(&report);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(status.code(), Some(HANG_STATUS), "{status:?}");
+        assert!(took >= Duration::from_millis(300), "{took:?}");
+        let Some(PeReport::Hung(text)) = written else {
+            panic!("no hang report: {written:?}");
+        };
+        assert!(
+            text.starts_with("no progress for 0.3 s; pending: `spin` (the last work queued) not complete on stream 0 (the PE's own); `synchronize` under way"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sigterm_makes_a_pe_say_what_was_pending_and_end_by_it() {
+        if as_child(None).is_some() {
+            return;
+        }
+        let (report, dir) = report_file("term");
+        let mut child = start_child(
+            "gpu::pe::watchdog::tests::sigterm_makes_a_pe_say_what_was_pending_and_end_by_it",
+            &report,
+        );
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) takes integers; the pid is our own child's, not yet reaped.
+        let sent = unsafe { libc::kill(pid, libc::SIGTERM) };
+        assert_eq!(sent, 0);
+        let status = wait(&mut child);
+        let written = PeReport::read(&report);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+        assert_eq!(
+            written,
+            Some(PeReport::Ended(
+                "`spin` (the last work queued) not complete on stream 0 (the PE's own); \
+                 `synchronize` under way"
+                    .into()
+            ))
+        );
+    }
 
     #[test]
     fn a_stall_counts_only_while_work_is_pending_and_nothing_moves() {
