@@ -17,8 +17,9 @@
 # NVSHMEM, with and without graphs, plotted by scripts/plot_collectives.py; their `gpu::` tests are
 # `BINS=test-coll` of `tests`, with PER_TEST_TIMEOUT=300 when PEs share one GPU) and `tp` (the
 # fused tensor-parallel ops: the tp_mlp example, then scripts/tp_bench.py beside NCCL + cuBLAS and
-# torch's fused ops; on one GPU 2 PEs share it, a smoke test). Split the parts over several device
-# calls to stay under the per-call limit.
+# torch's fused ops; on one GPU 2 PEs share it, a smoke test) and `faults` (the fault suite and
+# the GPU blame test of issue 12: `gpu::` tests of test-fault_suite and test-faults). Split the
+# parts over several device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -159,7 +160,7 @@ fi
 
 # 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs),
 # each test in its own process under PER_TEST_TIMEOUT; one line per test in $OUT/tests.txt.
-if want tests; then
+run_tests() {
     for t in $BIN/test-*; do
         [ -x "$t" ] || continue
         # BINS=REGEX picks test binaries by name (test-tensor, test-conformance, ...).
@@ -181,6 +182,19 @@ if want tests; then
             fi
         done
     done
+}
+want tests && run_tests
+
+# Faults (issue 12): the process-level fault suite (test-fault_suite: a PE panics before and
+# after init, is SIGKILLed mid-kernel, returns early, a kernel traps or waits forever (the hang
+# watchdog ends it, 5 s), heap exhaustion, mismatched allocations, a bad PE number; each job
+# bounded, non-zero, naming the PE and cause, leaving no process, followed by a healthy job)
+# and the GPU blame test (test-faults: PE k traps while the others wait, 3 jobs per (PE count,
+# culprit), the launcher names PE k and lists the others as ended). Each job is a child process
+# of the test; a test holds several jobs, hence the longer per-test bound.
+if want faults; then
+    export RSHMEM_FAULT_MAX_NPES=$((NGPU >= 2 ? (NGPU < 4 ? NGPU : 4) : 3))
+    BINS='^test-(fault_suite|faults)$' PER_TEST_TIMEOUT=${FAULTS_TEST_TIMEOUT:-240} run_tests
 fi
 
 # 3. Put bandwidth: Rust, then the CUDA C++ NVSHMEM peer, same sizes and grids.

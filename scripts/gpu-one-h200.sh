@@ -38,7 +38,9 @@ slice tp1 180 -- tp_1pe
 slice examples 60 -- examples
 slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_TIMEOUT=60 -- collectives
 slice tp 70 -- tp
-slice faults 120 -- faults checked_bench
+# faults: the fault suite (9 tests, 2 jobs each) and the GPU blame test (15 jobs on one GPU)
+# take about 3-4 minutes with PEs sharing the GPU; run this slice on its own call.
+slice faults 330 -- faults checked_bench
 echo
 echo "== tests (every slice)"
 cat "$OUT"/*/tests.txt 2>/dev/null

@@ -1,7 +1,15 @@
-//! Faults on the simulator: a kernel that fails on PE k while every other PE waits for it
-//! (a device-side `wait_until` that only PE k's failure ends) is the job's error, named as
-//! PE k with its assertion, for every k of 2, 3 and 4 PEs and many repetitions (the waiting
-//! PEs often fail first in time); the waiting PEs are listed as consequences.
+//! Blame: a kernel that fails on PE k while every other PE waits for it (a device-side
+//! `wait_until` that only PE k's failure could end) is the job's error, named as PE k, for
+//! every k of 2, 3 and 4 PEs and many repetitions (the waiting PEs often fail first in time);
+//! the waiting PEs are listed as consequences.
+//!
+//! On the simulator the jobs run in this process, with the assertion's text checked too. On
+//! GPUs (`gpu::`, ignored where there are none) each job is a child process (`faultkit`),
+//! [`GPU_ROUNDS`] per (PE count, culprit): the culprit's process fails with its kernel's error,
+//! the waiters' kernels wait until the launcher ends them, and they say so.
+
+#[path = "faultkit/mod.rs"]
+mod faultkit;
 
 use rshmem::{Backend, Job, LaunchConfig, Shmem};
 use rshmem_fixturekit::{basics, IMAGE};
@@ -11,6 +19,10 @@ type Outcome = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 /// How many jobs per (PE count, culprit): enough for the race between the culprit's and the
 /// waiters' failures to go both ways many times (measured: both orders occur).
 const ROUNDS: usize = 50;
+/// Jobs per (PE count, culprit) on GPUs, where NVSHMEM's start costs seconds per job; there
+/// the waiters cannot fail first (their kernels wait until the launcher ends them), so the
+/// rounds check that the launcher never blames them.
+const GPU_ROUNDS: usize = 3;
 
 fn case(shmem: &Shmem, culprit: i32) -> Outcome {
     let module = shmem.load(&IMAGE)?;
@@ -53,6 +65,70 @@ fn the_failing_pe_is_blamed_not_its_waiters() {
                         msg.contains(&format!("PE {q}")),
                         "waiter PE {q} not listed as a consequence: {what}"
                     );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "a job the GPU blame test starts as a child process"]
+fn fault_job() {
+    faultkit::job_main(
+        |name, shmem| {
+            assert_eq!(name, "blame", "the only case of this binary");
+            case(shmem, faultkit::culprit() as i32)
+        },
+        |_| {},
+    );
+}
+
+mod gpu {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    #[ignore = "needs GPUs: scripts/gpu-check.sh faults runs it"]
+    fn the_failing_pe_is_blamed_not_its_waiters() {
+        // At most 3 PEs unless told (gpu-check.sh says how many PEs fit its GPUs).
+        let max_npes: usize = std::env::var("RSHMEM_FAULT_MAX_NPES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3);
+        for npes in 2..=max_npes.clamp(2, 4) {
+            for culprit in 0..npes {
+                for round in 0..GPU_ROUNDS {
+                    let c = culprit.to_string();
+                    let ran = faultkit::run_job(
+                        Backend::Gpu,
+                        npes,
+                        "blame",
+                        &[
+                            ("RSHMEM_FAULT_CULPRIT", &c),
+                            ("RSHMEM_FAULT_HANG_TIMEOUT", "60"),
+                        ],
+                        Duration::from_secs(120),
+                    );
+                    let msg = ran.error().unwrap_or_else(|| {
+                        panic!(
+                            "no job error ({npes} PEs, culprit {culprit})\n{}",
+                            ran.output()
+                        )
+                    });
+                    let what = format!("{npes} PEs, culprit PE {culprit}, round {round}: {msg}");
+                    assert!(!ran.status.success(), "{what}");
+                    let first_line = msg.lines().next().unwrap_or_default();
+                    assert!(
+                        first_line.starts_with(&format!("PE {culprit} failed"))
+                            && first_line.contains("trap_while_others_wait"),
+                        "{what}"
+                    );
+                    for q in (0..npes).filter(|&q| q != culprit) {
+                        assert!(
+                            msg.contains(&format!("PE {q} failed: ended by the launcher")),
+                            "waiter PE {q} not listed as a consequence: {what}"
+                        );
+                    }
                 }
             }
         }

@@ -40,6 +40,7 @@ pub struct Job {
     backend: Option<Backend>,
     npes: Option<usize>,
     pe_args: Option<Vec<std::ffi::OsString>>,
+    hang_timeout: Option<std::time::Duration>,
 }
 
 impl Job {
@@ -70,6 +71,24 @@ impl Job {
         A: Into<std::ffi::OsString>,
     {
         self.pe_args = Some(args.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// How long a GPU PE may have work pending (kernels launched and not complete, or a
+    /// blocking call such as `synchronize` or `barrier_all` under way) with nothing completing
+    /// before its watchdog ends the job as hung, whatever `RSHMEM_HANG_TIMEOUT` says (default
+    /// [`crate::launch::DEFAULT_HANG_TIMEOUT`], 300 s; [`Duration::ZERO`] turns the watchdog
+    /// off). A hung PE reports what was pending, per stream, and the blocking call; the
+    /// launcher ends the other PEs, which report theirs, and the job's error is
+    /// [`Error::PeHung`] naming the PE. A single kernel that legitimately runs longer needs a
+    /// longer timeout.
+    ///
+    /// The simulator bounds its device waits by `RSHMEM_SIM_WAIT_TIMEOUT` instead (see
+    /// `docs/faults.md`).
+    ///
+    /// [`Duration::ZERO`]: std::time::Duration::ZERO
+    pub fn hang_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.hang_timeout = Some(timeout);
         self
     }
 
@@ -104,7 +123,9 @@ impl Job {
         let on_pe: PeMain<'_> = &on_pe;
         match backend {
             Backend::Sim => crate::sim::run(npes.unwrap_or(2), on_pe),
-            Backend::Gpu => crate::gpu::run(npes, self.pe_args.as_deref(), on_pe),
+            Backend::Gpu => {
+                crate::gpu::run(npes, self.pe_args.as_deref(), self.hang_timeout, on_pe)
+            }
         }
     }
 }

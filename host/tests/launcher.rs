@@ -200,6 +200,29 @@ fn a_non_zero_exit_is_reported_with_its_status() {
 }
 
 #[test]
+fn a_pes_own_error_reaches_the_launchers_message() {
+    let run = finish(rshmem_run(
+        3,
+        &[
+            ("RSHMEM_TEST_PE", "sleep"),
+            (
+                "RSHMEM_TEST_PE1",
+                "delay:100+error:kernel `k` failed on PE 1: trapped",
+            ),
+        ],
+    ));
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "rshmem-run: PE 1 failed: kernel `k` failed on PE 1: trapped (the job was ended)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(run.elapsed < BOUND, "took {:?}", run.elapsed);
+}
+
+#[test]
 fn a_pe_killed_by_a_signal_gives_128_plus_the_signal() {
     let run = finish(rshmem_run(
         2,

@@ -2,9 +2,10 @@
 //! for them, the role of `nvshmrun`. See `rshmem_host::launch` for what the PEs get and for
 //! the multi-node path (`srun`/`mpirun`).
 //!
-//! Exit status: 0 if every PE succeeded; else the first failed PE's status (128 + the signal
-//! if one killed it), with a message naming the PE on stderr; 2 for a usage error; 126/127
-//! if the program cannot be executed / found; 1 for other launcher errors.
+//! Exit status: 0 if every PE succeeded; else the status of the PE the message names (the
+//! first that failed of its own accord; 128 + the signal if one killed it; 124 for a PE that
+//! hung), with the message on stderr; 2 for a usage error; 126/127 if the program cannot be
+//! executed / found; 1 for other launcher errors.
 
 use rshmem_host::launch::{self, PeGroup};
 use rshmem_host::Error;
@@ -17,6 +18,8 @@ Usage: rshmem-run -n N [--] PROGRAM [ARGS...]
 Starts N processing elements (PEs) of PROGRAM on this node, one per GPU, and waits for
 them. Every line a PE prints is prefixed with `[PE k] `. If a PE fails, the others are
 ended and rshmem-run exits with that PE's status (128 + the signal if one killed it).
+A GPU PE whose work makes no progress for RSHMEM_HANG_TIMEOUT seconds (default 300,
+0: never) ends the job as hung, with what every PE had pending (status 124).
 
 Options:
   -n, --npes N   the number of PEs (default: $RSHMEM_NPES)

@@ -6,12 +6,13 @@
 //!   `hello` (a line on stdout and one on stderr), `args`, `pid`, `publish` (the bytes of
 //!   `RSHMEM_TEST_UID`, hex, or `ready`), `fetch` (and compare with `RSHMEM_TEST_UID`),
 //!   `ignore-term`, `grandchild` (start a sleeping child of its own), `delay:<ms>`, `sleep`
-//!   (forever), `panic`, `exit:<code>`, `abort`.
+//!   (forever), `panic`, `exit:<code>`, `abort`, `error:<text>` (report `text` as this PE's
+//!   own error to the launcher, then exit 1).
 //! * `RSHMEM_TEST_SELF_LAUNCH=N` in a plainly started process: be the launcher of N copies
 //!   of this program (`launch_self`).
 //! * `RSHMEM_TEST_GRANDCHILD=1`: sleep forever (what `grandchild` starts).
 
-use rshmem_host::launch::{self, PeInfo, Role};
+use rshmem_host::launch::{self, PeInfo, PeReport, Role};
 use std::process::{self, Command};
 use std::thread;
 use std::time::Duration;
@@ -86,6 +87,11 @@ fn run_script(info: &PeInfo) {
             "panic" => panic!("PE {pe} was told to panic"),
             "exit" => process::exit(arg.parse().unwrap_or(1)),
             "abort" => process::abort(),
+            "error" => {
+                info.report(&PeReport::Failed(arg.to_string()))
+                    .unwrap_or_else(|e| fail(2, &format!("cannot report: {e}")));
+                fail(1, &format!("error: {arg}"));
+            }
             _ => fail(2, &format!("unknown step {step:?} in {script:?}")),
         }
     }

@@ -217,6 +217,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A PE's watchdog saw its work make no progress for the hang timeout
+    /// (`RSHMEM_HANG_TIMEOUT`, `Job::hang_timeout`); the job was ended.
+    #[error("PE {pe} hung: {report}")]
+    PeHung {
+        /// The PE that hung first.
+        pe: usize,
+        /// What was pending, on it and (as consequences) on the others.
+        report: String,
+    },
+
     /// The PEs did not make the same collective call (alloc, barrier_all), or a PE ended
     /// without making it, so it cannot complete on any PE.
     #[error("collective `{op}` cannot complete on PE {pe}: {message}")]

@@ -310,6 +310,18 @@ impl Stream {
         })
     }
 
+    /// Whether everything queued on the stream has completed (`cuStreamQuery`): `Ok(false)`
+    /// while work is outstanding; a fault of its work (or any sticky one) is an error. Never
+    /// on a stream that records a graph: CUDA would invalidate the capture.
+    pub(crate) fn is_idle(&self) -> CudaResult<bool> {
+        self.ctx.bind()?;
+        // SAFETY: `raw` is a live stream of the bound context; the query only reads its state.
+        match unsafe { sys::cuStreamQuery(self.raw) } {
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            status => status.result().map(|()| true).call("cuStreamQuery"),
+        }
+    }
+
     /// Whether the stream records a graph now (`cuStreamIsCapturing`; allowed during a
     /// capture).
     pub(crate) fn is_capturing(&self) -> CudaResult<bool> {

@@ -31,6 +31,12 @@
 //! If the closure fails (or panics, or left a kernel that faulted), the PE returns at once
 //! without NVSHMEM's collective teardown — the other PEs may be blocked anywhere — and the
 //! launcher ends the job.
+//!
+//! A PE of rshmem's launcher writes its error to the launcher's report file before it
+//! returns, so the job's error carries it. Each PE runs a watchdog (`pe::watchdog`): work
+//! pending without progress for the hang timeout (`Job::hang_timeout`, else
+//! `RSHMEM_HANG_TIMEOUT`, default 300 s) ends the PE as hung, saying what was pending; a PE
+//! the launcher ends (SIGTERM) says what it had pending first.
 
 mod cuda;
 mod discover;
@@ -41,8 +47,9 @@ mod pe;
 mod tensor_map;
 
 use crate::contract::{pe_error, Error, PeMain, Result};
-use crate::launch::{self, External, PeInfo, Role};
+use crate::launch::{self, External, PeGroup, PeInfo, PeReport, Role};
 use nvshmem::{result as nv, sys, Nvshmem};
+use std::time::Duration;
 
 /// Whether a GPU can be used by this process; the reason if not: a CUDA driver (13.0+) with at
 /// least one device, and NVSHMEM's host library.
@@ -55,10 +62,12 @@ pub(crate) fn probe() -> std::result::Result<(), String> {
     }
 }
 
-/// Runs the job on GPUs: as the launcher (plain start), or as one PE.
+/// Runs the job on GPUs: as the launcher (plain start), or as one PE. `hang_timeout` is
+/// `Job::hang_timeout`'s setting (zero: off), else `RSHMEM_HANG_TIMEOUT` rules.
 pub(crate) fn run(
     npes: Option<usize>,
     pe_args: Option<&[std::ffi::OsString]>,
+    hang_timeout: Option<Duration>,
     pe_main: PeMain<'_>,
 ) -> Result<()> {
     match launch::role()? {
@@ -68,26 +77,80 @@ pub(crate) fn run(
             if npes > visible && !oversubscribe() {
                 return Err(unavailable(visible, visible, visible));
             }
-            match pe_args {
-                None => launch::launch_self(npes),
-                Some(args) => {
-                    let exe = std::env::current_exe().map_err(|source| Error::Io {
-                        context: "finding this program to start its PEs".into(),
-                        source,
-                    })?;
-                    launch::launch(npes, &exe, args)
-                }
+            let exe = std::env::current_exe().map_err(|source| Error::Io {
+                context: "finding this program to start its PEs".into(),
+                source,
+            })?;
+            let args = match pe_args {
+                Some(args) => args.to_vec(),
+                None => std::env::args_os().skip(1).collect(),
+            };
+            let mut group = PeGroup::new(npes, exe).args(args);
+            if let Some(timeout) = hang_timeout {
+                // The PEs run this program's `Job` too, but say it where a PE's program
+                // would not (and where the user reads it back in `ps`).
+                group = group.env(
+                    launch::HANG_TIMEOUT_VAR,
+                    format!("{}", timeout.as_secs_f64()),
+                );
             }
+            group.run()
         }
         Role::Pe(info) => {
             let (pe, npes, local_rank) = (info.pe, info.npes, info.local_rank);
-            run_pe(Start::UniqueId(&info), pe, npes, local_rank, pe_main)
+            let outcome = hang_timeout_in_effect(hang_timeout).and_then(|timeout| {
+                let watch = Watch {
+                    timeout,
+                    report: info.report_path(),
+                };
+                run_pe(
+                    Start::UniqueId(&info),
+                    pe,
+                    npes,
+                    local_rank,
+                    &watch,
+                    pe_main,
+                )
+            });
+            if let Err(e) = &outcome {
+                // So that the launcher's error says this, not only "exited with status 1".
+                // Should the launcher be gone, nobody is left to read it.
+                let _ = info.report(&PeReport::Failed(own_reason(pe, e)));
+            }
+            outcome
         }
         Role::External(kind) => {
             let (pe, npes, local_rank) = kind.placement()?;
-            run_pe(Start::External(kind), pe, npes, local_rank, pe_main)
+            let watch = Watch {
+                timeout: hang_timeout_in_effect(hang_timeout)?,
+                report: None,
+            };
+            run_pe(Start::External(kind), pe, npes, local_rank, &watch, pe_main)
         }
     }
+}
+
+/// The hang timeout of this PE: the `Job`'s setting, else `RSHMEM_HANG_TIMEOUT`; `None`: off.
+fn hang_timeout_in_effect(job: Option<Duration>) -> Result<Option<Duration>> {
+    match job {
+        Some(timeout) => Ok((!timeout.is_zero()).then_some(timeout)),
+        None => launch::hang_timeout(&|k| std::env::var(k).ok()),
+    }
+}
+
+/// What PE `pe`'s error says of it, without the `PE k failed: ` the launcher adds.
+fn own_reason(pe: usize, e: &Error) -> String {
+    match e {
+        Error::PeFailed { pe: failed, reason } if *failed == pe => reason.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A PE's watchdog settings: the hang timeout (`None`: off) and the file the PE reports to
+/// (rshmem's launcher's `RSHMEM_REPORT`; only then is SIGTERM caught).
+pub(crate) struct Watch<'a> {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) report: Option<&'a std::path::Path>,
 }
 
 /// `RSHMEM_GPU_OVERSUBSCRIBE=1`: PEs beyond the visible GPUs share them round-robin
@@ -119,6 +182,7 @@ fn run_pe(
     pe: usize,
     npes: usize,
     local_rank: usize,
+    watch: &Watch<'_>,
     pe_main: PeMain<'_>,
 ) -> Result<()> {
     let nvshmem = Nvshmem::get()?;
@@ -163,7 +227,7 @@ fn run_pe(
 
     // `GpuPe::finish` decides, from the closure's verdict and the GPU's state, whether the
     // collective teardown runs when the PE is dropped at the end of `pe_main`.
-    let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes)?;
+    let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes, watch)?;
     pe_main(Box::new(gpu_pe)).map_err(|e| pe_error(pe, e))
 }
 

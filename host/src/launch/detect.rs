@@ -11,7 +11,7 @@
 
 use super::rendezvous::{Address, PeInfo};
 use super::vars::{
-    DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+    DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, REPORT_VAR, TIMEOUT_VAR,
 };
 use crate::contract::{Error, Result};
 use std::fmt;
@@ -212,6 +212,9 @@ impl PeInfo {
             local_rank,
             rendezvous,
             timeout: uid_timeout(env)?,
+            report: env(REPORT_VAR)
+                .filter(|path| !path.is_empty())
+                .map(std::path::PathBuf::from),
         })
     }
 }

@@ -21,8 +21,17 @@
 //!   is there (up to `RSHMEM_RENDEZVOUS_TIMEOUT` seconds, default 60), over a Unix socket in
 //!   a private temporary directory;
 //! * when a PE exits non-zero, panics or is killed, ends the others (SIGTERM to their
-//!   process groups, SIGKILL 2 s later) and reports the first failure as
-//!   [`Error::PeFailed`], e.g. `PE 1 failed: panicked: ...`;
+//!   process groups, SIGKILL 2 s later) and reports the PE that failed first *of its own
+//!   accord* as [`Error::PeFailed`]: with the error the PE's program failed with (each PE
+//!   writes it to a private report file, `RSHMEM_REPORT`, see [`PeReport`]), e.g.
+//!   `PE 1 failed: kernel `k` failed on PE 1: ...`, else its panic message or exit status.
+//!   PEs that failed because they waited for it — ended by the launcher, or by their own
+//!   watchdog — follow as `(consequences: ...)` with what each had pending;
+//! * names a hang as one: a GPU PE whose work makes no progress for `RSHMEM_HANG_TIMEOUT`
+//!   seconds ([`DEFAULT_HANG_TIMEOUT`], 300; `0`: off; `Job::hang_timeout` sets it for a
+//!   job) reports its pending kernels, per stream, and blocking call and exits; the
+//!   launcher ends the others, which report theirs, and the job fails with
+//!   [`Error::PeHung`], e.g. `PE 1 hung: no progress for 30 s; pending: ...`;
 //! * forwards SIGINT and SIGTERM to the PEs (then ends them the same way);
 //! * dies with its PEs: each is started with a parent-death signal (Linux), so killing the
 //!   launcher, even with SIGKILL, leaves no PE behind.
@@ -97,14 +106,17 @@
 mod detect;
 mod pe_group;
 mod rendezvous;
+mod report;
 mod sys;
 mod vars;
 
 pub use detect::{parse_npes, External, MpiLauncher, Pmi, Role};
 pub use pe_group::{PeExit, PeFailure, PeGroup, DEFAULT_GRACE};
 pub use rendezvous::PeInfo;
+pub use report::PeReport;
 pub use vars::{
-    DEFAULT_UID_TIMEOUT, LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, TIMEOUT_VAR,
+    hang_timeout, DEFAULT_HANG_TIMEOUT, DEFAULT_UID_TIMEOUT, HANG_TIMEOUT_VAR, LOCAL_RANK_VAR,
+    NPES_VAR, PE_VAR, RENDEZVOUS_VAR, REPORT_VAR, TIMEOUT_VAR,
 };
 
 use crate::contract::{Error, Result};

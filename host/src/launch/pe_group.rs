@@ -2,19 +2,27 @@
 //! output relayed line by line with a `[PE k] ` prefix, and the whole group ended as soon as
 //! one PE fails.
 //!
+//! Which PE the job's error names: the first (as the launcher saw them end) that failed *of
+//! its own accord* — its program reported an error ([`PeReport::Failed`]), or it exited
+//! non-zero or died before the launcher signalled it. Failing that, the first whose watchdog
+//! reported a hang ([`PeReport::Hung`]); failing that, the first failure of all. A PE that
+//! waits for a failed one can fail first in time (its wait fails, or its own watchdog fires),
+//! and PEs the launcher ends fail after it; those that said why are listed as consequences.
+//!
 //! Each PE leads its own process group, so one signal reaches everything it started. The
 //! launcher polls the PEs rather than blocking on one: it must notice the first failure
 //! whichever PE it is, and a forwarded signal, within a few milliseconds.
 
 use super::rendezvous::{Address, Server};
+use super::report::PeReport;
 use super::sys::{self, Forwarding, Signal};
-use super::vars::{LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR};
+use super::vars::{LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, REPORT_VAR};
 use crate::contract::{Error, Result};
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -64,7 +72,8 @@ pub enum PeExit {
     },
 }
 
-/// The first PE of a job that failed, and how.
+/// The PE of a job that failed first of its own accord (see [`crate::launch`]), and
+/// how; the PEs that failed as consequences.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeFailure {
     /// The PE.
@@ -75,6 +84,28 @@ pub struct PeFailure {
     pub panic: Option<String>,
     /// A signal the launcher received and forwarded to the PEs before this failure.
     pub forwarded: Option<i32>,
+    /// What the PE reported about its end (`RSHMEM_REPORT`), if it did.
+    pub report: Option<PeReport>,
+    /// Whether the launcher had signalled the PE to end (another PE had failed, or a
+    /// forwarded signal) before it exited.
+    pub ended: bool,
+    /// Other PEs that failed and said why (consequences of this one, as the launcher judges:
+    /// they failed waiting, hung, or were ended; or they failed too), by PE.
+    pub consequences: Vec<PeFailure>,
+    /// PEs that had exited with status 0 when the job failed: for a hang, likely the cause (a
+    /// PE that left while the others wait for it in a collective or a kernel).
+    pub succeeded: Vec<usize>,
+}
+
+/// How a failed PE stands in the blame, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Standing {
+    /// It failed of its own accord.
+    Own,
+    /// Its watchdog saw no progress.
+    Hung,
+    /// It was ended, by the launcher or (forwarded) from outside.
+    Ended,
 }
 
 impl PeGroup {
@@ -147,27 +178,46 @@ impl PeGroup {
         let launcher = sys::own_pid();
         let mut pes = Pes(Vec::with_capacity(self.npes));
         for pe in 0..self.npes {
-            pes.0.push(self.spawn(pe, server.address(), launcher)?);
+            pes.0.push(self.spawn(pe, &server, launcher)?);
         }
-        let outcome = pes.supervise(&mut forwarding, self.grace)?;
+        let failed = pes.supervise(&mut forwarding, self.grace)?;
         pes.drain();
-        Ok(match outcome {
+        let failures = failed
+            .into_iter()
+            .map(|(index, status, forwarded)| {
+                let pe = &pes.0[index];
+                PeFailure {
+                    pe: index,
+                    exit: PeExit::from(status),
+                    panic: pe
+                        .panic
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .message
+                        .clone(),
+                    forwarded,
+                    // Read before `server` drops and removes its directory.
+                    report: PeReport::read(&report_path(server.dir(), index)),
+                    ended: pe.ended,
+                    consequences: Vec::new(),
+                    succeeded: Vec::new(),
+                }
+            })
+            .collect();
+        let succeeded: Vec<usize> = (0..pes.0.len())
+            .filter(|&pe| pes.0[pe].exit.is_some_and(|status| status.success()))
+            .collect();
+        Ok(match blame(failures) {
             None => Ok(()),
-            Some((index, status, forwarded)) => Err(PeFailure {
-                pe: index,
-                exit: PeExit::from(status),
-                panic: pes.0[index]
-                    .panic
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .message
-                    .clone(),
-                forwarded,
-            }),
+            Some(mut failure) => {
+                failure.succeeded = succeeded;
+                Err(failure)
+            }
         })
     }
 
-    fn spawn(&self, pe: usize, rendezvous: &Address, launcher: libc::pid_t) -> Result<Pe> {
+    fn spawn(&self, pe: usize, server: &Server, launcher: libc::pid_t) -> Result<Pe> {
+        let rendezvous: &Address = server.address();
         // Only PE 0 gets the launcher's stdin, as with mpirun: several readers would race.
         // Not a terminal, though: a PE leads its own process group, so reading the terminal
         // would stop it (SIGTTIN) and hang the job.
@@ -182,6 +232,7 @@ impl PeGroup {
             // One node: the PE's index is its GPU.
             .env(LOCAL_RANK_VAR, pe.to_string())
             .env(RENDEZVOUS_VAR, rendezvous.to_env())
+            .env(REPORT_VAR, report_path(server.dir(), pe))
             .stdin(if pe == 0 && !terminal_stdin {
                 Stdio::inherit()
             } else {
@@ -202,6 +253,7 @@ impl PeGroup {
         let mut started = Pe {
             child,
             exit: None,
+            ended: false,
             relays: Vec::new(),
             panic: Arc::default(),
         };
@@ -219,6 +271,25 @@ impl PeGroup {
     }
 }
 
+/// Where PE `pe` writes its report: the launcher's private directory.
+fn report_path(dir: &Path, pe: usize) -> PathBuf {
+    dir.join(format!("pe{pe}.report"))
+}
+
+/// The failure the job's error names, with the others that said why as its consequences:
+/// `failures` in the order the launcher saw them end (see the [module docs](self)).
+fn blame(mut failures: Vec<PeFailure>) -> Option<PeFailure> {
+    let cause = (0..failures.len()).min_by_key(|&i| (failures[i].standing(), i))?;
+    let mut cause_failure = failures.remove(cause);
+    cause_failure.consequences = failures
+        .into_iter()
+        .filter(|failure| failure.report.is_some())
+        .collect();
+    // By PE, not by the order they happened to end in: the same fault reads the same.
+    cause_failure.consequences.sort_by_key(|failure| failure.pe);
+    Some(cause_failure)
+}
+
 /// The PEs of a running job.
 struct Pes(Vec<Pe>);
 
@@ -227,20 +298,23 @@ struct Pes(Vec<Pe>);
 struct Pe {
     child: Child,
     exit: Option<ExitStatus>,
+    /// The launcher signalled it to end while it ran.
+    ended: bool,
     relays: Vec<JoinHandle<()>>,
     panic: Arc<Mutex<PanicWatch>>,
 }
 
 impl Pes {
     /// Waits for every PE; once one fails (or a forwarded signal arrives) it ends the others:
-    /// SIGTERM (or that signal), then SIGKILL after `grace`. Returns the first failed PE's
-    /// index and status, and the signal forwarded before it failed, if any.
+    /// SIGTERM (or that signal), then SIGKILL after `grace`. Returns the failed PEs' indices
+    /// and statuses, in the order they ended, each with the signal forwarded before it
+    /// ended, if any.
     fn supervise(
         &mut self,
         forwarding: &mut Forwarding,
         grace: Duration,
-    ) -> Result<Option<(usize, ExitStatus, Option<Signal>)>> {
-        let mut failure = None;
+    ) -> Result<Vec<(usize, ExitStatus, Option<Signal>)>> {
+        let mut failed = Vec::new();
         let mut forwarded = None;
         let mut ending_since: Option<Instant> = None;
         let mut killed = false;
@@ -258,13 +332,13 @@ impl Pes {
                     // Whatever the PE started dies with it. Its pid cannot have been reused
                     // yet: the group id stays taken while any member lives.
                     let _ = sys::signal_group(pe.child.id(), libc::SIGKILL);
-                    if !status.success() && failure.is_none() {
-                        failure = Some((index, status, forwarded));
+                    if !status.success() {
+                        failed.push((index, status, forwarded));
                     }
                 }
             }
             let now = Instant::now();
-            if failure.is_some() && ending_since.is_none() {
+            if !failed.is_empty() && ending_since.is_none() {
                 self.signal_running(libc::SIGTERM);
                 ending_since = Some(now);
             }
@@ -274,7 +348,7 @@ impl Pes {
                 ending_since.get_or_insert(now);
             }
             if self.0.iter().all(|pe| pe.exit.is_some()) {
-                return Ok(failure);
+                return Ok(failed);
             }
             if ending_since.is_some_and(|since| !killed && since.elapsed() >= grace) {
                 self.signal_running(libc::SIGKILL);
@@ -284,8 +358,9 @@ impl Pes {
         }
     }
 
-    fn signal_running(&self, signal: Signal) {
-        for pe in self.0.iter().filter(|pe| pe.exit.is_none()) {
+    fn signal_running(&mut self, signal: Signal) {
+        for pe in self.0.iter_mut().filter(|pe| pe.exit.is_none()) {
+            pe.ended = true;
             // A PE that cannot be signalled is still reaped by the SIGKILL that follows,
             // or by Drop; there is nothing better to do with the error.
             let _ = sys::signal_group(pe.child.id(), signal);
@@ -448,10 +523,82 @@ impl fmt::Display for PeExit {
 }
 
 impl PeFailure {
-    /// How the PE failed, e.g. `panicked: index out of bounds ...` or
-    /// `was killed by SIGSEGV (signal 11, core dumped)`.
+    fn standing(&self) -> Standing {
+        match &self.report {
+            Some(PeReport::Failed(_)) => Standing::Own,
+            Some(PeReport::Hung(_)) => Standing::Hung,
+            Some(PeReport::Ended(_)) => Standing::Ended,
+            None if self.ended => Standing::Ended,
+            None => Standing::Own,
+        }
+    }
+
+    /// Whether the PE's watchdog ended it (no progress for the hang timeout).
+    #[must_use]
+    pub fn hung(&self) -> bool {
+        matches!(self.report, Some(PeReport::Hung(_)))
+    }
+
+    /// How the PE failed, e.g. its program's error, `panicked: index out of bounds ...`,
+    /// `was killed by SIGSEGV (signal 11, core dumped)`, or for a hang what was pending
+    /// (`no progress for 30 s: ...`); then the consequences, if any.
     #[must_use]
     pub fn reason(&self) -> String {
+        let mut reason = self.own_reason();
+        if self.hung() && !self.succeeded.is_empty() {
+            let pes: Vec<String> = self.succeeded.iter().map(|pe| format!("PE {pe}")).collect();
+            reason.push_str(&format!(
+                "\n({} had ended, with status 0, while the others still ran: a PE that left a \
+                 collective or a wait the others are in makes them hang)",
+                pes.join(", ")
+            ));
+        }
+        // Those that waited (hung, or were ended) are consequences; others that failed of
+        // their own accord (every PE refusing the same bad call) failed too.
+        let (waited, too): (Vec<&PeFailure>, Vec<&PeFailure>) = self
+            .consequences
+            .iter()
+            .partition(|c| c.standing() != Standing::Own);
+        let list = |failures: &[&PeFailure]| {
+            let pes: Vec<String> = failures.iter().map(|c| format!("PE {}", c.pe)).collect();
+            pes.join(", ")
+        };
+        if !waited.is_empty() {
+            reason.push_str(&format!(
+                "\n(consequences: {} failed waiting for PE {})",
+                list(&waited),
+                self.pe
+            ));
+        }
+        if !too.is_empty() {
+            reason.push_str(&format!("\n({} failed too)", list(&too)));
+        }
+        for c in waited.iter().chain(&too) {
+            reason.push_str(&format!("\n  PE {} {}: {}", c.pe, c.verb(), c.own_reason()));
+        }
+        reason
+    }
+
+    fn verb(&self) -> &'static str {
+        if self.hung() {
+            "hung"
+        } else {
+            "failed"
+        }
+    }
+
+    /// The reason without the consequences.
+    fn own_reason(&self) -> String {
+        match &self.report {
+            Some(PeReport::Failed(text) | PeReport::Hung(text)) => return text.clone(),
+            Some(PeReport::Ended(text)) if text.is_empty() => {
+                return format!("ended by the launcher ({})", self.exit)
+            }
+            Some(PeReport::Ended(text)) => {
+                return format!("ended by the launcher ({}); pending: {text}", self.exit)
+            }
+            None => {}
+        }
         match (&self.panic, self.exit) {
             (Some(message), PeExit::Code(PANIC_STATUS)) => format!("panicked: {message}"),
             (_, PeExit::Code(PANIC_STATUS)) => {
@@ -460,6 +607,11 @@ impl PeFailure {
             (_, PeExit::Signal { signal, .. }) if self.forwarded == Some(signal) => {
                 format!("{}, which the launcher received and forwarded", self.exit)
             }
+            (_, PeExit::Signal { signal, .. })
+                if self.ended && (signal == libc::SIGTERM || signal == libc::SIGKILL) =>
+            {
+                format!("{}, sent by the launcher to end the job", self.exit)
+            }
             _ => self.exit.to_string(),
         }
     }
@@ -467,7 +619,7 @@ impl PeFailure {
 
 impl fmt::Display for PeFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PE {} failed: {}", self.pe, self.reason())
+        write!(f, "PE {} {}: {}", self.pe, self.verb(), self.reason())
     }
 }
 
@@ -475,9 +627,16 @@ impl std::error::Error for PeFailure {}
 
 impl From<PeFailure> for Error {
     fn from(failure: PeFailure) -> Error {
-        Error::PeFailed {
-            reason: failure.reason(),
-            pe: failure.pe,
+        if failure.hung() {
+            Error::PeHung {
+                report: failure.reason(),
+                pe: failure.pe,
+            }
+        } else {
+            Error::PeFailed {
+                reason: failure.reason(),
+                pe: failure.pe,
+            }
         }
     }
 }
@@ -564,6 +723,155 @@ mod tests {
             .contains("at least 1 PE"));
     }
 
+    /// A PE script's command that writes a report of `kind` with `text` (no quotes in it),
+    /// through the function `reporting` defines.
+    fn report(kind: &str, text: &str) -> String {
+        format!(r#"r {kind} "{text}""#)
+    }
+
+    /// `sh` with the function `report`'s commands call.
+    fn reporting(npes: usize, script: &str) -> PeGroup {
+        sh(
+            npes,
+            &format!(r#"r() {{ printf '%s\n%s' "$1" "$2" > "$RSHMEM_REPORT"; }}; {script}"#),
+        )
+    }
+
+    #[test]
+    fn a_pes_own_error_is_the_reason() {
+        let (failure, elapsed) = failure(&reporting(
+            2,
+            &format!(
+                r#"[ "$RSHMEM_PE" = 1 ] && {{ {}; exit 1; }}; exec sleep 60"#,
+                report("failed", "kernel boom failed on PE 1: trapped")
+            ),
+        ));
+        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+        assert_eq!(
+            Error::from(failure).to_string(),
+            "PE 1 failed: kernel boom failed on PE 1: trapped"
+        );
+    }
+
+    /// PE 1 fails of its own accord, PE 0 waits for it: whichever ends first, PE 1 is named
+    /// and PE 0 listed as a consequence, with what it said.
+    #[test]
+    fn the_cause_is_named_whichever_pe_ends_first() {
+        let culprit = report("failed", "kernel trap failed on PE 1");
+        let ended = report("ended", "kernel wait on stream 0");
+        // The waiter first: its watchdog fires before the culprit (which ignores SIGTERM
+        // before the waiter ends, so the launcher cannot end it first) reports its own
+        // failure.
+        let waiter_first = reporting(
+            2,
+            &format!(
+                r#"ready="${{RSHMEM_REPORT%/*}}/ready"; if [ "$RSHMEM_PE" = 0 ]; then while [ ! -e "$ready" ]; do sleep 0.01; done; {}; exit 124; fi; trap '' TERM; touch "$ready"; sleep 0.3; {culprit}; exit 1"#,
+                report(
+                    "hung",
+                    "no progress for 1 s; pending: kernel wait on stream 0"
+                )
+            ),
+        );
+        // The culprit first (once the waiter is ready to report): the launcher ends the
+        // waiter, which says what it waited for.
+        let culprit_first = reporting(
+            2,
+            &format!(
+                r#"ready="${{RSHMEM_REPORT%/*}}/ready"; if [ "$RSHMEM_PE" = 1 ]; then while [ ! -e "$ready" ]; do sleep 0.01; done; {culprit}; exit 1; fi; trap '{ended}; exit 143' TERM; touch "$ready"; while :; do sleep 0.02; done"#
+            ),
+        );
+        for (job, consequence) in [
+            (
+                waiter_first,
+                "PE 0 hung: no progress for 1 s; pending: kernel wait on stream 0",
+            ),
+            (
+                culprit_first,
+                "PE 0 failed: ended by the launcher (exited with status 143); pending: kernel wait on stream 0",
+            ),
+        ] {
+            let (failure, _) = failure(&job);
+            let err = Error::from(failure.clone());
+            assert!(matches!(err, Error::PeFailed { pe: 1, .. }), "{err:?}");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "PE 1 failed: kernel trap failed on PE 1\n\
+                     (consequences: PE 0 failed waiting for PE 1)\n  {consequence}"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_hang_is_named_as_one_with_what_every_pe_had_pending() {
+        let job = reporting(
+            3,
+            &format!(
+                r#"if [ "$RSHMEM_PE" = 2 ]; then while [ ! -e "$RSHMEM_REPORT.0" ] || [ ! -e "$RSHMEM_REPORT.1" ]; do sleep 0.01; done; {}; exit 124; fi; trap '{}; exit 143' TERM; touch "${{RSHMEM_REPORT%/*}}/pe2.report.$RSHMEM_PE"; while :; do sleep 0.02; done"#,
+                report(
+                    "hung",
+                    "no progress for 5 s; pending: kernel spin on stream 0"
+                ),
+                report("ended", "barrier_all")
+            ),
+        );
+        let (failure, elapsed) = failure(&job);
+        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+        assert!(failure.hung());
+        let err = Error::from(failure);
+        assert!(matches!(err, Error::PeHung { pe: 2, .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                "PE 2 hung: no progress for 5 s; pending: kernel spin on stream 0\n\
+                 (consequences: PE 0, PE 1 failed waiting for PE 2)"
+            ),
+            "{msg}"
+        );
+        for pe in [0, 1] {
+            assert!(
+                msg.contains(&format!("PE {pe} failed: ended by the launcher (exited with status 143); pending: barrier_all")),
+                "{msg}"
+            );
+        }
+    }
+
+    /// PE 2 fails of its own accord after PE 1 (it ignores the launcher's SIGTERM meanwhile).
+    #[test]
+    fn pes_failing_on_their_own_after_the_first_failed_too() {
+        let job = reporting(
+            3,
+            &format!(
+                r#"ready="${{RSHMEM_REPORT%/*}}/ready"; [ "$RSHMEM_PE" = 0 ] && exec sleep 60; if [ "$RSHMEM_PE" = 2 ]; then trap '' TERM; touch "$ready"; sleep 0.2; else while [ ! -e "$ready" ]; do sleep 0.01; done; fi; {}; exit 1"#,
+                report("failed", "heap exhausted")
+            ),
+        );
+        let msg = Error::from(failure(&job).0).to_string();
+        assert_eq!(
+            msg,
+            "PE 1 failed: heap exhausted\n(PE 2 failed too)\n  PE 2 failed: heap exhausted"
+        );
+    }
+
+    #[test]
+    fn a_hang_after_a_pe_left_names_the_pe_that_left() {
+        let job = reporting(
+            2,
+            &format!(
+                r#"[ "$RSHMEM_PE" = 0 ] && exit 0; sleep 0.2; {}; exit 124"#,
+                report("hung", "no progress for 5 s; pending: barrier_all")
+            ),
+        );
+        let msg = Error::from(failure(&job).0).to_string();
+        assert_eq!(
+            msg,
+            "PE 1 hung: no progress for 5 s; pending: barrier_all\n(PE 0 had ended, with \
+             status 0, while the others still ran: a PE that left a collective or a wait the \
+             others are in makes them hang)"
+        );
+    }
+
     #[test]
     fn panic_messages_are_picked_out_of_stderr() {
         let mut new_style = PanicWatch::default();
@@ -587,6 +895,10 @@ mod tests {
             exit: PeExit::Code(101),
             panic: new_style.message,
             forwarded: None,
+            report: None,
+            ended: false,
+            consequences: Vec::new(),
+            succeeded: Vec::new(),
         };
         assert_eq!(failure.to_string(), "PE 1 failed: panicked: PE 1 gave up");
     }

@@ -12,7 +12,8 @@
 //!
 //! A get is answered once PE 0 has published; the client's read timeout bounds its wait.
 
-use super::vars::RENDEZVOUS_VAR;
+use super::report::PeReport;
+use super::vars::{RENDEZVOUS_VAR, REPORT_VAR};
 use crate::contract::{Error, Result};
 use std::ffi::OsString;
 use std::fs::DirBuilder;
@@ -112,6 +113,8 @@ pub struct PeInfo {
     pub local_rank: usize,
     pub(super) rendezvous: Address,
     pub(super) timeout: Duration,
+    /// Where the launcher reads this PE's last word (`RSHMEM_REPORT`), if it named a file.
+    pub(super) report: Option<PathBuf>,
 }
 
 impl PeInfo {
@@ -151,6 +154,33 @@ impl PeInfo {
         self.rendezvous
             .request(GET, &[], self.timeout)
             .map_err(|failure| self.error(failure, GET))
+    }
+
+    /// Tells the launcher why this PE is ending, for the job's error (see [`PeReport`]). The
+    /// first report of a PE stands; later ones are dropped. Does nothing where the launcher
+    /// named no report file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the file cannot be written (the launcher is gone).
+    pub fn report(&self, report: &PeReport) -> Result<()> {
+        let Some(path) = &self.report else {
+            return Ok(());
+        };
+        report.write(path).map_err(|source| Error::Io {
+            context: format!(
+                "PE {}: writing its report for the launcher to {} ({REPORT_VAR})",
+                self.pe,
+                path.display()
+            ),
+            source,
+        })
+    }
+
+    /// The file this PE's report goes to, where the launcher named one.
+    #[must_use]
+    pub fn report_path(&self) -> Option<&Path> {
+        self.report.as_deref()
     }
 
     fn error(&self, failure: Failure, op: u8) -> Error {
@@ -243,6 +273,11 @@ impl Server {
     /// The address to pass to the PEs.
     pub(crate) fn address(&self) -> &Address {
         &self.address
+    }
+
+    /// The launcher's private directory (where the socket is), for the PEs' report files.
+    pub(crate) fn dir(&self) -> &Path {
+        &self._dir.0
     }
 }
 
@@ -432,6 +467,7 @@ mod tests {
             local_rank: pe,
             rendezvous: server.address().clone(),
             timeout,
+            report: None,
         }
     }
 

@@ -111,6 +111,7 @@ impl HeapBackend for GpuPe {
     fn alloc(&self, bytes: usize, init: Option<&[u8]>) -> Result<u64> {
         let sh = &*self.shared;
         let mut state = lock(&sh.serial);
+        let _blocking = sh.blocking("alloc (collective: every PE allocates)");
         sh.ctx().bind()?;
         self.flush_frees(&mut state);
         let device_free = match self.limit {

@@ -51,11 +51,15 @@ impl GraphBackend for GpuPe {
         const CALL: &str = "Stream::capture";
         let sh = &*self.shared;
         let stream = sh.stream(id);
-        let capture = lock(&sh.capture).take().ok_or_else(|| Error::Capture {
+        // Held until CUDA has ended the capture: the watchdog queries no stream while the
+        // lock holds a capture (a query of a recording stream would invalidate it).
+        let mut running = lock(&sh.capture);
+        let capture = running.take().ok_or_else(|| Error::Capture {
             call: CALL,
             message: format!("no capture runs on PE {}", sh.pe),
         })?;
         let ended = stream.end_capture();
+        drop(running);
         // Every stream that recorded must run its work again; CUDA ends the whole capture with
         // the stream it began on.
         let still: Vec<String> = capture

@@ -6,13 +6,15 @@ use super::super::cuda::{Context, Stream};
 use super::super::heap_accounting::heap_limit;
 use super::super::nvshmem::{result as nv, sys, Nvshmem};
 use super::super::tensor_map::encode_tiled;
+use super::super::Watch;
 use super::alloc::control_block;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
+use super::term::Watchdog;
 use crate::contract::{
     BoxError, Checked, DeviceInfo, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 impl GpuPe {
@@ -23,6 +25,7 @@ impl GpuPe {
         ctx: Arc<Context>,
         pe: usize,
         npes: usize,
+        watch: &Watch<'_>,
     ) -> Result<GpuPe> {
         let lib = nvshmem.lib();
         let numbered = nv::my_pe_n_pes(lib)?;
@@ -36,19 +39,23 @@ impl GpuPe {
         let limit = heap_limit(&|k| std::env::var_os(k), ctx.vmm_supported)?;
         let stream = Arc::new(Stream::new(&ctx)?);
         let (control, state) = control_block(lib, npes)?;
+        let shared = Arc::new(PeShared {
+            nvshmem,
+            stream,
+            user_streams: Mutex::default(),
+            pe,
+            npes,
+            serial: Mutex::new(state),
+            pending: Mutex::default(),
+            capture: Mutex::default(),
+            fault_reported: AtomicBool::new(false),
+            progress: AtomicU64::new(0),
+            blocking: Mutex::default(),
+            limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
+        });
         Ok(GpuPe {
-            shared: Arc::new(PeShared {
-                nvshmem,
-                stream,
-                user_streams: Mutex::default(),
-                pe,
-                npes,
-                serial: Mutex::new(state),
-                pending: Mutex::default(),
-                capture: Mutex::default(),
-                fault_reported: AtomicBool::new(false),
-                limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
-            }),
+            _watchdog: Watchdog::start(&shared, watch),
+            shared,
             limit,
             control,
             abandoned: AtomicBool::new(false),
@@ -67,6 +74,7 @@ impl PeBackend for GpuPe {
 
     fn barrier_all(&self) -> Result<()> {
         let _serial = lock(&self.shared.serial);
+        let _blocking = self.shared.blocking("barrier_all");
         self.shared.ctx().bind()?;
         // SAFETY: NVSHMEM is initialised; every PE reaches its barriers in the same order.
         unsafe { nv::barrier_all(self.shared.lib()) };
@@ -130,6 +138,7 @@ impl Drop for GpuPe {
             return;
         }
         let _serial = lock(&sh.serial);
+        let _blocking = sh.blocking("finalize (NVSHMEM's collective teardown)");
         // SAFETY: every module was dropped (modules borrow the `Shmem` owning this PE), which
         // finalised them; no symmetric memory is used after this; every PE drops its `Shmem`
         // at the same point, after its closure returned successfully.

@@ -7,7 +7,9 @@
 //! * [`alloc`]: the symmetric heap: the size exchange before each allocation, frees, copies;
 //! * [`module`]: module load (code for this GPU, NVSHMEM version) and kernel launch;
 //! * [`teams`]: team splits and queries; [`on_stream`]: puts, gets, barriers, collectives;
-//! * [`graph`]: graph capture (CUDA's stream capture) and the captured graphs.
+//! * [`graph`]: graph capture (CUDA's stream capture) and the captured graphs;
+//! * [`watchdog`]: the hang watchdog, and what the PE had pending when it was ended;
+//!   [`term`]: its handle and the SIGTERM self-pipe.
 //!
 //! Threading: NVSHMEM is initialised `NVSHMEM_THREAD_SERIALIZED`, so every NVSHMEM call is made
 //! under one lock (which also guards the heap accounting); CUDA handles bind the PE's context
@@ -30,5 +32,7 @@ mod on_stream;
 mod state;
 mod streams;
 mod teams;
+mod term;
+mod watchdog;
 
 pub(crate) use state::GpuPe;

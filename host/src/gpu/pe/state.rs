@@ -9,7 +9,7 @@ use rshmem_device::shmem::Team;
 use std::any::Any;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// One PE's backend on its GPU.
@@ -22,6 +22,9 @@ pub(crate) struct GpuPe {
     /// Set when this PE's closure failed: other PEs may be anywhere, so no collective
     /// teardown may run.
     pub(super) abandoned: AtomicBool,
+    /// Held for its `Drop`. Declared last: it stops after the teardown in `GpuPe`'s `Drop`,
+    /// which it watches too.
+    pub(super) _watchdog: Option<super::term::Watchdog>,
 }
 
 /// What the PE and its modules share.
@@ -44,9 +47,29 @@ pub(crate) struct PeShared {
     /// Set once a kernel fault has been reported to the PE's code (the context is dead from
     /// then on, and every later call reports the same sticky error).
     pub(super) fault_reported: AtomicBool,
+    /// Counts work queued and blocking calls returned: the watchdog's sign of progress.
+    pub(super) progress: AtomicU64,
+    /// The blocking host calls under way (by name), for the watchdog.
+    pub(super) blocking: Mutex<Vec<&'static str>>,
     /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
     /// where it ends the process on host-side team splits and collectives.
     pub(super) limited_mpg: bool,
+}
+
+/// A blocking call under way ([`PeShared::blocking`]).
+pub(super) struct Blocking<'a> {
+    shared: &'a PeShared,
+    call: &'static str,
+}
+
+impl Drop for Blocking<'_> {
+    fn drop(&mut self) {
+        let mut calls = lock(&self.shared.blocking);
+        if let Some(at) = calls.iter().rposition(|c| *c == self.call) {
+            calls.remove(at);
+        }
+        self.shared.progress.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The program's streams, by id.
@@ -124,6 +147,14 @@ impl PeShared {
             }
         }
         lock(&self.pending).insert(id, Cow::Borrowed(name));
+        self.progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes that the blocking call `call` is under way until the guard drops (which counts as
+    /// progress), for the watchdog.
+    pub(super) fn blocking(&self, call: &'static str) -> Blocking<'_> {
+        lock(&self.blocking).push(call);
+        Blocking { shared: self, call }
     }
 
     pub(super) fn lib(&self) -> &'static sys::Lib {

@@ -91,7 +91,9 @@ impl PeShared {
             return before.synchronize().map_err(|e| self.fault(e, id));
         }
         let before = lock(&self.pending).get(&id).cloned();
+        let blocking = self.blocking("synchronize");
         stream.synchronize().map_err(|e| self.fault(e, id))?;
+        drop(blocking);
         let mut pending = lock(&self.pending);
         // Only what was queued before the wait is known to be done; another thread may have
         // queued more since.
