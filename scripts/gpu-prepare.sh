@@ -47,5 +47,7 @@ cp scripts/gpu-check.sh scripts/gpu-one-h200.sh scripts/gpu-tests.sh scripts/gpu
     scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 # The GEMM images' cubins, for the SASS check (cuobjdump reads cubins, not our embedding).
-mkdir -p .gpu/cubin && cp target/release/build/rshmem-ops-*/out/*.cubin .gpu/cubin/
+# rshmem-ops may have several build folders (one per feature set): take the newest's.
+OPS_OUT=$(dirname "$(ls -t target/release/build/rshmem-ops-*/out/rshmem-ops-sm90-kernels.sm_90a.cubin | head -1)")
+mkdir -p .gpu/cubin && cp "$OPS_OUT"/*.cubin .gpu/cubin/
 du -sh .gpu
