@@ -7,6 +7,7 @@ use super::super::heap_accounting::heap_limit;
 use super::super::nvshmem::{result as nv, sys, Nvshmem};
 use super::super::tensor_map::encode_tiled;
 use super::alloc::control_block;
+use super::fault::Mailbox;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
 use crate::contract::{
@@ -36,6 +37,7 @@ impl GpuPe {
         let limit = heap_limit(&|k| std::env::var_os(k), ctx.vmm_supported)?;
         let stream = Arc::new(Stream::new(&ctx)?);
         let (control, state) = control_block(lib, npes)?;
+        let mailbox = Mailbox::new(&ctx)?;
         Ok(GpuPe {
             shared: Arc::new(PeShared {
                 nvshmem,
@@ -47,6 +49,7 @@ impl GpuPe {
                 pending: Mutex::default(),
                 capture: Mutex::default(),
                 fault_reported: AtomicBool::new(false),
+                mailbox,
                 limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
             }),
             limit,

@@ -4,6 +4,7 @@
 use super::super::cuda::{Context, Event, Stream};
 use super::super::heap_accounting::{Accounting, HeapLimit};
 use super::super::nvshmem::{sys, Nvshmem};
+use super::fault::Mailbox;
 use crate::contract::{Error, Result, StreamId};
 use rshmem_device::shmem::Team;
 use std::any::Any;
@@ -44,6 +45,9 @@ pub(crate) struct PeShared {
     /// Set once a kernel fault has been reported to the PE's code (the context is dead from
     /// then on, and every later call reports the same sticky error).
     pub(super) fault_reported: AtomicBool,
+    /// Where the first faulting GPU thread of the PE leaves its facts (every image the PE
+    /// loads is told where it is).
+    pub(super) mailbox: Mailbox,
     /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
     /// where it ends the process on host-side team splits and collectives.
     pub(super) limited_mpg: bool,
