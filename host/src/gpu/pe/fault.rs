@@ -10,20 +10,21 @@ use std::ffi::CString;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The variable that bounds device waits in checked images (and, in the launcher, the host's
-/// hang watchdog): seconds, fractions allowed.
+/// The variable that bounds device waits in checked images, and the launcher's hang watchdog:
+/// seconds, fractions allowed, `0` for no bound.
 pub(crate) const HANG_TIMEOUT_VAR: &str = "RSHMEM_HANG_TIMEOUT";
 
-/// The bound where `RSHMEM_HANG_TIMEOUT` is unset: the simulator's default wait bound
-/// (`RSHMEM_SIM_WAIT_TIMEOUT`), so that both backends give up after the same time.
-pub(crate) const DEFAULT_HANG_TIMEOUT: Duration = Duration::from_secs(120);
+/// The bound where `RSHMEM_HANG_TIMEOUT` is unset: the hang watchdog's default, so that
+/// the device and the host give up after the same time.
+pub(crate) const DEFAULT_HANG_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The bound on a checked device wait: `RSHMEM_HANG_TIMEOUT` seconds where it holds a
-/// positive number, else [`DEFAULT_HANG_TIMEOUT`].
+/// The bound on a checked device wait as `RSHMEM_HANG_TIMEOUT` (`var`) sets it, as the
+/// watchdog reads it: unset or not a number of seconds, [`DEFAULT_HANG_TIMEOUT`] (the
+/// launcher refuses the latter before any PE starts); `0`, no bound ([`Duration::ZERO`]).
 pub(crate) fn wait_bound(var: Option<&str>) -> Duration {
     var.and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(DEFAULT_HANG_TIMEOUT, Duration::from_secs_f64)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(DEFAULT_HANG_TIMEOUT)
 }
 
 /// One PE's record and the configuration every image it loads gets.
@@ -54,6 +55,7 @@ impl Mailbox {
         };
         let config = FaultConfig {
             record: self.record.device_ptr(),
+            // 0: no bound (the device's reading too).
             wait_bound_ns: u64::try_from(self.bound.as_nanos()).unwrap_or(u64::MAX),
             layout: LAYOUT,
             _pad: 0,
@@ -219,7 +221,7 @@ mod tests {
     fn the_bound_is_read_as_seconds() {
         assert_eq!(wait_bound(None), DEFAULT_HANG_TIMEOUT);
         assert_eq!(wait_bound(Some("2.5")), Duration::from_millis(2500));
-        assert_eq!(wait_bound(Some("0")), DEFAULT_HANG_TIMEOUT);
+        assert_eq!(wait_bound(Some("0")), Duration::ZERO);
         assert_eq!(wait_bound(Some("soon")), DEFAULT_HANG_TIMEOUT);
     }
 

@@ -266,6 +266,29 @@ pub(crate) fn poll_pause(what: &'static str, polls: u32, start_ns: u64) {
     }
 }
 
+/// A polling loop of the backend's own (the checked mode's waits), paced and bounded as
+/// `thread::Poll`'s, which the backend cannot import.
+pub(crate) struct Spin {
+    polls: u32,
+    start_ns: u64,
+}
+
+impl Spin {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Spin {
+            polls: 0,
+            start_ns: globaltimer_ns(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn pause(&mut self, what: &'static str) {
+        poll_pause(what, self.polls, self.start_ns);
+        self.polls = self.polls.saturating_add(1);
+    }
+}
+
 #[inline(always)]
 pub(crate) fn clock64() -> u64 {
     let t: u64;

@@ -148,7 +148,7 @@ pub(crate) unsafe fn signal_wait_until(sig: *const u64, cmp: i32, value: u64) ->
     check!(OP, sym: (sig, size_of::<u64>()));
     if checked::WAITS {
         // Polled here rather than in NVSHMEM, so that the wait is bounded.
-        let mut poll = crate::thread::Poll::new();
+        let mut poll = super::Spin::new();
         loop {
             let now = call!(nvshmem_signal_fetch(sig: *const u64) -> u64);
             if crate::contract::Cmp::from_raw(cmp).is_some_and(|c| c.holds(now, value)) {
@@ -382,7 +382,7 @@ macro_rules! wait {
                 check!(OP, sym: (ivar, size_of::<$t>()));
                 if checked::WAITS {
                     // Polled here rather than in NVSHMEM, so that the wait is bounded.
-                    let mut poll = crate::thread::Poll::new();
+                    let mut poll = super::Spin::new();
                     while call!([<nvshmem_ $c _test>](ivar: *const $t, cmp: i32, value: $t) -> i32) == 0 {
                         poll.pause(OP);
                     }
@@ -399,7 +399,7 @@ macro_rules! wait {
                 const OP: &str = "shmem::wait_until_all";
                 check!(OP, sym: (ivars, n * size_of::<$t>()));
                 if checked::WAITS {
-                    let mut poll = crate::thread::Poll::new();
+                    let mut poll = super::Spin::new();
                     while call!([<nvshmem_ $c _test_all>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> i32) == 0 {
                         poll.pause(OP);
                     }
@@ -412,7 +412,7 @@ macro_rules! wait {
                 const OP: &str = "shmem::wait_until_any";
                 check!(OP, sym: (ivars, n * size_of::<$t>()));
                 if checked::WAITS {
-                    let mut poll = crate::thread::Poll::new();
+                    let mut poll = super::Spin::new();
                     loop {
                         // `usize::MAX` (SIZE_MAX): none is ready, or every one is excluded.
                         let i = call!([<nvshmem_ $c _test_any>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> usize);
@@ -429,7 +429,7 @@ macro_rules! wait {
                 const OP: &str = "shmem::wait_until_some";
                 check!(OP, sym: (ivars, n * size_of::<$t>()));
                 if checked::WAITS {
-                    let mut poll = crate::thread::Poll::new();
+                    let mut poll = super::Spin::new();
                     loop {
                         let k = call!([<nvshmem_ $c _test_some>](ivars: *const $t, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: $t) -> usize);
                         if k != 0 || n == 0 {
