@@ -64,7 +64,8 @@ impl FaultKind {
 }
 
 /// One PE's fault record. Host-mapped (pinned, device-visible) memory; written once, by the
-/// thread that moved `state` from [`EMPTY`] to [`CLAIMED`], which sets [`COMPLETE`] last.
+/// thread that claimed it (through [`FaultConfig::claimed`] of its image), which sets `state`
+/// to [`CLAIMED`] first and [`COMPLETE`] last, with system-scope fences between.
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
 pub struct FaultRecord {
@@ -133,8 +134,9 @@ pub struct FaultConfig {
     pub wait_bound_ns: u64,
     /// [`LAYOUT`] once the host wrote it.
     pub layout: u32,
-    /// Padding.
-    pub _pad: u32,
+    /// 0 until a thread of this image claims the PE's record (a CAS here, in device memory:
+    /// a CAS on the host-mapped record would need PCIe atomics, which not every system has).
+    pub claimed: u32,
 }
 
 impl FaultConfig {
@@ -143,6 +145,6 @@ impl FaultConfig {
         record: 0,
         wait_bound_ns: 0,
         layout: 0,
-        _pad: 0,
+        claimed: 0,
     };
 }

@@ -58,7 +58,7 @@ impl Mailbox {
             // 0: no bound (the device's reading too).
             wait_bound_ns: u64::try_from(self.bound.as_nanos()).unwrap_or(u64::MAX),
             layout: LAYOUT,
-            _pad: 0,
+            claimed: 0,
         };
         let bytes = config_bytes(&config);
         if size != bytes.len() {
@@ -88,7 +88,7 @@ fn config_bytes(config: &FaultConfig) -> [u8; 24] {
     out[..8].copy_from_slice(&config.record.to_le_bytes());
     out[8..16].copy_from_slice(&config.wait_bound_ns.to_le_bytes());
     out[16..20].copy_from_slice(&config.layout.to_le_bytes());
-    out[20..].copy_from_slice(&config._pad.to_le_bytes());
+    out[20..].copy_from_slice(&config.claimed.to_le_bytes());
     out
 }
 
@@ -232,7 +232,7 @@ mod tests {
             record: 0x0102,
             wait_bound_ns: 7,
             layout: LAYOUT,
-            _pad: 0,
+            claimed: 0,
         });
         assert_eq!(&bytes[..2], &[2, 1]);
         assert_eq!(bytes[8], 7);

@@ -4,8 +4,7 @@
 //! of the checked device mode ([`checked`]).
 
 use crate::contract::fault::{
-    FaultConfig, FaultKind, FaultRecord, ARGS_BYTES, CALL_BYTES, CLAIMED, COMPLETE, EMPTY,
-    TEXT_BYTES,
+    FaultConfig, FaultKind, FaultRecord, ARGS_BYTES, CALL_BYTES, CLAIMED, COMPLETE, TEXT_BYTES,
 };
 
 /// Where this image's faults go, written by the host with `cuModuleGetGlobal` + a copy when
@@ -75,7 +74,7 @@ pub(crate) fn report(kind: FaultKind, facts: &Facts<'_>) -> ! {
     let record = record() as *mut FaultRecord;
     if !record.is_null() {
         // SAFETY: the host points `record` at a live, host-mapped `FaultRecord` for as long
-        // as this image is loaded; the CAS makes this thread its only writer.
+        // as this image is loaded; `fill` writes it only after claiming it.
         unsafe { fill(record, kind, facts) };
     }
     super::trap()
@@ -86,23 +85,28 @@ pub(crate) fn report(kind: FaultKind, facts: &Facts<'_>) -> ! {
 /// `record` points at a live `FaultRecord`.
 #[inline(never)]
 unsafe fn fill(record: *mut FaultRecord, kind: FaultKind, facts: &Facts<'_>) {
-    let state = (&raw mut (*record).state) as u64;
+    // The first faulting thread of this image claims the record; later ones only trap. (Two
+    // images faulting at the same instant could both write it: the fault is reported either
+    // way, and a trap ends the context at once.)
+    let claim = (&raw mut rshmem_fault_config.claimed) as u64;
     let old: u32;
-    // SAFETY: a system-scope CAS on the record's state word (host-mapped memory).
+    // SAFETY: a GPU-scope CAS on the image's claim word, a global in device memory.
     unsafe {
         core::arch::asm!(
-            "atom.relaxed.sys.cas.b32 {o}, [{p}], {c}, {n};",
-            o = out(reg32) old, p = in(reg64) state, c = in(reg32) EMPTY, n = in(reg32) CLAIMED,
+            "atom.relaxed.gpu.cas.b32 {o}, [{p}], {c}, {n};",
+            o = out(reg32) old, p = in(reg64) claim, c = in(reg32) 0u32, n = in(reg32) 1u32,
             options(nostack)
         )
     };
-    if old != EMPTY {
+    if old != 0 {
         return;
     }
     let (b, t) = (super::block_idx(), super::thread_idx());
     let r = record;
     // SAFETY: this thread claimed the record; every field write stays inside it.
     unsafe {
+        // Plain volatile stores: the host reads the record only after the kernel trapped.
+        (&raw mut (*r).state).write_volatile(CLAIMED);
         (&raw mut (*r).kind).write_volatile(kind as u32);
         (&raw mut (*r).line).write_volatile(facts.line);
         (&raw mut (*r).block).write_volatile([b.x, b.y, b.z]);
