@@ -153,6 +153,8 @@ fn failure(shmem: &Shmem, launched: Result<(), rshmem::Error>, kernel: &str) -> 
         msg.contains(&format!("kernel `{kernel}` failed on PE {}", shmem.my_pe())),
         "{msg}"
     );
+    // The text itself, for the log of a GPU run (`--nocapture`).
+    println!("expected failure: {msg}");
     msg
 }
 
@@ -238,4 +240,10 @@ fn endless_wait_in_child(job: &str) {
         "{job} failed:\n{text}"
     );
     assert!(text.contains("endless wait ended after"), "{text}");
+    for line in text
+        .lines()
+        .filter(|l| l.contains("endless wait ended after"))
+    {
+        println!("{line}");
+    }
 }

@@ -39,6 +39,8 @@ fn assertion_text_reaches_the_error(shmem: &Shmem) -> Outcome {
             && msg.contains(&format!(": value 1000 on PE {me} is too large")),
         "{msg}"
     );
+    // The text itself, for the log of a GPU run (`--nocapture`).
+    println!("expected failure: {msg}");
     Ok(())
 }
 
