@@ -18,13 +18,22 @@ pub(crate) const HANG_TIMEOUT_VAR: &str = "RSHMEM_HANG_TIMEOUT";
 /// the device and the host give up after the same time.
 pub(crate) const DEFAULT_HANG_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The bound on a checked device wait as `RSHMEM_HANG_TIMEOUT` (`var`) sets it, as the
-/// watchdog reads it: unset or not a number of seconds, [`DEFAULT_HANG_TIMEOUT`] (the
-/// launcher refuses the latter before any PE starts); `0`, no bound ([`Duration::ZERO`]).
+/// The share of the hang timeout a checked device wait may last: less than all of it, so
+/// that a stuck wait reports itself (naming the wait, block and thread) before the host's
+/// watchdog ends the PE for making no progress (naming only what was pending).
+/// Four fifths.
+pub(crate) const DEVICE_SHARE: (u32, u32) = (4, 5);
+
+/// The bound on a checked device wait: [`DEVICE_SHARE`] of the hang timeout as
+/// `RSHMEM_HANG_TIMEOUT` (`var`) sets it, read as the watchdog reads it: unset or not a
+/// number of seconds, [`DEFAULT_HANG_TIMEOUT`] (the launcher refuses the latter before any
+/// PE starts); `0`, no bound ([`Duration::ZERO`]).
 pub(crate) fn wait_bound(var: Option<&str>) -> Duration {
     var.and_then(|v| v.trim().parse::<f64>().ok())
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
         .unwrap_or(DEFAULT_HANG_TIMEOUT)
+        * DEVICE_SHARE.0
+        / DEVICE_SHARE.1
 }
 
 /// One PE's record and the configuration every image it loads gets.
@@ -122,9 +131,10 @@ pub(crate) fn describe(r: &FaultRecord, trapped: &str) -> Option<String> {
         }
         Some(FaultKind::Wait) => format!(
             "{call}: still waiting after {:.1} s: nobody satisfied the condition (a missing put \
-             or signal, or a deadlock); {HANG_TIMEOUT_VAR} sets the bound ({} s now)",
+             or signal, or a deadlock); the bound, {} s, is {}% of {HANG_TIMEOUT_VAR}",
             r.value as f64 / 1e9,
-            Duration::from_nanos(r.extra).as_secs_f64()
+            Duration::from_nanos(r.extra).as_secs_f64(),
+            100 * DEVICE_SHARE.0 / DEVICE_SHARE.1
         ),
         Some(FaultKind::BadPe) => {
             let n = r.extra;
@@ -198,7 +208,7 @@ mod tests {
         let msg = describe(&r, trapped).unwrap();
         assert!(
             msg.contains("shmem::wait_until: still waiting after 3.2 s")
-                && msg.contains("RSHMEM_HANG_TIMEOUT sets the bound (3 s now)"),
+                && msg.contains("the bound, 3 s, is 80% of RSHMEM_HANG_TIMEOUT"),
             "{msg}"
         );
 
@@ -218,11 +228,11 @@ mod tests {
     }
 
     #[test]
-    fn the_bound_is_read_as_seconds() {
-        assert_eq!(wait_bound(None), DEFAULT_HANG_TIMEOUT);
-        assert_eq!(wait_bound(Some("2.5")), Duration::from_millis(2500));
+    fn the_bound_is_most_of_the_hang_timeout() {
+        assert_eq!(wait_bound(None), Duration::from_secs(240));
+        assert_eq!(wait_bound(Some("2.5")), Duration::from_secs(2));
         assert_eq!(wait_bound(Some("0")), Duration::ZERO);
-        assert_eq!(wait_bound(Some("soon")), DEFAULT_HANG_TIMEOUT);
+        assert_eq!(wait_bound(Some("soon")), Duration::from_secs(240));
     }
 
     #[test]
