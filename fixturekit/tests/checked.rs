@@ -2,14 +2,17 @@
 //! with an address off the symmetric heap, and a wait nobody satisfies each end the kernel
 //! with an error naming the call, the PE, the block and the thread (on GPUs through the PE's
 //! fault mailbox, from the checked image `CHECKED_IMAGE`; the simulator always checks); and a
-//! valid put/get/atomic/wait-heavy kernel runs clean and right in the checked image.
+//! valid put/get/atomic/wait-heavy kernel runs clean and right in the checked image. And, in
+//! any image (here the unchecked `IMAGE`): a failed `device_assert!` puts its formatted text
+//! and its place in the PE's error (on GPUs through the fault mailbox). (It lives here rather
+//! than in `faults.rs`, whose `gpu::` module holds the GPU blame test.)
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::Outcome;
 use rshmem::{LaunchConfig, Shmem};
-use rshmem_fixturekit::{checked, CHECKED_IMAGE};
+use rshmem_fixturekit::{checked, CHECKED_IMAGE, IMAGE};
 use std::time::{Duration, Instant};
 
 /// The suite for one backend: `mod $m` with a test per case (`_2pe`: two PEs) and the
@@ -48,6 +51,16 @@ macro_rules! suite {
                     2,
                     concat!(stringify!($m), "::valid_calls_run_clean_2pe"),
                     super::valid_calls_run_clean,
+                )
+            }
+            $(#[$attr])?
+            #[test]
+            fn assertion_text_reaches_the_error_2pe() {
+                crate::common::run_case(
+                    $backend,
+                    2,
+                    concat!(stringify!($m), "::assertion_text_reaches_the_error_2pe"),
+                    super::assertion_text_reaches_the_error,
                 )
             }
             $(#[$attr])?
@@ -139,6 +152,26 @@ fn valid_calls_run_clean(shmem: &Shmem) -> Outcome {
         assert!(s <= most, "thread {t} read {s} > {most}");
     }
     shmem.barrier_all()?;
+    Ok(())
+}
+
+/// Every PE fails `device_assert!(value < t, "value %lld on PE %d is too large", ..)` in
+/// every thread of one block, in the unchecked image; the PE's error carries the first
+/// failing thread's place and the formatted text.
+fn assertion_text_reaches_the_error(shmem: &Shmem) -> Outcome {
+    let module = shmem.load(&IMAGE)?;
+    // SAFETY: no pointer arguments.
+    let launched =
+        unsafe { module.launch::<checked::assert_below>(LaunchConfig::new(1, 32), (1000,)) };
+    let msg = failure(shmem, launched, "assert_below");
+    let me = shmem.my_pe();
+    assert!(
+        msg.contains("block (0, 0, 0), thread (")
+            && msg.contains("kernel trapped (")
+            && msg.contains("assertion failed: value < t at kernels/fixtures/src/checked.rs:")
+            && msg.contains(&format!(": value 1000 on PE {me} is too large")),
+        "{msg}"
+    );
     Ok(())
 }
 
