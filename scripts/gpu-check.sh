@@ -17,10 +17,8 @@
 # NVSHMEM, with and without graphs, plotted by scripts/plot_collectives.py; their `gpu::` tests are
 # `BINS=test-coll` of `tests`, with PER_TEST_TIMEOUT=300 when PEs share one GPU) and `tp` (the
 # fused tensor-parallel ops: the tp_mlp example, then scripts/tp_bench.py beside NCCL + cuBLAS and
-# torch's fused ops; on one GPU 2 PEs share it, a smoke test) and `checked_bench` (the checked
-# device mode's cost: fixturekit/examples/checked_bench.rs, one PE; its tests are
-# `BINS=test-checked` of `tests`). Split the parts over several device calls to stay under the
-# per-call limit.
+# torch's fused ops; on one GPU 2 PEs share it, a smoke test). Split the parts over several device
+# calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
@@ -140,7 +138,8 @@ if want graphs; then
     grep -h -E '^(\[PE [0-9]+\] )?LO,' "$OUT"/launch_overhead_*.log | sed 's/^/    /'
 fi
 
-# The checked device mode's cost (fixturekit/examples/checked_bench.rs): one put/get/atomic/wait-
+# PART checked_bench, only when named: the checked device mode's cost
+# (fixturekit/examples/checked_bench.rs): one put/get/atomic/wait-
 # heavy kernel from the unchecked and the checked fixtures image, alternately, one PE (its calls
 # go to itself), median of 25 CUDA-event timings each, at two sizes. (The checked image's GPU
 # tests are `BINS=test-checked` of `tests`.)

@@ -34,6 +34,9 @@ pub(crate) struct PeShared {
     pub(super) user_streams: Mutex<UserStreams>,
     pub(super) pe: usize,
     pub(super) npes: usize,
+    /// Where the first faulting GPU thread of the PE leaves its facts (every image the PE
+    /// loads is told where it is).
+    pub(super) mailbox: Mailbox,
     /// Held around every NVSHMEM call (see the module docs).
     pub(super) serial: Mutex<HeapState>,
     /// Per stream, the last kernel (or NVSHMEM on-stream operation, or graph) queued since
@@ -45,9 +48,6 @@ pub(crate) struct PeShared {
     /// Set once a kernel fault has been reported to the PE's code (the context is dead from
     /// then on, and every later call reports the same sticky error).
     pub(super) fault_reported: AtomicBool,
-    /// Where the first faulting GPU thread of the PE leaves its facts (every image the PE
-    /// loads is told where it is).
-    pub(super) mailbox: Mailbox,
     /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
     /// where it ends the process on host-side team splits and collectives.
     pub(super) limited_mpg: bool,
