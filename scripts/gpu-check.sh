@@ -146,6 +146,18 @@ if want graphs; then
     grep -h -E '^(\[PE [0-9]+\] )?LO,' "$OUT"/launch_overhead_*.log | sed 's/^/    /'
 fi
 
+# PART checked_bench, only when named: the checked device mode's cost
+# (fixturekit/examples/checked_bench.rs): one put/get/atomic/wait-
+# heavy kernel from the unchecked and the checked fixtures image, alternately, one PE (its calls
+# go to itself), median of 25 CUDA-event timings each, at two sizes. (The checked image's GPU
+# tests are `BINS=test-checked` of `tests`.)
+if want checked_bench; then
+    step checked_bench env RSHMEM_NPES=1 $BIN/checked_bench
+    step checked_bench_long env RSHMEM_NPES=1 $BIN/checked_bench --iters 2048 --reps 25
+    echo "== checked mode cost (image, iters, median us, min us, max us)"
+    grep -h -E '^(\[PE [0-9]+\] )?CB,|checked / unchecked' "$OUT"/checked_bench*.log | sed 's/^/    /'
+fi
+
 # rshmem's collectives: the example (every algorithm checked), then the benchmark beside NCCL,
 # torch symmetric memory and NVSHMEM (one PE per GPU; on one GPU, 2 PEs sharing it: a smoke test
 # whose numbers mean nothing, as the script says). $OUT/collectives_bench.json, collectives.png.

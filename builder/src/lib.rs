@@ -39,7 +39,8 @@
 //!
 //! Environment: `NVSHMEM_HOME` (NVSHMEM install), `CUDA_HOME` (for ptxas),
 //! `RSHMEM_ARCH=sm_80,sm_90` (overrides the architectures), `RSHMEM_DEVICE_DEBUG=1` (device
-//! debug info), `RSHMEM_CACHE_DIR` (download cache), `RSHMEM_OFFLINE=1` (never download),
+//! debug info), `RSHMEM_CHECKED=1|0` (the checked device mode where the build script does not
+//! choose it, see [`Builder::checked`]), `RSHMEM_CACHE_DIR` (download cache), `RSHMEM_OFFLINE=1` (never download),
 //! `RSHMEM_NO_PTXAS=1` (skip cubins).
 
 //! The source is laid out by step: [`Arch`] (`src/arch.rs`, the one table of architectures),
@@ -75,6 +76,8 @@ pub struct Builder {
     krate: PathBuf,
     archs: Vec<Arch>,
     debug: bool,
+    checked: Option<bool>,
+    image_name: Option<String>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
 }
@@ -118,6 +121,8 @@ impl Builder {
             krate,
             archs: Vec::new(),
             debug: false,
+            checked: None,
+            image_name: None,
             out_dir: None,
             target_dir: None,
         }
@@ -134,6 +139,29 @@ impl Builder {
     /// Emits device debug info (`-C debuginfo=2`, O1 instead of O3). Off by default.
     pub fn device_debug(mut self, on: bool) -> Self {
         self.debug = on;
+        self
+    }
+
+    /// The checked device mode (`--cfg rshmem_checked` for the kernel crate and
+    /// `rshmem-device`): device waits are bounded (`RSHMEM_HANG_TIMEOUT` at run time) and
+    /// every SHMEM call checks its PE number and that its symmetric address lies in the heap,
+    /// a failure trapping with the call, PE, block and thread in the job's error.
+    ///
+    /// Default: what `RSHMEM_CHECKED` says (`1` on, `0` off) where it is set, else on exactly
+    /// when the kernels are built with device debug info ([`Builder::device_debug`] or
+    /// `RSHMEM_DEVICE_DEBUG=1`), the kernels' debug build: the nested device build is always
+    /// a release build, whatever the profile of the crate whose `build.rs` runs it. A checked
+    /// build has a nested target folder of its own, so switching does not rebuild the other.
+    pub fn checked(mut self, on: bool) -> Self {
+        self.checked = Some(on);
+        self
+    }
+
+    /// The image's name: what `include_kernels!` takes and the output files are named after
+    /// (default: the kernel crate's package name). Two images of one crate (checked and
+    /// unchecked) need two names.
+    pub fn image_name(mut self, name: impl Into<String>) -> Self {
+        self.image_name = Some(name.into());
         self
     }
 

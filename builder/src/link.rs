@@ -15,6 +15,8 @@ const NVSHMEM_STATE: &[&str] = &[
     "nvshmemi_device_state_d",
     "nvshmemi_device_lib_version_d",
     "nvshmemi_ibgda_device_state_d",
+    // rshmem-device's fault mailbox configuration, which the host writes at module load.
+    "rshmem_fault_config",
 ];
 
 /// Functions the driver or ptxas resolve, which may stay external in the PTX.

@@ -65,8 +65,9 @@ pub(crate) fn build(
     target_dir: &Path,
     arch: Arch,
     debug: bool,
+    checked: bool,
 ) -> Result<Nested> {
-    let out = command(tc, manifest, target_dir, arch, debug)
+    let out = command(tc, manifest, target_dir, arch, debug, checked)
         .output()
         .map_err(io(format!(
             "running {} for the device build",
@@ -109,10 +110,20 @@ pub(crate) fn watch(nested: &Nested) {
 }
 
 /// The nested `cargo build` command, its environment cleaned of the outer build's.
-fn command(tc: &Toolchain, manifest: &Path, target_dir: &Path, arch: Arch, debug: bool) -> Command {
+fn command(
+    tc: &Toolchain,
+    manifest: &Path,
+    target_dir: &Path,
+    arch: Arch,
+    debug: bool,
+    checked: bool,
+) -> Command {
     let mut flags = vec![format!("-Ctarget-cpu={arch}")];
     if debug {
         flags.push("-Cdebuginfo=2".into());
+    }
+    if checked {
+        flags.extend(["--cfg".into(), "rshmem_checked".into()]);
     }
     let mut cmd = Command::new(&tc.cargo);
     cmd.args([

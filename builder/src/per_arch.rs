@@ -34,7 +34,14 @@ pub(crate) fn build(
     arch: Arch,
 ) -> Result<ArchCode> {
     let nested_dir = plan.nested_dir(arch);
-    let nested = nested::build(tc, &plan.manifest, &nested_dir, arch, plan.debug)?;
+    let nested = nested::build(
+        tc,
+        &plan.manifest,
+        &nested_dir,
+        arch,
+        plan.debug,
+        plan.checked,
+    )?;
     nested::watch(&nested);
     let name = &plan.name;
     let ptx = plan.out_dir.join(format!("{name}.{arch}.ptx"));

@@ -16,6 +16,7 @@ const WATCHED_ENV: &[&str] = &[
     "CUDA_PATH",
     "RSHMEM_ARCH",
     "RSHMEM_DEVICE_DEBUG",
+    "RSHMEM_CHECKED",
     "RSHMEM_CACHE_DIR",
     "RSHMEM_OFFLINE",
     "RSHMEM_NO_PTXAS",
@@ -31,6 +32,8 @@ pub(crate) struct Plan {
     pub archs: Vec<Arch>,
     /// Device debug info.
     pub debug: bool,
+    /// The checked device mode (`--cfg rshmem_checked`).
+    pub checked: bool,
     /// Where the PTX, cubins and image source go.
     pub out_dir: PathBuf,
     /// The nested builds' folder (one subfolder per architecture).
@@ -52,12 +55,19 @@ impl Plan {
             _ => builder.archs.clone(),
         };
         let debug = builder.debug || env_flag("RSHMEM_DEVICE_DEBUG");
+        let checked = builder
+            .checked
+            .or_else(|| std::env::var_os("RSHMEM_CHECKED").map(|v| v != "0"))
+            .unwrap_or(debug);
         let out_dir = match &builder.out_dir {
             Some(d) => d.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(Error::MissingEnv("OUT_DIR"))?),
         };
         let manifest = builder.krate.join("Cargo.toml");
-        let name = package_name(&manifest)?;
+        let name = match &builder.image_name {
+            Some(name) => name.clone(),
+            None => package_name(&manifest)?,
+        };
         let target_root = match &builder.target_dir {
             Some(d) => d.clone(),
             // Shared by every kernel crate built into this outer target folder: `core` for
@@ -71,14 +81,19 @@ impl Plan {
             name,
             archs,
             debug,
+            checked,
             out_dir,
             target_root,
         })
     }
 
-    /// The nested build's target folder for `arch`.
+    /// The nested build's target folder for `arch` (checked builds apart: their flags differ,
+    /// and sharing a folder would rebuild everything at each switch).
     pub(crate) fn nested_dir(&self, arch: Arch) -> PathBuf {
-        self.target_root.join(arch.name())
+        match self.checked {
+            false => self.target_root.join(arch.name()),
+            true => self.target_root.join(format!("{}-checked", arch.name())),
+        }
     }
 }
 

@@ -12,3 +12,9 @@ pub use rshmem_test_kernels::*;
 
 /// PTX for sm_90 and sm_80 (and cubins where ptxas was available) of `kernels/fixtures`.
 pub static IMAGE: rshmem::KernelImage = rshmem::include_kernels!("rshmem-test-kernels");
+
+/// The same kernels built in the checked device mode (`Builder::checked`): bounded waits,
+/// PE numbers and symmetric addresses checked at every SHMEM call. sm_90 only. On the
+/// simulator, which always checks, it runs the same code as [`IMAGE`].
+pub static CHECKED_IMAGE: rshmem::KernelImage =
+    rshmem::include_kernels!("rshmem-test-kernels-checked");

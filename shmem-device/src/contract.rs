@@ -15,6 +15,7 @@
 //! assert_eq!(Team::from_raw(Team::WORLD.raw()), Team::WORLD);
 //! ```
 
+pub mod fault;
 pub mod hopper;
 
 /// Threads per warp, as on NVIDIA GPUs.

@@ -110,6 +110,14 @@ impl ArgBuffer {
     pub fn print(&self, format: &'static str) {
         backend::printf(format, &self.bytes, &self.values)
     }
+
+    /// Ends the kernel for a failed assertion whose format (condition, place, message) is
+    /// `text`: on a GPU, `text` and the packed arguments go to the PE's fault record, which
+    /// the host formats into the job's error; on the simulator the printed line is the reason.
+    #[inline(always)]
+    pub fn fail(&self, text: &'static str) -> ! {
+        backend::assert_failed(text, &self.bytes[..self.len])
+    }
 }
 
 /// `printf!("format", args...)`: C-format output from a kernel. See the module docs.
@@ -127,19 +135,22 @@ macro_rules! printf {
 }
 
 /// `device_assert!(cond)` / `device_assert!(cond, "format", args...)`: if `cond` is false,
-/// prints the condition, file and line (and the message), then traps the kernel.
+/// prints the condition, file and line (and the message), then traps the kernel. The same
+/// text, formatted, is the reason in the job's error (on a GPU through the PE's fault record).
 #[macro_export]
 macro_rules! device_assert {
-    ($cond:expr $(,)?) => {
+    (@text $cond:expr, ($($part:tt)*) $(, $arg:expr)*) => {
         if !$cond {
-            $crate::printf!(@parts ("assertion failed: ", stringify!($cond), " at ", file!(), ":", line!(), "\n"));
-            $crate::thread::trap();
+            let mut __args = $crate::debug::ArgBuffer::new();
+            $( __args.push($arg); )*
+            __args.print(concat!($($part)*, "\n\0"));
+            __args.fail(concat!($($part)*));
         }
     };
+    ($cond:expr $(,)?) => {
+        $crate::device_assert!(@text $cond, ("assertion failed: ", stringify!($cond), " at ", file!(), ":", line!()))
+    };
     ($cond:expr, $fmt:literal $(, $arg:expr)* $(,)?) => {
-        if !$cond {
-            $crate::printf!(@parts ("assertion failed: ", stringify!($cond), " at ", file!(), ":", line!(), ": ", $fmt, "\n") $(, $arg)*);
-            $crate::thread::trap();
-        }
+        $crate::device_assert!(@text $cond, ("assertion failed: ", stringify!($cond), " at ", file!(), ":", line!(), ": ", $fmt) $(, $arg)*)
     };
 }

@@ -98,6 +98,8 @@ mod panic;
 
 /// bf16/f16, the `half` crate's types (see [`half`](mod@half)).
 pub use ::half::{bf16, f16};
+/// The fault mailbox's layout, shared with the host (see the module's documentation).
+pub use contract::fault;
 pub use kernel::{Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.

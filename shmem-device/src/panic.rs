@@ -1,10 +1,12 @@
 //! The default `#[panic_handler]` for device builds: a panic (index out of bounds, an
-//! `unwrap` on `None`, an arithmetic overflow in debug builds) traps the kernel, which the
-//! host sees as a launch failure on synchronisation. Disable the `panic-handler` feature to
-//! provide your own.
+//! `unwrap` on `None`, an arithmetic overflow in debug builds) leaves its place in the PE's
+//! fault record and traps the kernel, which the host sees as a launch failure on
+//! synchronisation, naming the place. Disable the `panic-handler` feature to provide your own.
 
 #[panic_handler]
-fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
-    // SAFETY: `trap` has no preconditions; it aborts the kernel.
-    unsafe { core::arch::nvptx::trap() }
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    match info.location() {
+        Some(at) => crate::backend::panicked(at.file(), at.line()),
+        None => crate::backend::trap(),
+    }
 }

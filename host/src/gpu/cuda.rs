@@ -486,6 +486,74 @@ impl Drop for GraphExec {
     }
 }
 
+/// A `T` in pinned host memory that the device can address too (`cuMemHostAlloc` with
+/// `DEVICEMAP`), zeroed, freed on drop. The host reads it with volatile loads: the device
+/// writes it behind the compiler's back.
+pub(crate) struct HostMapped<T: Copy> {
+    ctx: Arc<Context>,
+    host: *mut T,
+    device: u64,
+}
+
+// SAFETY: the memory is plain pinned host memory, read by value with volatile loads.
+unsafe impl<T: Copy + Send> Send for HostMapped<T> {}
+// SAFETY: as above; `&self` only reads.
+unsafe impl<T: Copy + Send> Sync for HostMapped<T> {}
+
+impl<T: Copy> HostMapped<T> {
+    /// Allocates a zeroed `T` in `ctx`, set to `init`.
+    pub(crate) fn new(ctx: &Arc<Context>, init: T) -> CudaResult<HostMapped<T>> {
+        ctx.bind()?;
+        let mut host = std::ptr::null_mut::<c_void>();
+        // SAFETY: one valid out-pointer; the size is that of `T`.
+        unsafe {
+            sys::cuMemHostAlloc(
+                &mut host,
+                std::mem::size_of::<T>(),
+                sys::CU_MEMHOSTALLOC_DEVICEMAP,
+            )
+        }
+        .result()
+        .call("cuMemHostAlloc")?;
+        // Owned from here: freed on an error below.
+        let mapped = HostMapped {
+            ctx: ctx.clone(),
+            host: host.cast::<T>(),
+            device: 0,
+        };
+        // SAFETY: `host` is a fresh allocation of a `T`, suitably aligned (page-aligned).
+        unsafe { mapped.host.write_volatile(init) };
+        let mut mapped = mapped;
+        // SAFETY: `host` was allocated with DEVICEMAP in the bound context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut mapped.device, host, 0) }
+            .result()
+            .call("cuMemHostGetDevicePointer")?;
+        Ok(mapped)
+    }
+
+    /// Its address on the device.
+    pub(crate) fn device_ptr(&self) -> u64 {
+        self.device
+    }
+
+    /// Its value now (a volatile read).
+    pub(crate) fn read(&self) -> T {
+        // SAFETY: `host` is a live, initialised `T` (the device writes only plain bytes).
+        unsafe { self.host.read_volatile() }
+    }
+}
+
+impl<T: Copy> Drop for HostMapped<T> {
+    fn drop(&mut self) {
+        // Freeing needs no live context state beyond the binding; after a fault the call may
+        // fail, and the memory then goes with the process.
+        if self.ctx.bind().is_ok() {
+            // SAFETY: `host` came from `cuMemHostAlloc` and is never used again.
+            let _ = unsafe { sys::cuMemFreeHost(self.host.cast()) };
+        }
+    }
+}
+
 /// Size of the buffer for the JIT compiler's error log.
 const JIT_LOG_BYTES: usize = 16 << 10;
 
@@ -565,6 +633,28 @@ impl Module {
             ctx: ctx.clone(),
             raw,
         })
+    }
+
+    /// The device address and size of the module's global `name` (`cuModuleGetGlobal`);
+    /// `None` where the module has no such global.
+    pub(crate) fn global(&self, name: &std::ffi::CStr) -> CudaResult<Option<(u64, usize)>> {
+        self.ctx.bind()?;
+        let (mut dptr, mut bytes) = (0, 0usize);
+        // SAFETY: two valid out-pointers, a live module and a NUL-terminated name.
+        let found =
+            unsafe { sys::cuModuleGetGlobal_v2(&mut dptr, &mut bytes, self.raw, name.as_ptr()) };
+        match found {
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+            other => {
+                other.result().call("cuModuleGetGlobal")?;
+                Ok(Some((dptr, bytes)))
+            }
+        }
+    }
+
+    /// The context the module is loaded in.
+    pub(crate) fn context(&self) -> &Arc<Context> {
+        &self.ctx
     }
 
     /// The raw handle, for `nvshmemx_cumodule_init`.

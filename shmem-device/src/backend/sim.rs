@@ -128,6 +128,12 @@ impl PrintfValues {
 /// Interprets `format` on the host (the packed bytes are the GPU's; the simulator reads the
 /// values).
 #[inline(always)]
+/// A failed `device_assert!`, which printed its text just before: the simulator's trap
+/// reports the last printed line as the reason.
+pub(crate) fn assert_failed(_text: &'static str, _args: &[u8]) -> ! {
+    trap()
+}
+
 pub(crate) fn printf(format: &'static str, _args: &[u8], values: &PrintfValues) {
     crate::sim::printf(
         format.trim_end_matches('\0'),

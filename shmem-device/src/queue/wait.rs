@@ -65,14 +65,34 @@ mod imp {
     use crate::thread;
     use core::arch::asm;
 
-    /// Nothing to keep between polls: the sleep grows with the poll count.
+    /// Nothing to keep between polls (the sleep grows with the poll count), but, in the
+    /// checked device mode, when the wait began.
     #[derive(Default)]
-    pub struct Backoff;
+    pub struct Backoff {
+        #[cfg(rshmem_checked)]
+        start_ns: u64,
+    }
 
     /// Sleeps 32 ns, doubling every 8 polls up to 1 µs (`nanosleep`, sm_70+), so that waiting
-    /// threads leave the SM and the NVLink fabric to the threads they wait for.
+    /// threads leave the SM and the NVLink fabric to the threads they wait for. In the
+    /// checked device mode, every 64th poll ends a wait that outlasted the host's bound
+    /// (`RSHMEM_HANG_TIMEOUT`), naming it `SymQueue::push` or `SymQueue::pop`.
     #[inline(always)]
-    pub fn pause<T>(_: &SymQueue<T>, _: &mut Backoff, spins: u64, _: &dyn Fn() -> Stall) {
+    pub fn pause<T>(_: &SymQueue<T>, backoff: &mut Backoff, spins: u64, what: &dyn Fn() -> Stall) {
+        #[cfg(rshmem_checked)]
+        {
+            if backoff.start_ns == 0 {
+                backoff.start_ns = thread::globaltimer_ns();
+            } else if spins % 64 == 0 {
+                let name = match what().op {
+                    super::Op::Push => "SymQueue::push",
+                    super::Op::Pop => "SymQueue::pop",
+                };
+                crate::backend::checked::wait(name, backoff.start_ns);
+            }
+        }
+        #[cfg(not(rshmem_checked))]
+        let _ = (backoff, what);
         let ns: u32 = 32 << (spins / 8).min(5);
         // SAFETY: `nanosleep` only suspends this thread.
         unsafe { asm!("nanosleep.u32 {0};", in(reg32) ns) };

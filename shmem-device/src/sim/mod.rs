@@ -121,6 +121,7 @@ pub use hopper::encode_tensor_map;
 pub use host::HostOpError;
 pub use launch::{LaunchFailure, LaunchSpec};
 pub(crate) use printf::printf;
+pub use printf::render_packed;
 pub use sym_heap::{HeapError, HeapSummary, SymHeap, ALLOC_ALIGN};
 pub use world::{CollectiveError, Split, TeamShape, World, FIRST_SPLIT_TEAM};
 

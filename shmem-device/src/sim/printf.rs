@@ -98,6 +98,56 @@ pub(crate) fn render(format: &str, args: &[Option<PrintfValue>]) -> String {
     out
 }
 
+/// Renders `format` with arguments packed as `vprintf` reads them (each at its natural
+/// alignment: 4 bytes for `int`-sized conversions, 8 for `l`/`ll`/`z`/`j`/`t`, doubles and
+/// pointers), as `printf!` packs them on a GPU: how the host formats a device assertion's
+/// message from its fault record.
+pub fn render_packed(format: &str, packed: &[u8]) -> String {
+    let mut values = std::vec::Vec::new();
+    let mut at = 0usize;
+    let mut chars = format.chars();
+    while let Some(ch) = chars.next() {
+        if ch != '%' {
+            continue;
+        }
+        let mut long = false;
+        let conv = loop {
+            match chars.next() {
+                Some(c @ ('l' | 'z' | 'j' | 't')) => {
+                    let _ = c;
+                    long = true
+                }
+                Some(c) if "-+ #0123456789.h".contains(c) => {}
+                Some(c) => break c,
+                None => break '\0',
+            }
+        };
+        let (size, kind) = match conv {
+            'd' | 'i' => (if long { 8 } else { 4 }, 'i'),
+            'u' | 'x' | 'X' | 'o' | 'c' => (if long { 8 } else { 4 }, 'u'),
+            'f' | 'F' | 'e' | 'E' | 'g' | 'G' | 'a' | 'A' => (8, 'f'),
+            'p' | 's' => (8, 'u'),
+            _ => continue,
+        };
+        let start = at.next_multiple_of(size);
+        let Some(bytes) = packed.get(start..start + size) else {
+            values.push(None);
+            continue;
+        };
+        at = start + size;
+        let mut raw = [0u8; 8];
+        raw[..size].copy_from_slice(bytes);
+        let bits = u64::from_le_bytes(raw);
+        values.push(Some(match (kind, size) {
+            ('i', 4) => PrintfValue::Int(bits as u32 as i32 as i64),
+            ('i', _) => PrintfValue::Int(bits as i64),
+            ('f', _) => PrintfValue::Float(f64::from_bits(bits)),
+            _ => PrintfValue::Uint(bits),
+        }));
+    }
+    render(format, &values)
+}
+
 fn as_u64(v: PrintfValue) -> u64 {
     match v {
         PrintfValue::Int(i) => i as u64,
@@ -110,6 +160,20 @@ fn as_u64(v: PrintfValue) -> u64 {
 mod tests {
     use super::*;
     use PrintfValue::*;
+
+    #[test]
+    fn renders_arguments_packed_as_vprintf_reads_them() {
+        let mut packed = std::vec::Vec::new();
+        packed.extend_from_slice(&(-3i32).to_le_bytes());
+        packed.extend_from_slice(&[0; 4]); // the i64 below is 8-aligned
+        packed.extend_from_slice(&(1i64 << 40).to_le_bytes());
+        packed.extend_from_slice(&2.5f64.to_le_bytes());
+        packed.extend_from_slice(&7u32.to_le_bytes());
+        assert_eq!(
+            render_packed("a %d b %lld c %.1f d %u e %d", &packed),
+            "a -3 b 1099511627776 c 2.5 d 7 e (missing)"
+        );
+    }
 
     #[test]
     fn renders_c_formats() {

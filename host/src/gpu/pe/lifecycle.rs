@@ -8,6 +8,7 @@ use super::super::nvshmem::{result as nv, sys, Nvshmem};
 use super::super::tensor_map::encode_tiled;
 use super::super::Watch;
 use super::alloc::control_block;
+use super::fault::Mailbox;
 use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
 use super::term::Watchdog;
@@ -39,12 +40,14 @@ impl GpuPe {
         let limit = heap_limit(&|k| std::env::var_os(k), ctx.vmm_supported)?;
         let stream = Arc::new(Stream::new(&ctx)?);
         let (control, state) = control_block(lib, npes)?;
+        let mailbox = Mailbox::new(&ctx, watch.timeout)?;
         let shared = Arc::new(PeShared {
             nvshmem,
             stream,
             user_streams: Mutex::default(),
             pe,
             npes,
+            mailbox,
             serial: Mutex::new(state),
             pending: Mutex::default(),
             capture: Mutex::default(),

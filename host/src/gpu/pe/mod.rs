@@ -1,7 +1,8 @@
 //! One PE on one GPU: [`GpuPe`] implements the contract's `PeBackend` and the traits it
 //! gathers, one file each, and `module::GpuModule` its `ModuleBackend`:
 //!
-//! * [`state`]: what the PE holds and shares with its modules (imports none of the others);
+//! * [`state`]: what the PE holds and shares with its modules (imports only [`fault`]);
+//! * [`fault`]: the fault mailbox: where a faulting thread leaves its facts, read into the error;
 //! * [`lifecycle`]: start on an initialised NVSHMEM, the verdict after the closure, teardown;
 //! * [`streams`]: streams, waits, timing, and which kernel a fault is pinned on;
 //! * [`alloc`]: the symmetric heap: the size exchange before each allocation, frees, copies;
@@ -25,6 +26,7 @@
 //! streams, which may be the culprits).
 
 mod alloc;
+mod fault;
 mod graph;
 mod lifecycle;
 mod module;

@@ -41,6 +41,11 @@ pub(super) fn load(shared: &Arc<PeShared>, image: &KernelImage) -> Result<Box<dy
             }
         ),
     })?;
+    // Tell the image where this PE's fault record is (and the checked waits' bound).
+    sh.mailbox.install(&module).map_err(|why| Error::Module {
+        module: image.name.to_string(),
+        message: format!("setting up its fault mailbox failed: {why}"),
+    })?;
     // Resolve every kernel now: under CUDA's lazy loading (the default since 12.2) a
     // kernel's code is loaded when its handle is first taken, and loading may synchronise
     // the context. Taken at its first launch instead, a kernel meant to run beside one

@@ -4,6 +4,7 @@
 use super::super::cuda::{Context, Event, Stream};
 use super::super::heap_accounting::{Accounting, HeapLimit};
 use super::super::nvshmem::{sys, Nvshmem};
+use super::fault::Mailbox;
 use crate::contract::{Error, Result, StreamId};
 use rshmem_device::shmem::Team;
 use std::any::Any;
@@ -36,6 +37,9 @@ pub(crate) struct PeShared {
     pub(super) user_streams: Mutex<UserStreams>,
     pub(super) pe: usize,
     pub(super) npes: usize,
+    /// Where the first faulting GPU thread of the PE leaves its facts (every image the PE
+    /// loads is told where it is).
+    pub(super) mailbox: Mailbox,
     /// Held around every NVSHMEM call (see the module docs).
     pub(super) serial: Mutex<HeapState>,
     /// Per stream, the last kernel (or NVSHMEM on-stream operation, or graph) queued since

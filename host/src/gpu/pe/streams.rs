@@ -65,15 +65,20 @@ impl PeShared {
                 others.join(", ")
             ),
         };
+        let trapped = format!("{}, reported by {}", e.message(), e.call);
+        // What the faulting thread recorded, if it did (assertions, panics, checked calls);
+        // a fault of the hardware (a bad access) leaves nothing, and the driver's code is all.
+        let message = match self.mailbox.describe(&trapped) {
+            Some(facts) => format!("{facts}{others}; the GPU context is unusable from here on"),
+            None => format!(
+                "{trapped}{others}; the GPU context is unusable from here on \
+                 (compute-sanitizer shows the faulting access)"
+            ),
+        };
         Error::KernelFailed {
             kernel: kernel.to_string(),
             pe: self.pe,
-            message: format!(
-                "{}, reported by {}{others}; the GPU context is unusable from here on \
-                 (compute-sanitizer shows the faulting access)",
-                e.message(),
-                e.call
-            ),
+            message,
         }
     }
 

@@ -4,11 +4,13 @@
 
 mod atomic;
 pub(crate) mod cvt;
+mod fault;
 pub(crate) mod hopper;
 pub(crate) mod mma;
 mod shmem;
 
 pub(crate) use atomic::{load_relaxed_x4, load_x4, store_relaxed_x4, store_x4};
+pub(crate) use fault::{assert_failed, checked, panicked};
 pub(crate) use shmem::*;
 
 use crate::contract::{Dim3, MemScopeKind, Ordering, PrintfValue, ScopeKind, Shuffle};
@@ -252,11 +254,38 @@ pub(crate) fn nanosleep(ns: u32) {
 
 /// After a failed poll (`thread::Poll`): the first 4096 polls go at full speed (a flag-in-data
 /// wait is latency-bound), later ones sleep 128 ns each, so that a long wait leaves the SM
-/// and the memory system to the threads it waits for.
+/// and the memory system to the threads it waits for. In the checked mode, every 64th poll
+/// ends a wait that has outlasted the host's bound (`checked::wait`).
 #[inline(always)]
-pub(crate) fn poll_pause(_what: &'static str, polls: u32, _start_ns: u64) {
+pub(crate) fn poll_pause(what: &'static str, polls: u32, start_ns: u64) {
+    if checked::WAITS && polls % 64 == 63 {
+        checked::wait(what, start_ns);
+    }
     if polls >= 4096 {
         nanosleep(128);
+    }
+}
+
+/// A polling loop of the backend's own (the checked mode's waits), paced and bounded as
+/// `thread::Poll`'s, which the backend cannot import.
+pub(crate) struct Spin {
+    polls: u32,
+    start_ns: u64,
+}
+
+impl Spin {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Spin {
+            polls: 0,
+            start_ns: globaltimer_ns(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn pause(&mut self, what: &'static str) {
+        poll_pause(what, self.polls, self.start_ns);
+        self.polls = self.polls.saturating_add(1);
     }
 }
 

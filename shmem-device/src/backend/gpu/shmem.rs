@@ -5,7 +5,9 @@
 //! place those names are written.
 
 use super::super::{Amo, Coll, Rma, Wait};
+use super::checked;
 use crate::contract::{BitOp, ReduceOp, ScopeKind};
+use core::mem::size_of;
 use paste::paste;
 
 /// `call!(nvshmem_fn(a: A, b: B) -> R)`: declares `nvshmem_fn` and calls it with the named
@@ -43,6 +45,27 @@ macro_rules! scoped {
     }};
 }
 
+/// The checked mode's checks of one call (nothing without `--cfg rshmem_checked`):
+/// `check!(op, pe: pe, sym: (addr, bytes), ...)`: `pe` in range, each `addr` and its `bytes`
+/// in the symmetric heap.
+macro_rules! check {
+    ($op:expr $(, pe: $pe:expr)? $(, sym: ($addr:expr, $bytes:expr))*) => {{
+        $( checked::pe($op, $pe); )?
+        $( checked::symmetric($op, ($addr) as *const u8, $bytes); )*
+    }};
+}
+
+/// `$plain` or `$nbi` by `nbi`, for the names of checked calls.
+macro_rules! nbi_name {
+    ($nbi:expr, $plain:literal) => {
+        if $nbi {
+            concat!($plain, "_nbi")
+        } else {
+            $plain
+        }
+    };
+}
+
 // ---- untyped calls ------------------------------------------------------------------------
 
 /// # Safety
@@ -57,6 +80,7 @@ pub(crate) unsafe fn putmem(
     bytes: usize,
     pe: i32,
 ) {
+    check!(nbi_name!(nbi, "shmem::putmem"), pe: pe, sym: (dest, bytes));
     scoped!(scope, nbi: nbi, putmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32))
 }
 
@@ -72,6 +96,7 @@ pub(crate) unsafe fn getmem(
     bytes: usize,
     pe: i32,
 ) {
+    check!(nbi_name!(nbi, "shmem::getmem"), pe: pe, sym: (source, bytes));
     scoped!(scope, nbi: nbi, getmem(dest: *mut u8, source: *const u8, bytes: usize, pe: i32))
 }
 
@@ -80,6 +105,19 @@ pub(crate) unsafe fn getmem(
 /// As `shmem::ptr`.
 #[inline(always)]
 pub(crate) unsafe fn ptr(dest: *const u8, pe: i32) -> *mut u8 {
+    check!("shmem::ptr", pe: pe, sym: (dest, 1));
+    // SAFETY: forwarded.
+    unsafe { heap_ptr(dest, pe) }
+}
+
+/// `nvshmem_ptr` unchecked: `dest`'s address on `pe`, null where `dest` is outside the
+/// symmetric heap (NVSHMEM's device state bounds it) or `pe` cannot be reached by loads.
+///
+/// # Safety
+///
+/// `pe` in range.
+#[inline(always)]
+pub(crate) unsafe fn heap_ptr(dest: *const u8, pe: i32) -> *mut u8 {
     call!(nvshmem_ptr(dest: *const u8, pe: i32) -> *mut u8)
 }
 
@@ -88,6 +126,7 @@ pub(crate) unsafe fn ptr(dest: *const u8, pe: i32) -> *mut u8 {
 /// As `shmem::signal_op`; `op` is a raw `NVSHMEM_SIGNAL_*` value.
 #[inline(always)]
 pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: i32, pe: i32) {
+    check!("shmem::signal_op", pe: pe, sym: (sig, size_of::<u64>()));
     call!(nvshmemx_signal_op(sig: *mut u64, value: u64, op: i32, pe: i32))
 }
 
@@ -96,6 +135,7 @@ pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: i32, pe: i32) {
 /// As `shmem::signal_fetch`.
 #[inline(always)]
 pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {
+    check!("shmem::signal_fetch", sym: (sig, size_of::<u64>()));
     call!(nvshmem_signal_fetch(sig: *const u64) -> u64)
 }
 
@@ -104,6 +144,19 @@ pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {
 /// As `shmem::signal_wait_until`; `cmp` is a raw `NVSHMEM_CMP_*` value.
 #[inline(always)]
 pub(crate) unsafe fn signal_wait_until(sig: *const u64, cmp: i32, value: u64) -> u64 {
+    const OP: &str = "shmem::signal_wait_until";
+    check!(OP, sym: (sig, size_of::<u64>()));
+    if checked::WAITS {
+        // Polled here rather than in NVSHMEM, so that the wait is bounded.
+        let mut poll = super::Spin::new();
+        loop {
+            let now = call!(nvshmem_signal_fetch(sig: *const u64) -> u64);
+            if crate::contract::Cmp::from_raw(cmp).is_some_and(|c| c.holds(now, value)) {
+                return now;
+            }
+            poll.pause(OP);
+        }
+    }
     call!(nvshmem_signal_wait_until(sig: *const u64, cmp: i32, value: u64) -> u64)
 }
 
@@ -123,6 +176,7 @@ pub(crate) unsafe fn putmem_signal(
     op: i32,
     pe: i32,
 ) {
+    check!(nbi_name!(nbi, "shmem::putmem_signal"), pe: pe, sym: (dest, bytes), sym: (sig, size_of::<u64>()));
     scoped!(scope, nbi: nbi,
         putmem_signal(dest: *mut u8, source: *const u8, bytes: usize, sig: *mut u64, value: u64, op: i32, pe: i32))
 }
@@ -166,10 +220,12 @@ macro_rules! rma {
         impl Rma for $t {
             #[inline(always)]
             unsafe fn p(dest: *mut Self, value: Self, pe: i32) {
+                check!("shmem::p", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $c _p>](dest: *mut $t, value: $t, pe: i32))
             }
             #[inline(always)]
             unsafe fn g(source: *const Self, pe: i32) -> Self {
+                check!("shmem::g", pe: pe, sym: (source, size_of::<$t>()));
                 call!([<nvshmem_ $c _g>](source: *const $t, pe: i32) -> $t)
             }
             #[inline(always)]
@@ -183,6 +239,11 @@ macro_rules! rma {
                 n: usize,
                 pe: i32,
             ) {
+                // The first and the last element the stride reaches on the symmetric side.
+                let (sym, stride) = if put { (dest.cast_const(), dst) } else { (source, sst) };
+                let last = sym.wrapping_offset(stride * (n.max(1) as isize - 1));
+                check!(if put { "shmem::iput" } else { "shmem::iget" }, pe: pe,
+                    sym: (sym, size_of::<$t>()), sym: (last, size_of::<$t>()));
                 if put {
                     scoped!(scope, [<$c _iput>](dest: *mut $t, source: *const $t, dst: isize, sst: isize, n: usize, pe: i32))
                 } else {
@@ -250,38 +311,47 @@ macro_rules! amo {
         impl Amo for $t {
             #[inline(always)]
             unsafe fn fetch(source: *const Self, pe: i32) -> Self {
+                check!("shmem::atomic_fetch", pe: pe, sym: (source, size_of::<$t>()));
                 call!([<nvshmem_ $c _atomic_fetch>](source: *const $t, pe: i32) -> $t)
             }
             #[inline(always)]
             unsafe fn set(dest: *mut Self, value: Self, pe: i32) {
+                check!("shmem::atomic_set", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $c _atomic_set>](dest: *mut $t, value: $t, pe: i32))
             }
             #[inline(always)]
             unsafe fn swap(dest: *mut Self, value: Self, pe: i32) -> Self {
+                check!("shmem::atomic_swap", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $c _atomic_swap>](dest: *mut $t, value: $t, pe: i32) -> $t)
             }
             #[inline(always)]
             unsafe fn compare_swap(dest: *mut Self, cond: Self, value: Self, pe: i32) -> Self {
+                check!("shmem::atomic_compare_swap", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $c _atomic_compare_swap>](dest: *mut $t, cond: $t, value: $t, pe: i32) -> $t)
             }
             #[inline(always)]
             unsafe fn fetch_add(dest: *mut Self, value: Self, pe: i32) -> Self {
+                check!("shmem::atomic_fetch_add", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $a _atomic_fetch_add>](dest: *mut $t, value: $t, pe: i32) -> $t)
             }
             #[inline(always)]
             unsafe fn add(dest: *mut Self, value: Self, pe: i32) {
+                check!("shmem::atomic_add", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $a _atomic_add>](dest: *mut $t, value: $t, pe: i32))
             }
             #[inline(always)]
             unsafe fn fetch_inc(dest: *mut Self, pe: i32) -> Self {
+                check!("shmem::atomic_fetch_inc", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $a _atomic_fetch_inc>](dest: *mut $t, pe: i32) -> $t)
             }
             #[inline(always)]
             unsafe fn inc(dest: *mut Self, pe: i32) {
+                check!("shmem::atomic_inc", pe: pe, sym: (dest, size_of::<$t>()));
                 call!([<nvshmem_ $a _atomic_inc>](dest: *mut $t, pe: i32))
             }
             #[inline(always)]
             unsafe fn fetch_bitwise(op: BitOp, dest: *mut Self, value: Self, pe: i32) -> Self {
+                check!("shmem::atomic_fetch_and/or/xor", pe: pe, sym: (dest, size_of::<$t>()));
                 match op {
                     BitOp::And => call!([<nvshmem_ $c _atomic_fetch_and>](dest: *mut $t, value: $t, pe: i32) -> $t),
                     BitOp::Or => call!([<nvshmem_ $c _atomic_fetch_or>](dest: *mut $t, value: $t, pe: i32) -> $t),
@@ -290,6 +360,7 @@ macro_rules! amo {
             }
             #[inline(always)]
             unsafe fn bitwise(op: BitOp, dest: *mut Self, value: Self, pe: i32) {
+                check!("shmem::atomic_and/or/xor", pe: pe, sym: (dest, size_of::<$t>()));
                 match op {
                     BitOp::And => call!([<nvshmem_ $c _atomic_and>](dest: *mut $t, value: $t, pe: i32)),
                     BitOp::Or => call!([<nvshmem_ $c _atomic_or>](dest: *mut $t, value: $t, pe: i32)),
@@ -307,6 +378,16 @@ macro_rules! wait {
         impl Wait for $t {
             #[inline(always)]
             unsafe fn wait_until(ivar: *const Self, cmp: i32, value: Self) {
+                const OP: &str = "shmem::wait_until";
+                check!(OP, sym: (ivar, size_of::<$t>()));
+                if checked::WAITS {
+                    // Polled here rather than in NVSHMEM, so that the wait is bounded.
+                    let mut poll = super::Spin::new();
+                    while call!([<nvshmem_ $c _test>](ivar: *const $t, cmp: i32, value: $t) -> i32) == 0 {
+                        poll.pause(OP);
+                    }
+                    return;
+                }
                 call!([<nvshmem_ $c _wait_until>](ivar: *const $t, cmp: i32, value: $t))
             }
             #[inline(always)]
@@ -315,14 +396,48 @@ macro_rules! wait {
             }
             #[inline(always)]
             unsafe fn wait_until_all(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) {
+                const OP: &str = "shmem::wait_until_all";
+                check!(OP, sym: (ivars, n * size_of::<$t>()));
+                if checked::WAITS {
+                    let mut poll = super::Spin::new();
+                    while call!([<nvshmem_ $c _test_all>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> i32) == 0 {
+                        poll.pause(OP);
+                    }
+                    return;
+                }
                 call!([<nvshmem_ $c _wait_until_all>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t))
             }
             #[inline(always)]
             unsafe fn wait_until_any(ivars: *const Self, n: usize, status: *const i32, cmp: i32, value: Self) -> usize {
+                const OP: &str = "shmem::wait_until_any";
+                check!(OP, sym: (ivars, n * size_of::<$t>()));
+                if checked::WAITS {
+                    let mut poll = super::Spin::new();
+                    loop {
+                        // `usize::MAX` (SIZE_MAX): none is ready, or every one is excluded.
+                        let i = call!([<nvshmem_ $c _test_any>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> usize);
+                        if i != usize::MAX || n == 0 {
+                            return i;
+                        }
+                        poll.pause(OP);
+                    }
+                }
                 call!([<nvshmem_ $c _wait_until_any>](ivars: *const $t, n: usize, status: *const i32, cmp: i32, value: $t) -> usize)
             }
             #[inline(always)]
             unsafe fn wait_until_some(ivars: *const Self, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: Self) -> usize {
+                const OP: &str = "shmem::wait_until_some";
+                check!(OP, sym: (ivars, n * size_of::<$t>()));
+                if checked::WAITS {
+                    let mut poll = super::Spin::new();
+                    loop {
+                        let k = call!([<nvshmem_ $c _test_some>](ivars: *const $t, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: $t) -> usize);
+                        if k != 0 || n == 0 {
+                            return k;
+                        }
+                        poll.pause(OP);
+                    }
+                }
                 call!([<nvshmem_ $c _wait_until_some>](ivars: *const $t, n: usize, indices: *mut usize, status: *const i32, cmp: i32, value: $t) -> usize)
             }
             #[inline(always)]
