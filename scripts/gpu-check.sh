@@ -206,7 +206,17 @@ want tests && run_tests
 # of the test; a test holds several jobs, hence the longer per-test bound.
 if want faults; then
     export RSHMEM_FAULT_MAX_NPES=$((NGPU >= 2 ? (NGPU < 4 ? NGPU : 4) : 3))
-    BINS='^test-(fault_suite|faults)$' PER_TEST_TIMEOUT=${FAULTS_TEST_TIMEOUT:-240} run_tests
+    BINS='^test-(fault_suite|faults|checked)$' PER_TEST_TIMEOUT=${FAULTS_TEST_TIMEOUT:-240} run_tests
+    # What the errors say, as a user reads them: one case of each kind, output not captured.
+    for c in test-checked:gpu::assertion_text_reaches_the_error_2pe test-checked:gpu::bad_pe_traps_naming_the_call_2pe \
+        test-checked:gpu::off_heap_address_traps_naming_the_call_2pe test-checked:gpu::endless_wait_ends_within_the_bound \
+        test-fault_suite:gpu::kernel_trap test-fault_suite:gpu::wait_forever test-fault_suite:gpu::sigkill_mid_kernel; do
+        timeout -k 5 120 $BIN/${c%%:*} --ignored --exact ${c#*:} --test-threads=1 --nocapture \
+            >"$OUT/says.${c#*::}.log" 2>&1
+    done
+    echo "== what the fault errors say (first lines)"
+    grep -h -a -E "expected failure|endless wait ended|the job said|^(\[PE [0-9]\] )?(rshmem: )?PE [0-9]+ (failed|hung)|job said" \
+        "$OUT"/says.*.log | cut -c1-400 | head -30 | sed 's/^/    /'
 fi
 
 # 3. Put bandwidth: Rust, then the CUDA C++ NVSHMEM peer, same sizes and grids.

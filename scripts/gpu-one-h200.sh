@@ -32,7 +32,7 @@ slice coll 200 BINS=test-coll TESTS='_2pe|_3pe' PER_TEST_TIMEOUT=120 -- tests
 # The launch-overhead example (graphs PART): meaningful with one PE on one GPU.
 slice overhead 60 -- graphs
 # The API suites of the fixtures and examples images (regressions after merges).
-slice regress 100 BINS='test-(basics|views|streams)' PER_TEST_TIMEOUT=60 -- tests
+slice regress 240 BINS='test-(basics|views|streams|queue|suite|graphs)' PER_TEST_TIMEOUT=60 -- tests
 # The fused ops on ONE PE at full shapes: the fused machinery's cost over the GEMM alone.
 slice tp1 180 -- tp_1pe
 slice examples 60 -- examples

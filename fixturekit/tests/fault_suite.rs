@@ -169,7 +169,13 @@ fn expected(name: &str, backend: Backend) -> Vec<&'static str> {
         // teardown not wait, as PE 0's, with PE 1 named as having ended before.
         "early_return" if gpu => vec!["hung", "PE 1", "trap_while_others_wait"],
         "early_return" => vec!["barrier_all", "PE 1 returned from its closure"],
-        "kernel_trap" if gpu => vec!["PE 1 failed", "trap_while_others_wait"],
+        // The assertion's text and place come from the device's fault mailbox.
+        "kernel_trap" if gpu => vec![
+            "PE 1 failed",
+            "trap_while_others_wait",
+            "assertion failed",
+            "PE 1 gives up",
+        ],
         "kernel_trap" => vec!["PE 1 failed", "trap_while_others_wait", "PE 1 gives up"],
         "wait_forever" if gpu => vec!["hung", "no progress for 5 s", "trap_while_others_wait"],
         "wait_forever" => vec!["trap_while_others_wait", "RSHMEM_SIM_WAIT_TIMEOUT"],
@@ -209,6 +215,7 @@ fn check(backend: Backend, name: &str) {
         error.starts_with("PE 0 ") || error.starts_with("PE 1 "),
         "`{name}`: the error does not start by naming a PE: {error}\n{out}"
     );
+    println!("`{name}`: the job said: {error}");
     for says in expected(name, backend) {
         assert!(
             error.contains(says),

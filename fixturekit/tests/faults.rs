@@ -118,9 +118,13 @@ mod gpu {
                     let what = format!("{npes} PEs, culprit PE {culprit}, round {round}: {msg}");
                     assert!(!ran.status.success(), "{what}");
                     let first_line = msg.lines().next().unwrap_or_default();
+                    // The kernel's name from the host's record of pending work; the
+                    // assertion's text and place from the device's fault mailbox.
                     assert!(
                         first_line.starts_with(&format!("PE {culprit} failed"))
-                            && first_line.contains("trap_while_others_wait"),
+                            && first_line.contains("trap_while_others_wait")
+                            && first_line.contains("assertion failed: culprit < 0 at ")
+                            && first_line.contains(&format!("PE {culprit} gives up")),
                         "{what}"
                     );
                     for q in (0..npes).filter(|&q| q != culprit) {
