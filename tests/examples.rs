@@ -95,11 +95,7 @@ fn tp_mlp_checks_both_layers_on_2_and_4_pes() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::output_text(&out);
     assert!(
         text.contains("need every PE of the team mapped") && text.contains("tp_barrier"),
         "{text}"

@@ -265,11 +265,7 @@ fn endless_wait_in_child(job: &str) {
         .env("RSHMEM_SIM_WAIT_TIMEOUT", &secs)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::output_text(&out);
     assert!(
         out.status.success() && text.contains("1 passed"),
         "{job} failed:\n{text}"

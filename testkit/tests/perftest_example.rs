@@ -49,11 +49,7 @@ fn every_row_checks_on(npes: usize) -> String {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::output_text(out)
 }
 
 /// `(row, param)` of each `PT,<row>,<param>,<value>,<unit>` line, checking value and unit.

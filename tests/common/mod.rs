@@ -123,6 +123,15 @@ pub fn example(name: &str) -> std::path::PathBuf {
     path
 }
 
+/// A finished process's stdout then stderr, as text (for assertions and their messages).
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Runs an example on `npes` simulated PEs; its output, or a panic naming the failure.
 pub fn run_example_sim(name: &str, npes: usize, args: &[&str]) -> String {
     let out = std::process::Command::new(example(name))
@@ -131,11 +140,7 @@ pub fn run_example_sim(name: &str, npes: usize, args: &[&str]) -> String {
         .env("RSHMEM_NPES", npes.to_string())
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = output_text(&out);
     assert!(out.status.success(), "{name} on {npes} PEs failed:\n{text}");
     text
 }
