@@ -15,7 +15,8 @@ mod faultkit;
 use faultkit::{culprit, launched_pe, Outcome};
 use rshmem::{Backend, LaunchConfig, Shmem};
 use rshmem_fixturekit::{basics, IMAGE};
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// The hang timeout of the GPU jobs (the watchdog ends a waiting kernel after it).
 const GPU_HANG_TIMEOUT: &str = "5";
@@ -268,7 +269,16 @@ fn the_leftover_scan_finds_a_process_of_the_job() {
         .env("RSHMEM_FAULT_TOKEN", &token)
         .spawn()
         .unwrap();
-    let found = faultkit::leftovers(&token);
+    // Until the child has exec'd, its /proc environ is still the parent's (no token): look
+    // again until it shows (a fork-exec window, which failed this test 2 runs in 40).
+    let start = Instant::now();
+    let found = loop {
+        let found = faultkit::leftovers(&token);
+        if !found.is_empty() || start.elapsed() > Duration::from_secs(10) {
+            break found;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
     stray.kill().unwrap();
     stray.wait().unwrap();
     assert_eq!(found, [stray.id()]);
