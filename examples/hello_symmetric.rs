@@ -9,7 +9,7 @@
 
 use anyhow::{ensure, Result};
 use rshmem::{LaunchConfig, Shmem};
-use rshmem_examplekit::{hello, IMAGE};
+use rshmem_examples_image::{hello, IMAGE};
 
 const N: usize = 1024;
 

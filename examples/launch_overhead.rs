@@ -16,7 +16,7 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::{Backend, Error, Graph, LaunchConfig, Shmem, Stream};
-use rshmem_examplekit::{launch::bump, IMAGE};
+use rshmem_examples_image::{launch::bump, IMAGE};
 use std::time::{Duration, Instant};
 
 struct Options {

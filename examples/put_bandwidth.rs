@@ -12,7 +12,7 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::{Backend, LaunchConfig, Shmem};
-use rshmem_examplekit::{bandwidth, hello, IMAGE};
+use rshmem_examples_image::{bandwidth, hello, IMAGE};
 use std::time::Duration;
 
 struct Options {

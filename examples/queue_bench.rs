@@ -18,8 +18,8 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::{Backend, DeviceQueue, Kernel, LaunchConfig, Module, Pod, Shmem, SymQueue};
-use rshmem_examplekit::queue::{self as qk, status, Mode, Tagged};
-use rshmem_examplekit::IMAGE;
+use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged};
+use rshmem_examples_image::IMAGE;
 use std::time::Duration;
 
 struct Options {

@@ -9,7 +9,7 @@
 
 use anyhow::{ensure, Result};
 use rshmem::{LaunchConfig, Shmem};
-use rshmem_examplekit::{ring, IMAGE};
+use rshmem_examples_image::{ring, IMAGE};
 
 fn main() -> Result<()> {
     rshmem::run(|shmem: &Shmem| -> Result<()> {

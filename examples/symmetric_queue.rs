@@ -9,7 +9,7 @@
 
 use anyhow::{ensure, Result};
 use rshmem::{LaunchConfig, Module, Shmem, SymQueue};
-use rshmem_examplekit::{hello, queue, IMAGE};
+use rshmem_examples_image::{hello, queue, IMAGE};
 
 /// Fresh data every run, the same on every PE: PE 0's clock, fetched by the others with a
 /// remote get.

@@ -14,7 +14,7 @@
 //! * layer 1: `|y - ref| <= h·2⁻²³·Σ|x||w| + 2⁻⁸·(|ref| + that)` (f32 accumulation in any
 //!   order, then the bf16 output's rounding, half an ulp);
 //! * GELU: `|g - gelu(y)| <= e + 2⁻⁸·(|gelu(y)| + e)`, `e = 10⁻⁶·(1 + |y|)` (the kernel's f32
-//!   tanh form, see `kernels/examples/src/gelu.rs`, then bf16 rounding);
+//!   tanh form, see `testing/kernels/examples/src/gelu.rs`, then bf16 rounding);
 //! * layer 2: with `P_q` PE q's exact partial product and `A_q = (f/n)·2⁻²³·Σ|g||w|` its f32
 //!   accumulation error, `|z - Σ P_q| <= A + 2⁻⁸·(S + A) + n·2⁻²³·S + 2⁻⁸·(|Σ P_q| + ...)`,
 //!   `A = Σ A_q`, `S = Σ |P_q|` (the partials travel as bf16, the owner adds them in f32 and
@@ -32,7 +32,7 @@
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::ops::{BLayout, GemmShape, Ops};
 use rshmem::{bf16, Backend, LaunchConfig, Shmem};
-use rshmem_examplekit::{gelu, IMAGE};
+use rshmem_examples_image::{gelu, IMAGE};
 
 /// The MLP's sizes: tokens `m`, hidden `h`, feed-forward `f`.
 #[derive(Clone, Copy, Debug)]

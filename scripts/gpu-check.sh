@@ -147,7 +147,7 @@ if want graphs; then
 fi
 
 # PART checked_bench, only when named: the checked device mode's cost
-# (fixturekit/examples/checked_bench.rs): one put/get/atomic/wait-
+# (testing/api-tests/examples/checked_bench.rs): one put/get/atomic/wait-
 # heavy kernel from the unchecked and the checked fixtures image, alternately, one PE (its calls
 # go to itself), median of 25 CUDA-event timings each, at two sizes. (The checked image's GPU
 # tests are `BINS=test-checked` of `tests`.)
@@ -239,7 +239,7 @@ bandwidth() {
 }
 want bandwidth && bandwidth
 
-# 4. Perftest: every row of the Rust perftest (testkit/examples/perftest.rs) and of its CUDA C++
+# 4. Perftest: every row of the Rust perftest (testing/device-tests/examples/perftest.rs) and of its CUDA C++
 # NVSHMEM twin (scripts/cuda/perftest.cu), running the same plan (the Rust binary prints it with
 # --plan gpu: grids, iterations, sizes, bandwidth slots, repetitions); both check their data
 # first. N PEs, one per GPU: N = RSHMEM_NPES, else every GPU. Point-to-point rows run between

@@ -5,15 +5,15 @@
 #   .gpu/scripts/  gpu-check.sh and the CUDA C++ peers, compiled there with nvcc
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# rshmem's examples and tests, rshmem-fixturekit's (the API suites over the test fixtures),
-# rshmem-testkit's (the suites of the heavy kernel images) and rshmem-ops' (the GEMM's suite,
+# rshmem's examples and tests, rshmem-api-tests's (the API suites over the test fixtures),
+# rshmem-device-tests's (the suites of the heavy kernel images) and rshmem-ops' (the GEMM's suite,
 # test-gemm, the fused ops' test-fused, the collectives' suite test-coll, and the benchmark
 # binaries gemm_bench, tp_bench and collectives_bench, which scripts/gemm_bench.py,
 # scripts/tp_bench.py and scripts/collectives_bench.py drive). Test
 # binaries keep their names (test-basics, test-queue, ...) whichever package holds them.
 # PACKAGES narrows the build (e.g. PACKAGES="rshmem-ops" for a GEMM-only run: the heavy
-# testkit images, whose ptxas takes many minutes, are then not built).
-PACKAGES=${PACKAGES:-rshmem rshmem-fixturekit rshmem-testkit rshmem-ops}
+# device-tests images, whose ptxas takes many minutes, are then not built).
+PACKAGES=${PACKAGES:-rshmem rshmem-api-tests rshmem-device-tests rshmem-ops}
 cargo build --release $(printf -- '-p %s ' $PACKAGES) --examples --tests \
     --message-format=json-render-diagnostics >/tmp/rshmem-gpu-build.json
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/scripts
@@ -48,6 +48,6 @@ cp scripts/gpu-check.sh scripts/gpu-one-h200.sh scripts/gpu-tests.sh scripts/gpu
 cp -r scripts/cuda .gpu/scripts/
 # The GEMM images' cubins, for the SASS check (cuobjdump reads cubins, not our embedding).
 # rshmem-ops may have several build folders (one per feature set): take the newest's.
-OPS_OUT=$(dirname "$(ls -t target/release/build/rshmem-ops-*/out/rshmem-ops-sm90-kernels.sm_90a.cubin | head -1)")
+OPS_OUT=$(dirname "$(ls -t target/release/build/rshmem-ops-*/out/rshmem-ops-gemm90.sm_90a.cubin | head -1)")
 mkdir -p .gpu/cubin && cp "$OPS_OUT"/*.cubin .gpu/cubin/
 du -sh .gpu

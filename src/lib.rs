@@ -7,13 +7,13 @@
 //! This crate is what applications depend on: it re-exports the host API of
 //! [`rshmem_host`]. Kernel crates depend on [`rshmem_device`] (re-exported as [`device`]) and
 //! are built by `rshmem-builder` from the application's `build.rs`; this crate builds no
-//! kernel of its own. The examples below launch the examples' kernels (`kernels/examples`,
-//! whose image `rshmem-examplekit` builds: a dev-dependency, as an application's own kernel
+//! kernel of its own. The examples below launch the examples' kernels (`testing/kernels/examples`,
+//! whose image `rshmem-examples-image` builds: a dev-dependency, as an application's own kernel
 //! crate would be a dependency).
 //!
 //! ```no_run
 //! use rshmem::{LaunchConfig, Shmem};
-//! use rshmem_examplekit as kernels;
+//! use rshmem_examples_image as kernels;
 //!
 //! fn main() -> Result<(), rshmem::BoxError> {
 //!     rshmem::run(|shmem: &Shmem| -> Result<(), rshmem::BoxError> {
@@ -34,7 +34,7 @@
 //!
 //! ```compile_fail,E0308
 //! # fn f(module: &rshmem::Module<'_>) -> rshmem::Result<()> {
-//! unsafe { module.launch::<rshmem_examplekit::ring::ring>(rshmem::LaunchConfig::new(1, 1), (7u32,)) }
+//! unsafe { module.launch::<rshmem_examples_image::ring::ring>(rshmem::LaunchConfig::new(1, 1), (7u32,)) }
 //! # }
 //! ```
 //!
@@ -42,7 +42,7 @@
 //!
 //! ```compile_fail,E0308
 //! # fn f(module: &rshmem::Module<'_>, p: *mut i32) -> rshmem::Result<()> {
-//! unsafe { module.launch::<rshmem_examplekit::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p, 1u32)) }
+//! unsafe { module.launch::<rshmem_examples_image::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p, 1u32)) }
 //! # }
 //! ```
 //!
@@ -50,7 +50,7 @@
 //!
 //! ```no_run
 //! # fn f(module: &rshmem::Module<'_>, p: *mut i32) -> rshmem::Result<()> {
-//! unsafe { module.launch::<rshmem_examplekit::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p,)) }
+//! unsafe { module.launch::<rshmem_examples_image::ring::ring>(rshmem::LaunchConfig::new(1, 1), (p,)) }
 //! # }
 //! ```
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::Outcome;
 use rshmem::{Error, LaunchConfig, Shmem};
-use rshmem_examplekit::{bandwidth, hello, ring as ring_k, IMAGE};
+use rshmem_examples_image::{bandwidth, hello, ring as ring_k, IMAGE};
 
 per_backend! {
     hello => [2, 3, 4];

@@ -78,6 +78,7 @@ pub struct Builder {
     debug: bool,
     checked: Option<bool>,
     image_name: Option<String>,
+    features: Option<Vec<String>>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
 }
@@ -123,6 +124,7 @@ impl Builder {
             debug: false,
             checked: None,
             image_name: None,
+            features: None,
             out_dir: None,
             target_dir: None,
         }
@@ -162,6 +164,28 @@ impl Builder {
     /// unchecked) need two names.
     pub fn image_name(mut self, name: impl Into<String>) -> Self {
         self.image_name = Some(name.into());
+        self
+    }
+
+    /// Builds the kernel crate with exactly these cargo features (`--no-default-features
+    /// --features ...`) instead of its defaults: one crate can then hold several families of
+    /// kernels, each its own image. Give each such image its own [`Builder::image_name`].
+    ///
+    /// A change to a source file that only a disabled feature's modules read leaves the nested
+    /// build of this image as it was (cargo's dependency info lists the files rustc read), so
+    /// its link and ptxas are reused: editing one family relinks only its own image.
+    ///
+    /// ```no_run
+    /// # use rshmem_builder::{Arch, Builder};
+    /// Builder::new("../kernels/ops")
+    ///     .features(["coll"])
+    ///     .image_name("rshmem-ops-coll")
+    ///     .arch(Arch::Sm90)
+    ///     .build()
+    ///     .unwrap_or_else(|e| panic!("{e}"));
+    /// ```
+    pub fn features<S: Into<String>>(mut self, features: impl IntoIterator<Item = S>) -> Self {
+        self.features = Some(features.into_iter().map(Into::into).collect());
         self
     }
 

@@ -8,6 +8,7 @@
 
 use crate::arch::Arch;
 use crate::error::{io, Error, Result};
+use crate::plan::Plan;
 use crate::toolchain::Toolchain;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -58,16 +59,10 @@ const CARGO_STATUS: &[&str] = &[
     "Checking",
 ];
 
-/// Builds the kernel crate at `manifest` for `arch` into `target_dir`.
-pub(crate) fn build(
-    tc: &Toolchain,
-    manifest: &Path,
-    target_dir: &Path,
-    arch: Arch,
-    debug: bool,
-    checked: bool,
-) -> Result<Nested> {
-    let out = command(tc, manifest, target_dir, arch, debug, checked)
+/// Builds `plan`'s kernel crate for `arch` into `target_dir`.
+pub(crate) fn build(tc: &Toolchain, plan: &Plan, target_dir: &Path, arch: Arch) -> Result<Nested> {
+    let manifest = plan.manifest.as_path();
+    let out = command(tc, plan, target_dir, arch)
         .output()
         .map_err(io(format!(
             "running {} for the device build",
@@ -110,19 +105,12 @@ pub(crate) fn watch(nested: &Nested) {
 }
 
 /// The nested `cargo build` command, its environment cleaned of the outer build's.
-fn command(
-    tc: &Toolchain,
-    manifest: &Path,
-    target_dir: &Path,
-    arch: Arch,
-    debug: bool,
-    checked: bool,
-) -> Command {
+fn command(tc: &Toolchain, plan: &Plan, target_dir: &Path, arch: Arch) -> Command {
     let mut flags = vec![format!("-Ctarget-cpu={arch}")];
-    if debug {
+    if plan.debug {
         flags.push("-Cdebuginfo=2".into());
     }
-    if checked {
+    if plan.checked {
         flags.extend(["--cfg".into(), "rshmem_checked".into()]);
     }
     let mut cmd = Command::new(&tc.cargo);
@@ -135,10 +123,16 @@ fn command(
         "-Zbuild-std=core",
     ])
     .arg("--manifest-path")
-    .arg(manifest)
+    .arg(&plan.manifest)
     .arg("--target-dir")
     .arg(target_dir)
     .arg("--message-format=json-render-diagnostics");
+    if let Some(features) = &plan.features {
+        cmd.arg("--no-default-features");
+        if !features.is_empty() {
+            cmd.arg("--features").arg(features.join(","));
+        }
+    }
     for var in OUTER_ENV {
         cmd.env_remove(var);
     }

@@ -34,14 +34,7 @@ pub(crate) fn build(
     arch: Arch,
 ) -> Result<ArchCode> {
     let nested_dir = plan.nested_dir(arch);
-    let nested = nested::build(
-        tc,
-        &plan.manifest,
-        &nested_dir,
-        arch,
-        plan.debug,
-        plan.checked,
-    )?;
+    let nested = nested::build(tc, plan, &nested_dir, arch)?;
     nested::watch(&nested);
     let name = &plan.name;
     let ptx = plan.out_dir.join(format!("{name}.{arch}.ptx"));

@@ -34,6 +34,8 @@ pub(crate) struct Plan {
     pub debug: bool,
     /// The checked device mode (`--cfg rshmem_checked`).
     pub checked: bool,
+    /// The kernel crate's features (`None`: its defaults).
+    pub features: Option<Vec<String>>,
     /// Where the PTX, cubins and image source go.
     pub out_dir: PathBuf,
     /// The nested builds' folder (one subfolder per architecture).
@@ -82,6 +84,7 @@ impl Plan {
             archs,
             debug,
             checked,
+            features: builder.features.clone(),
             out_dir,
             target_root,
         })

@@ -5,11 +5,20 @@
 //! an f32 or input-typed output, on the Hopper kernel (TMA + `wgmma`, persistent,
 //! warp-specialised: `kernels/gemm/src/sm90.rs`) or the Ampere one (`cp.async` + `mma.sync`).
 //!
+//! The crate is laid out by op family, each family one folder whose kernels are one module
+//! of `kernels/ops` (`rshmem-ops-kernels`) built into an image of its own:
+//!
+//! | family | host side | kernels (images) | device blocks |
+//! |---|---|---|---|
+//! | GEMM | [`gemm`] | `gemm90`, `gemm80` | `rshmem_gemm` |
+//! | fused tensor-parallel | [`fused`] | `tp90`, `tp80` | `rshmem_tp` over `rshmem_gemm` |
+//! | collectives | [`coll`] | `coll` | `rshmem_coll` |
+//!
 //! * [`Ops`]: made once per PE ([`Ops::new`], collective), it loads the kernel images and
-//!   keeps the GEMM's tensor maps ([`maps`]); [`Ops::gemm`] queues a GEMM on a stream.
+//!   keeps what the families keep between calls; [`Ops::gemm`] queues a GEMM on a stream.
 //! * [`GemmShape`], [`BLayout`]: what to compute, B N x K (`A · Bᵀ`) or K x N;
 //!   [`GemmOptions`] / [`Kernel`] force a kernel.
-//! * [`elem`]: the element types ([`GemmIn`], [`GemmOut`]) and their kernels.
+//! * [`gemm::elem`]: the element types ([`GemmIn`], [`GemmOut`]) and their kernels.
 //! * The fused tensor-parallel ops, the same GEMM computing while it communicates:
 //!   [`Ops::all_gather_gemm`] (A sharded by rows, the other PEs' chunks copied in by the copy
 //!   engine while the GEMM runs) and [`Ops::gemm_reduce_scatter`] (K sharded, partial tiles
@@ -17,7 +26,7 @@
 //!   [`FusedOptions`], `docs/fused.md` the design.
 //! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
-//!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops-coll`,
+//!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops`' `coll` family,
 //!   made of `rshmem_coll`'s blocks), with their [`Algorithm`]s.
 //!
 //! ```no_run
@@ -52,37 +61,13 @@
 //! loads, the store of each value, a per-tile signal) instead of copying them.
 
 pub mod coll;
-pub mod elem;
 pub mod fused;
-pub mod maps;
-mod ops;
-pub mod shape;
+pub mod gemm;
+mod handle;
 
 pub use coll::{Algorithm, CollElem, NormElem};
-pub use elem::{GemmIn, GemmOut};
 pub use fused::FusedOptions;
-pub use maps::MAP_SLOTS;
-pub use ops::Ops;
-pub use shape::{BLayout, GemmOptions, GemmShape, Kernel};
-
-/// The sm_90a image of `kernels/ops-sm90` (the Hopper GEMM).
-pub static SM90: rshmem_host::KernelImage =
-    rshmem_host::include_kernels!("rshmem-ops-sm90-kernels");
-
-/// The sm_80 and sm_90 image of `kernels/ops-sm80` (the `cp.async` + `mma.sync` GEMM, for
-/// Ampere and later).
-pub static SM80: rshmem_host::KernelImage =
-    rshmem_host::include_kernels!("rshmem-ops-sm80-kernels");
-
-/// The sm_90a image of `kernels/ops-tp90` (the fused tensor-parallel ops on the Hopper GEMM).
-pub static TP90: rshmem_host::KernelImage =
-    rshmem_host::include_kernels!("rshmem-ops-tp90-kernels");
-
-/// The sm_80 and sm_90 image of `kernels/ops-tp80` (the fused tensor-parallel ops on the
-/// `mma.sync` GEMM, the calls' barrier and the reduce-scatter's fix-up).
-pub static TP80: rshmem_host::KernelImage =
-    rshmem_host::include_kernels!("rshmem-ops-tp80-kernels");
-
-/// The sm_80 and sm_90 image of `kernels/ops-coll` (the collectives, [`coll`]).
-pub static COLL: rshmem_host::KernelImage =
-    rshmem_host::include_kernels!("rshmem-ops-coll-kernels");
+pub use gemm::elem::{GemmIn, GemmOut};
+pub use gemm::maps::MAP_SLOTS;
+pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
+pub use handle::Ops;

@@ -1,4 +1,4 @@
-//! The sm_80 GEMM kernels of `kernels/ops-sm80` (`rshmem_gemm::sm80`) against a host
+//! The sm_80 GEMM kernels of `kernels/ops`' `gemm80` family (`rshmem_gemm::sm80`) against a host
 //! reference, on every backend: both layouts of B, bf16 and f16 inputs, f32 and 16-bit
 //! outputs, shapes with ragged edges in M, N and K (a multiple of 8), more tiles than blocks
 //! (the persistent loop), padded rows of A, B and C.
@@ -20,7 +20,7 @@ use common::Outcome;
 use rshmem::device::half::{bf16, f16, Half};
 use rshmem::device::Kernel;
 use rshmem::{LaunchConfig, Module, Shmem};
-use rshmem_ops_sm80_kernels::{self as k, sm80};
+use rshmem_ops_kernels::gemm80::{self as k, sm80};
 
 per_backend! {
     bf16_to_f32_nk => [1];
@@ -202,7 +202,7 @@ fn case<I: In, O: Out, K: Kernel<Args = Args<I, O>>>(
 }
 
 fn run<I: In, O: Out, K: Kernel<Args = Args<I, O>>>(shmem: &Shmem, b_kn: bool) -> Outcome {
-    let module = shmem.load(&rshmem_ops::SM80)?;
+    let module = shmem.load(&rshmem_ops::gemm::IMAGE80)?;
     let seed = common::agreed_seed(shmem)?;
     case::<I, O, K>(shmem, &module, b_kn, seed)
 }

@@ -1,4 +1,4 @@
-//! The sm_90a GEMM kernels of `kernels/ops-sm90` launched directly, against a host reference:
+//! The sm_90a GEMM kernels of `kernels/ops`' `gemm90` family launched directly, against a host reference:
 //! odd M and N, K edges and K long enough to cycle the pipeline's stages several times, both
 //! B layouts, f32 and bf16/f16 outputs, and a grid smaller than the tile count (the
 //! persistent loop). Inputs are small integers (exact in bf16 and f16) so the f32 results are
@@ -12,7 +12,7 @@ mod common;
 use common::Outcome;
 use rshmem::{bf16, f16, Swizzle};
 use rshmem::{Backend, LaunchConfig, Shmem, SymBuffer, TensorMap, TiledSpec, TmaType};
-use rshmem_ops_sm90_kernels::{self as k, sm90};
+use rshmem_ops_kernels::gemm90::{self as k, sm90};
 
 per_backend! {
     sm90_gemm_nk => [1];
@@ -57,7 +57,7 @@ const GUARD_ROWS: u32 = 2;
 /// Runs C = A·B for A m x k, B (k x n when `kn`, else n x k), into f32 and into 16-bit C of
 /// the input type, and checks both.
 fn check(shmem: &Shmem, (m, n, kk): (u32, u32, u32), kn: bool, f16_in: bool) -> Outcome {
-    let module = shmem.load(&rshmem_ops::SM90)?;
+    let module = shmem.load(&rshmem_ops::gemm::IMAGE90)?;
     let a: Vec<f32> = (0..m * kk).map(|i| small(i / kk, i % kk, 1)).collect();
     // b[q][j] = B(k = q, n = j) whichever way it is stored.
     let b_at = |q: u32, j: u32| small(j, q, 5) / 2.0;
@@ -173,7 +173,7 @@ fn sm90_gemm_long_k(shmem: &Shmem) -> Outcome {
 /// `#[kernel(launch_bounds(384, 1))]`: a wider block is refused before anything runs, naming
 /// the bound (the GPU code's registers are allocated for 384 threads).
 fn launch_bound_is_checked(shmem: &Shmem) -> Outcome {
-    let module = shmem.load(&rshmem_ops::SM90)?;
+    let module = shmem.load(&rshmem_ops::gemm::IMAGE90)?;
     let cfg = LaunchConfig::new(1, 512).shared_mem(sm90::SHARED_BYTES);
     let null = std::ptr::null();
     // SAFETY: refused before launch (the test's point); nothing is dereferenced.

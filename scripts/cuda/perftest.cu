@@ -1,5 +1,5 @@
-// CUDA C++ NVSHMEM twin of testkit/examples/perftest.rs. Each kernel below mirrors, line for line,
-// the Rust kernel of the same name in kernels/perftest/src/lib.rs; the host side runs the cases
+// CUDA C++ NVSHMEM twin of testing/device-tests/examples/perftest.rs. Each kernel below mirrors, line for line,
+// the Rust kernel of the same name in testing/kernels/perftest/src/lib.rs; the host side runs the cases
 // the Rust driver prints with `--plan gpu` (grid, block, iterations, sizes, bandwidth slots,
 // repetitions), with the same warm-up, checks (fresh random data over poisoned destinations),
 // timing (CUDA events around each launch after a host barrier; median of the repetitions) and
@@ -38,7 +38,7 @@
     } while (0)
 
 // ---------------------------------------------------------------------------------------------
-// Kernels (see kernels/perftest/src/lib.rs for what each one does and why).
+// Kernels (see testing/kernels/perftest/src/lib.rs for what each one does and why).
 
 // Block shares are 16-byte aligned: NVSHMEM's block copy uses 16-byte vectors only then.
 constexpr unsigned long long SHARE_ALIGN = 16;
@@ -173,14 +173,14 @@ struct Case {
     unsigned grid = 0, block = 0, iters = 0, slots = 1, reps = 0;
 };
 
-// Slot starts are multiples of this (SLOT_ALIGN in testkit/examples/perftest.rs).
+// Slot starts are multiples of this (SLOT_ALIGN in testing/device-tests/examples/perftest.rs).
 static const unsigned long long SLOT_ALIGN = 256;
 // Bytes from one bandwidth slot's start to the next (Case::stride).
 static unsigned long long stride_of(const Case &c) {
     return (c.arg + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
 }
 
-// PLAN,family,row,param,grid,block,iters,arg,slots,reps (testkit/examples/perftest.rs:
+// PLAN,family,row,param,grid,block,iters,arg,slots,reps (testing/device-tests/examples/perftest.rs:
 // Case::plan_line).
 static std::vector<Case> read_plan(const char *path) {
     std::ifstream in(path);
@@ -215,7 +215,7 @@ static std::vector<Case> read_plan(const char *path) {
     return cases;
 }
 
-// xorshift64* seeded per PE by splitmix64, as in testkit/examples/perftest.rs.
+// xorshift64* seeded per PE by splitmix64, as in testing/device-tests/examples/perftest.rs.
 struct Rng {
     uint64_t s;
     Rng(uint64_t seed, int pe) {
@@ -608,7 +608,7 @@ std::vector<double> Bench::collective_rows(bool fcollect, const std::vector<Case
     return values;
 }
 
-// v with 4 significant digits and no exponent, as sig4 in testkit/examples/perftest.rs.
+// v with 4 significant digits and no exponent, as sig4 in testing/device-tests/examples/perftest.rs.
 static std::string sig4(double v) {
     int decimals = 3;
     if (v > 0 && std::isfinite(v)) decimals = std::min(12, std::max(0, 3 - (int)std::floor(std::log10(v))));
@@ -657,7 +657,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "perftest needs at least 2 PEs\n");
         return 2;
     }
-    if (b.me == 0)  // the header of testkit/examples/perftest.rs
+    if (b.me == 0)  // the header of testing/device-tests/examples/perftest.rs
         printf("perftest on %d PEs: point-to-point rows (put_bw, get_bw, p_lat, g_lat, amo_lat, "
                "amo_tput, pingpong) between PE 0 and PE 1%s; barrier_all, fcollect and reduce_sum "
                "over all %d PEs\n",

@@ -129,7 +129,7 @@ mod tests {
         ],
     };
 
-    /// An image with portable sm_80 code and Hopper-specific sm_90a code, as testkit builds
+    /// An image with portable sm_80 code and Hopper-specific sm_90a code, as device-tests builds
     /// the Hopper kernels.
     static HOPPER: KernelImage = KernelImage {
         name: "h",

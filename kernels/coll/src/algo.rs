@@ -1,5 +1,5 @@
 //! The collectives' algorithms, as block-level device functions over a [`Channel`]: what the
-//! kernels of `kernels/ops-coll` instantiate, and what a user's kernel can call to run a
+//! kernels of `kernels/ops`' `coll` family instantiate, and what a user's kernel can call to run a
 //! collective inside its own launch. Each is called by every thread of every block of a 1-D
 //! grid on every member of the team, with the same arguments (but the PE's own buffers); block
 //! `b` uses the channel's row `b`, so grids have at most `rows` blocks.

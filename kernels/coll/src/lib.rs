@@ -3,7 +3,7 @@
 //! The collectives of rshmem's kernels as device functions: block-level building blocks a
 //! kernel calls to move and combine tiles between the PEs of a team, and the algorithms
 //! (all-reduce, reduce-scatter, all-gather, all-reduce + RMSNorm) made of them. rshmem's
-//! `ops` launch these algorithms (`kernels/ops-coll`); a fused kernel (an all-gather feeding
+//! `ops` launch these algorithms (`kernels/ops`' `coll` family); a fused kernel (an all-gather feeding
 //! a GEMM, a GEMM whose epilogue pushes tiles to their owners) calls the same blocks.
 //!
 //! | module | what |

@@ -3,8 +3,8 @@
 //! The device side of rshmem's fused tensor-parallel ops (`rshmem::ops::Ops::all_gather_gemm`,
 //! `Ops::gemm_reduce_scatter`): rshmem-gemm's mainloops, unchanged, run with the hooks of this
 //! crate, which decide the tile order, wait for data from peers before a tile reads it, and
-//! send or reduce partial tiles in the epilogue. No kernels of its own: `kernels/ops-tp90`
-//! (sm_90a, the wgmma mainloop) and `kernels/ops-tp80` (sm_80 and sm_90, the mma.sync one)
+//! send or reduce partial tiles in the epilogue. No kernels of its own: `kernels/ops`' `tp90`
+//! (sm_90a, the wgmma mainloop) and `tp80` (sm_80 and sm_90, the mma.sync one)
 //! instantiate them; a user's own fused kernel can too.
 //!
 //! * [`TpCall`]: the call as kernels see it (shape, team, epoch).

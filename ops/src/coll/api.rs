@@ -8,7 +8,7 @@ use rshmem_coll::algo::RmsNormArgs;
 use rshmem_device::shmem::Team;
 use rshmem_host::{Error, LaunchConfig, ReduceOp, Result, Stream, SymBuffer};
 
-use super::elem::{CollElem, Family, NormElem, Op};
+use super::elem::{launch_reduce, launch_rmsnorm, CollElem, Family, NormElem, Op};
 use super::plan::{self, Algorithm, LAMPORT_REGION, PUSH_REGION};
 use crate::Ops;
 
@@ -396,7 +396,7 @@ impl<'s> Ops<'s> {
         // `out` is a distinct buffer (a `&mut` beside `&`s); every member is peer-mapped; the
         // grid is the same on every member (from the arguments) and within the channel's rows;
         // 128 bytes of shared memory cover 32 warps for `block_sum`.
-        unsafe { T::launch_rmsnorm(&self.coll.module, stream, config, ch, team, args) }
+        unsafe { launch_rmsnorm::<T>(&self.coll.module, stream, config, ch, team, args) }
     }
 
     fn shmem_n_pes(&self) -> usize {
@@ -467,7 +467,7 @@ impl<'s> Ops<'s> {
         // `family` was checked against the team's mappings, the element type and the
         // channel's capacity; `dst` equals `src` (in place) or is another buffer.
         unsafe {
-            T::launch_reduce(
+            launch_reduce::<T>(
                 &self.coll.module,
                 stream,
                 config,
@@ -577,7 +577,7 @@ impl<'s> Ops<'s> {
         unsafe {
             self.coll
                 .module
-                .launch_on::<rshmem_ops_coll_kernels::coll_all_gather>(stream, config, args)
+                .launch_on::<rshmem_ops_kernels::coll::coll_all_gather>(stream, config, args)
         }
     }
 }

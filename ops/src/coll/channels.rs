@@ -41,13 +41,13 @@ impl<'s> State<'s> {
     /// Loads the image and finds out which PEs are peer-mapped (a probe kernel over a small
     /// symmetric buffer). Collective.
     pub(crate) fn new(shmem: &'s Shmem) -> Result<Self> {
-        let module = shmem.load(&crate::COLL)?;
+        let module = shmem.load(&super::IMAGE)?;
         let world = shmem.n_pes();
         let mut probe = shmem.alloc_zeroed::<u32>(world)?;
         let threads = world.clamp(1, 256) as u32;
         // SAFETY: `probe` is symmetric with one u32 per world PE, as the kernel needs.
         unsafe {
-            module.launch::<rshmem_ops_coll_kernels::coll_probe>(
+            module.launch::<rshmem_ops_kernels::coll::coll_probe>(
                 LaunchConfig::new(1, threads),
                 (probe.as_mut_ptr(),),
             )?

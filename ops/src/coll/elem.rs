@@ -1,5 +1,6 @@
 //! The element types the collectives take ([`CollElem`]: bf16, f16, f32, i32, i64) and the
-//! kernel each (type, reduction, algorithm) runs, chosen by one macro table.
+//! kernel each (type, reduction, algorithm) runs: named once, in the table of `kernels/ops`'
+//! `coll` family ([`ReduceKernels`], [`NormKernel`]), launched here through a [`Visit`].
 //!
 //! ```
 //! use rshmem_coll::Elem;
@@ -13,155 +14,139 @@
 use bytemuck::Pod;
 use rshmem_coll::Channel;
 use rshmem_device::shmem::Team;
-use rshmem_device::{bf16, f16};
-use rshmem_host::{LaunchConfig, Module, Result, Stream};
-use rshmem_ops_coll_kernels as k;
+use rshmem_device::{bf16, f16, Kernel, KernelArgs};
+use rshmem_host::{Error, LaunchConfig, Module, Result, Stream};
+use rshmem_ops_kernels::coll::{NormKernel, ReduceKernels, Rounds};
+use rshmem_ops_kernels::Visit;
+
+pub(crate) use rshmem_ops_kernels::coll::Op;
 
 mod private {
     /// Seals [`super::CollElem`].
     pub trait Sealed {}
-
-    /// The reductions the collectives run (public in a private module: nameable only here).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Op {
-        Sum,
-        Max,
-        Min,
-    }
-
-    /// Which reduce kernel family.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Family {
-        Push,
-        TwoShot,
-        Lamport,
-    }
 }
 
-pub(crate) use private::{Family, Op};
+/// Which reduce kernel family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    Push,
+    TwoShot,
+    Lamport,
+}
 
 /// An element type of the collectives, with its kernels. Sealed: exactly the types with
 /// kernels (bf16, f16, f32, i32, i64).
 /// Its name and whether it is a float are [`rshmem_coll::Elem`]'s `NAME` and `FLOAT`.
-pub trait CollElem: Pod + rshmem_coll::Elem + private::Sealed {
-    /// Queues `family`'s kernel for `op`: `(dst, src, count, scatter)`; `Lamport` ignores
-    /// `scatter` and is refused for integers by the caller.
-    ///
-    /// # Safety
-    ///
-    /// The kernel's contract (`rshmem_coll::algo`).
-    #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn launch_reduce(
-        module: &Module<'_>,
-        stream: &Stream<'_>,
-        config: LaunchConfig,
-        family: Family,
-        op: Op,
-        ch: Channel,
-        team: Team,
-        args: (*mut Self, *const Self, usize, bool),
-    ) -> Result<()>;
-}
+pub trait CollElem: Pod + rshmem_coll::Elem + ReduceKernels + private::Sealed {}
 
-/// Rows: `type: push kernels [sum, max, min], two-shot [..], lamport [..] or none`.
-macro_rules! coll_elems {
-    ($($t:ident: [$($push:ident),*], [$($two:ident),*], $lamport:tt;)*) => {$(
-        impl private::Sealed for $t {}
-        impl CollElem for $t {
-            unsafe fn launch_reduce(
-                module: &Module<'_>,
-                stream: &Stream<'_>,
-                config: LaunchConfig,
-                family: Family,
-                op: Op,
-                ch: Channel,
-                team: Team,
-                (dst, src, count, scatter): (*mut Self, *const Self, usize, bool),
-            ) -> Result<()> {
-                let args = (ch, team, dst, src, count, u32::from(scatter));
-                // SAFETY: forwarded from this function's contract.
-                unsafe {
-                    match family {
-                        Family::Push => coll_elems!(@by_op op module stream config args [$($push),*]),
-                        Family::TwoShot => coll_elems!(@by_op op module stream config args [$($two),*]),
-                        Family::Lamport => coll_elems!(@lamport $lamport op module stream config (ch, team, dst, src, count)),
-                    }
-                }
-            }
-        }
-    )*};
-    (@by_op $op:ident $m:ident $s:ident $c:ident $args:tt [$sum:ident, $max:ident, $min:ident]) => {
-        match $op {
-            Op::Sum => $m.launch_on::<k::$sum>($s, $c, $args),
-            Op::Max => $m.launch_on::<k::$max>($s, $c, $args),
-            Op::Min => $m.launch_on::<k::$min>($s, $c, $args),
-        }
-    };
-    (@lamport none $op:ident $m:ident $s:ident $c:ident $args:tt) => {
-        unreachable!("the flag-in-data all-reduce is refused for integers before launch")
-    };
-    (@lamport [$sum:ident, $max:ident, $min:ident] $op:ident $m:ident $s:ident $c:ident $args:tt) => {
-        coll_elems!(@by_op $op $m $s $c $args [$sum, $max, $min])
-    };
-}
-
-coll_elems! {
-    bf16: [coll_push_bf16_sum, coll_push_bf16_max, coll_push_bf16_min],
-        [coll_two_shot_bf16_sum, coll_two_shot_bf16_max, coll_two_shot_bf16_min],
-        [coll_lamport_bf16_sum, coll_lamport_bf16_max, coll_lamport_bf16_min];
-    f16: [coll_push_f16_sum, coll_push_f16_max, coll_push_f16_min],
-        [coll_two_shot_f16_sum, coll_two_shot_f16_max, coll_two_shot_f16_min],
-        [coll_lamport_f16_sum, coll_lamport_f16_max, coll_lamport_f16_min];
-    f32: [coll_push_f32_sum, coll_push_f32_max, coll_push_f32_min],
-        [coll_two_shot_f32_sum, coll_two_shot_f32_max, coll_two_shot_f32_min],
-        [coll_lamport_f32_sum, coll_lamport_f32_max, coll_lamport_f32_min];
-    i32: [coll_push_i32_sum, coll_push_i32_max, coll_push_i32_min],
-        [coll_two_shot_i32_sum, coll_two_shot_i32_max, coll_two_shot_i32_min],
-        none;
-    i64: [coll_push_i64_sum, coll_push_i64_max, coll_push_i64_min],
-        [coll_two_shot_i64_sum, coll_two_shot_i64_max, coll_two_shot_i64_min],
-        none;
-}
+impl private::Sealed for bf16 {}
+impl private::Sealed for f16 {}
+impl private::Sealed for f32 {}
+impl private::Sealed for i32 {}
+impl private::Sealed for i64 {}
+impl<T: Pod + rshmem_coll::Elem + ReduceKernels + private::Sealed> CollElem for T {}
 
 /// The float types of the fused all-reduce + RMSNorm, with its kernel.
-pub trait NormElem: CollElem + rshmem_coll::Elem<Acc = f32> {
-    /// Queues the fused kernel.
-    ///
+pub trait NormElem: CollElem + rshmem_coll::Elem<Acc = f32> + NormKernel {}
+
+impl<T: CollElem + rshmem_coll::Elem<Acc = f32> + NormKernel> NormElem for T {}
+
+/// A launch of whichever kernel a table picks: the [`Visit`] that queues it.
+struct Launch<'a, 'm, 's, A> {
+    module: &'a Module<'m>,
+    stream: &'a Stream<'s>,
+    config: LaunchConfig,
+    args: A,
+}
+
+impl<'a, 'm, 's, A> Launch<'a, 'm, 's, A> {
     /// # Safety
     ///
-    /// `rshmem_coll::algo::all_reduce_rmsnorm`'s contract.
-    #[doc(hidden)]
-    unsafe fn launch_rmsnorm(
-        module: &Module<'_>,
-        stream: &Stream<'_>,
+    /// Every kernel the visit may pick accepts `config` and `args` (its contract, in
+    /// `rshmem_coll::algo`): a `Launch` exists only to be visited.
+    unsafe fn new(
+        module: &'a Module<'m>,
+        stream: &'a Stream<'s>,
         config: LaunchConfig,
-        ch: Channel,
-        team: Team,
-        args: rshmem_coll::algo::RmsNormArgs<Self>,
-    ) -> Result<()>;
-}
-
-macro_rules! norm_elems {
-    ($($t:ident: $kernel:ident;)*) => {$(
-        impl NormElem for $t {
-            unsafe fn launch_rmsnorm(
-                module: &Module<'_>,
-                stream: &Stream<'_>,
-                config: LaunchConfig,
-                ch: Channel,
-                team: Team,
-                args: rshmem_coll::algo::RmsNormArgs<Self>,
-            ) -> Result<()> {
-                // SAFETY: forwarded.
-                unsafe { module.launch_on::<k::$kernel>(stream, config, (ch, team, args)) }
-            }
+        args: A,
+    ) -> Self {
+        Self {
+            module,
+            stream,
+            config,
+            args,
         }
-    )*};
+    }
 }
 
-norm_elems! {
-    bf16: coll_rmsnorm_bf16;
-    f16: coll_rmsnorm_f16;
-    f32: coll_rmsnorm_f32;
+impl<A: KernelArgs> Visit<A> for Launch<'_, '_, '_, A> {
+    type Output = Result<()>;
+    fn visit<K: Kernel<Args = A>>(self) -> Result<()> {
+        // SAFETY: `Launch::new`'s contract: the kernel picked accepts this launch.
+        unsafe {
+            self.module
+                .launch_on::<K>(self.stream, self.config, self.args)
+        }
+    }
+}
+
+/// Queues `family`'s kernel for `op` on `T`: `(dst, src, count, scatter)`; `Lamport` ignores
+/// `scatter`.
+///
+/// # Safety
+///
+/// The kernel's contract (`rshmem_coll::algo`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn launch_reduce<T: CollElem>(
+    module: &Module<'_>,
+    stream: &Stream<'_>,
+    config: LaunchConfig,
+    family: Family,
+    op: Op,
+    ch: Channel,
+    team: Team,
+    (dst, src, count, scatter): (*mut T, *const T, usize, bool),
+) -> Result<()> {
+    let rounds = |rounds| {
+        let args = (ch, team, dst, src, count, u32::from(scatter));
+        // SAFETY: forwarded from this function's contract.
+        T::reduce(rounds, op, unsafe {
+            Launch::new(module, stream, config, args)
+        })
+    };
+    match family {
+        Family::Push => rounds(Rounds::Push),
+        Family::TwoShot => rounds(Rounds::TwoShot),
+        Family::Lamport => {
+            // SAFETY: forwarded from this function's contract.
+            let launch =
+                unsafe { Launch::new(module, stream, config, (ch, team, dst, src, count)) };
+            T::lamport(op, launch).unwrap_or_else(|| {
+                Err(Error::Unsupported {
+                    call: "Ops::all_reduce",
+                    reason: format!(
+                        "Algorithm::Lamport on {}: the flag-in-data all-reduce takes floats only",
+                        <T as rshmem_coll::Elem>::NAME
+                    ),
+                })
+            })
+        }
+    }
+}
+
+/// Queues the fused all-reduce + RMSNorm kernel of `T`.
+///
+/// # Safety
+///
+/// `rshmem_coll::algo::all_reduce_rmsnorm`'s contract.
+pub(crate) unsafe fn launch_rmsnorm<T: NormElem>(
+    module: &Module<'_>,
+    stream: &Stream<'_>,
+    config: LaunchConfig,
+    ch: Channel,
+    team: Team,
+    args: rshmem_coll::algo::RmsNormArgs<T>,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe { module.launch_on::<<T as NormKernel>::Kernel>(stream, config, (ch, team, args)) }
 }

@@ -1,7 +1,7 @@
 //! rshmem's own collectives: all-reduce (in place and out of place), reduce-scatter,
 //! all-gather, all-gather with per-PE counts, and all-reduce + residual add + RMSNorm,
 //! queued on a [`Stream`] over a [`Team`], as Rust kernels on the symmetric heap
-//! (`kernels/ops-coll`, made of `rshmem_coll`'s blocks). Unlike NVSHMEM's on-stream
+//! (`kernels/ops`' `coll` family, made of `rshmem_coll`'s blocks). Unlike NVSHMEM's on-stream
 //! collectives they run where several PEs share a GPU.
 //!
 //! ```no_run
@@ -54,5 +54,8 @@ mod channels;
 
 pub use elem::{CollElem, NormElem};
 pub use plan::Algorithm;
+
+/// The sm_80 and sm_90 image of the `coll` family of `kernels/ops` (the collectives).
+pub static IMAGE: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-coll");
 
 pub(crate) use channels::State;

@@ -8,7 +8,7 @@
 //! from zero, and leaves the 13 low bits zero; a NaN keeps its sign and its payload's upper
 //! bits, the 13 low bits cut (`0x7F80_1FFF` becomes `+∞`). Widening is exact; bf16 → f32 is the 16-bit shift
 //! (NaNs keep their bits, as the GPU side does), f16 → f32 (`cvt.f32.f16`) turns a NaN into
-//! the canonical `0x7FFF_FFFF`. The GPU tests in `testkit/tests/tensor.rs` pin each of these
+//! the canonical `0x7FFF_FFFF`. The GPU tests in `testing/device-tests/tests/tensor.rs` pin each of these
 //! against the hardware.
 
 /// The canonical NaN of bf16 and of f16.

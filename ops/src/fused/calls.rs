@@ -1,0 +1,475 @@
+//! The host side of the fused tensor-parallel ops: [`Ops::all_gather_gemm`] and
+//! [`Ops::gemm_reduce_scatter`] (see [`crate::fused`] for the rules, `rshmem-tp` for the
+//! device side and its ordering arguments).
+//!
+//! Each call queues, on the caller's stream `S` and the `Ops`' side stream `X`:
+//!
+//! 1. `S` waits for `X` (the previous fused call's end: fused calls of one `Ops` run in issue
+//!    order whatever stream they are on);
+//! 2. the barrier kernel on `S` (`tp_barrier`): no PE writes into another's buffers for this
+//!    call before that PE has finished everything it queued before it;
+//! 3. all-gather: `X` waits for `S`, then pushes this rank's chunk of A to ranks `r - 1`,
+//!    `r - 2`, ... with the copy engine (`Stream::put_signal`: the rows, then the epoch into
+//!    the target's arrival flag); reduce-scatter: nothing (its GEMM sends);
+//! 4. the GEMM on `S` (persistent; the reduce-scatter's cooperative, since its blocks wait
+//!    for peers that wait for theirs), then for the reduce-scatter the fix-up kernel when the
+//!    chunks do not fall on tile boundaries;
+//! 5. `S` waits for `X` (the pushes read this rank's rows, which later work on `S` may
+//!    overwrite) and `X` for `S` (step 1 of the next call).
+
+use super::{FusedOptions, AG_CALL, RS_CALL};
+use crate::gemm::shape::{BLayout, GemmShape};
+use crate::gemm::Path;
+use crate::Ops;
+use rshmem_device::bf16;
+use rshmem_gemm::{sm80, sm90, Problem};
+use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymBuffer, Team};
+use rshmem_ops_kernels::tp80::{self as k80, Tp80};
+use rshmem_ops_kernels::tp90::Tp90;
+use rshmem_ops_kernels::Layout;
+use rshmem_tp::{barrier, flags, rs, TpCall};
+
+/// What the fused calls keep between calls: the epoch and the workspace, grown when a call
+/// needs more (every PE grows it at the same call: the calls are collective).
+#[derive(Default)]
+pub(crate) struct TpState<'s> {
+    /// The last call's number (0: none yet).
+    epoch: u64,
+    /// The flag words (`rshmem_tp::flags`).
+    flags: Option<SymBuffer<'s, u64>>,
+    /// The reduce-scatter's slots of partial rows.
+    recv: Option<SymBuffer<'s, bf16>>,
+    /// The all-gather's copy-engine stream, also what orders the calls.
+    side: Option<Stream<'s>>,
+}
+
+/// A team as the kernels see it: world PE of rank `i` = `start + i * stride`; `size` PEs, this
+/// PE is `rank`.
+#[derive(Clone, Copy, Debug)]
+struct TeamDesc {
+    start: u32,
+    stride: u32,
+    size: u32,
+    rank: u32,
+}
+
+/// Tiles of the sm80 tiling (128 x 128), the finer one: the flag buffer's size for either
+/// kernel.
+fn most_tiles(m: u32, n: u32) -> u32 {
+    sm80::tiles(Problem { m, n, k: 8 })
+}
+
+impl<'s> Ops<'s> {
+    /// `C = all_gather(A) · B` over the team of `options.team`, B as `shape.b_layout` says,
+    /// queued on `stream` with [`FusedOptions::default`]: see [`Ops::all_gather_gemm_with`].
+    pub fn all_gather_gemm(
+        &self,
+        stream: &Stream<'_>,
+        a: &mut SymBuffer<'_, bf16>,
+        b: &SymBuffer<'_, bf16>,
+        c: &mut SymBuffer<'_, bf16>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        self.all_gather_gemm_with(stream, a, b, c, shape, FusedOptions::default())
+    }
+
+    /// `C = all_gather(A) · B`: A is sharded by rows over the team's `size` PEs, B is local,
+    /// every PE gets all of C. `shape` is the whole GEMM: `a` holds `m x k` (row-major), of
+    /// which this PE (rank `r` of the team) has filled its chunk, rows
+    /// `r * m / size .. (r + 1) * m / size`, before the call (in stream order); the call
+    /// copies every other rank's chunk into the rest of `a` (so after it `a` holds the
+    /// gathered A, until the next fused call) while the GEMM runs, tiles of this rank's chunk
+    /// first and each other chunk's tiles once it has arrived. `c` gets `m x n`. bf16 in, f32
+    /// accumulation, bf16 out; queued, returns at once.
+    ///
+    /// ```no_run
+    /// use rshmem_device::bf16;
+    /// use rshmem_ops::{BLayout, GemmShape, Ops};
+    /// # fn f(shmem: &rshmem_host::Shmem) -> rshmem_host::Result<()> {
+    /// let ops = Ops::new(shmem)?;
+    /// let (m, n, k) = (4096u32, 1024u32, 512u32);
+    /// let rows = (m as usize / shmem.n_pes()) * k as usize; // this PE's chunk
+    /// let at = shmem.my_pe() * rows;
+    /// let mut a_host = vec![bf16::ZERO; (m * k) as usize];
+    /// a_host[at..at + rows].fill(bf16::ONE);
+    /// let mut a = shmem.alloc_from(&a_host)?; // m x k, this PE's rows filled
+    /// let b = shmem.alloc_from(&vec![bf16::ONE; (n * k) as usize])?; // n x k
+    /// let mut c = shmem.alloc_zeroed::<bf16>((m * n) as usize)?;
+    /// ops.all_gather_gemm(&shmem.stream(), &mut a, &b, &mut c, GemmShape::new(m, n, k, BLayout::NK))?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors (nothing is queued): as [`Ops::gemm`]'s, and `m` not divisible by the team's
+    /// size, a team this PE is not in or whose PEs are not evenly strided. The rules of
+    /// [`crate::fused`] apply (collective, same shape on every PE).
+    pub fn all_gather_gemm_with(
+        &self,
+        stream: &Stream<'_>,
+        a: &mut SymBuffer<'_, bf16>,
+        b: &SymBuffer<'_, bf16>,
+        c: &mut SymBuffer<'_, bf16>,
+        shape: GemmShape,
+        options: FusedOptions,
+    ) -> Result<()> {
+        refuse_capture(AG_CALL, stream)?;
+        let team = self.team_desc(AG_CALL, options.team)?;
+        check_rows(AG_CALL, shape, team.size)?;
+        shape.check_in(AG_CALL, a.len(), b.len(), (c.len(), shape.m, "m x n"))?;
+        let path = self.path_for(AG_CALL, options.kernel)?;
+        let b_kn = shape.b_layout == BLayout::KN;
+        // Before anything is queued: a new pair of operands waits for the PE's work.
+        let maps = match path {
+            Path::Sm90 => Some(self.sm90_maps(stream, a, b, shape)?),
+            Path::Sm80 => None,
+        };
+        let (tp80, gemm) = (
+            self.tp_module(AG_CALL, Path::Sm80)?,
+            self.tp_module(AG_CALL, path)?,
+        );
+        let mut st = self.tp_state();
+        let flags = self.grow_flags(&mut st, flags::words(team.size, 0))?;
+        let call = self.next_call(&mut st, shape, team)?;
+        let (side, flags_buf) = match (&st.side, &st.flags) {
+            (Some(side), Some(flags)) => (side, flags),
+            _ => unreachable!("made by grow_flags and next_call"),
+        };
+
+        stream.wait_for(side)?;
+        launch_barrier(tp80, stream, flags, call)?;
+        side.wait_for(stream)?;
+        std::thread::sleep(options.send_delay);
+        let rows = call.rows() as usize * shape.k as usize;
+        let mine = a.range(team.rank as usize * rows..(team.rank as usize + 1) * rows)?;
+        let arrived = flags::arrived_slot(team.size, team.rank);
+        let signal = flags_buf.range(arrived..arrived + 1)?;
+        for d in 1..team.size {
+            let target = (team.rank + team.size - d) % team.size;
+            // The same rows of the target's `a`: its slot for this rank's chunk.
+            side.put_signal(
+                mine,
+                mine,
+                signal,
+                call.epoch,
+                call.world_pe(target) as usize,
+            )?;
+        }
+
+        let c_ptr = c.as_mut_ptr();
+        let result = match (path, maps) {
+            (Path::Sm90, Some((map_a, map_b))) => {
+                let tiles = sm90::tiles(call.problem());
+                let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
+                let args = (map_a, map_b, c_ptr, flags.cast_const(), call);
+                // SAFETY: the launch shape is the kernel's (checked sm_90 by `path_for`); the
+                // maps describe `a` (m x k) and `b` of bf16, checked long enough; `c` holds
+                // m x n; `flags` is this PE's copy of the call's flag buffer (2 size words);
+                // every rank queues the same call after its barrier and pushes its chunk with
+                // `put_signal` on its arrival slot (above, on every PE). Buffers outlive the
+                // kernel (dropping them waits for the PE's work).
+                unsafe {
+                    if b_kn {
+                        gemm.launch_on::<<Layout<true> as Tp90>::AllGather>(stream, config, args)
+                    } else {
+                        gemm.launch_on::<<Layout<false> as Tp90>::AllGather>(stream, config, args)
+                    }
+                }
+            }
+            _ => {
+                let tiles = sm80::tiles(call.problem());
+                let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
+                let args = (a.as_ptr(), b.as_ptr(), c_ptr, flags.cast_const(), call);
+                // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
+                // multiple of 8, `n` too for B K x N: checked).
+                unsafe {
+                    if b_kn {
+                        gemm.launch_on::<<Layout<true> as Tp80>::AllGather>(stream, config, args)
+                    } else {
+                        gemm.launch_on::<<Layout<false> as Tp80>::AllGather>(stream, config, args)
+                    }
+                }
+            }
+        };
+        result?;
+        stream.wait_for(side)?;
+        side.wait_for(stream)
+    }
+
+    /// This rank's rows of `C = Σ_ranks A_r · B_r` over the team of `options.team`, queued on
+    /// `stream` with [`FusedOptions::default`]: see [`Ops::gemm_reduce_scatter_with`].
+    pub fn gemm_reduce_scatter(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, bf16>,
+        b: &SymBuffer<'_, bf16>,
+        c: &mut SymBuffer<'_, bf16>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        self.gemm_reduce_scatter_with(stream, a, b, c, shape, FusedOptions::default())
+    }
+
+    /// GEMM + reduce-scatter: K is sharded over the team's `size` PEs; each computes its
+    /// partial product `A_r · B_r` (`shape` is this PE's GEMM: `a` is `m x k` with `k` its
+    /// share of K, `b` `n x k` or `k x n`) and ends with its chunk of rows of the sum over the
+    /// team, rows `r * m / size .. (r + 1) * m / size`, in `c` (`m / size x n`). The partial
+    /// tiles of other ranks' rows go to their owners as the GEMM computes them (bf16, the
+    /// owner adds them in f32 to its own partial: see `rshmem_tp::rs` for the bound); this
+    /// rank's own rows come last. Queued, returns at once.
+    ///
+    /// ```no_run
+    /// use rshmem_device::bf16;
+    /// use rshmem_ops::{BLayout, GemmShape, Ops};
+    /// # fn f(shmem: &rshmem_host::Shmem) -> rshmem_host::Result<()> {
+    /// let ops = Ops::new(shmem)?;
+    /// let (m, n, k_shard) = (4096u32, 1024u32, 256u32);
+    /// let a = shmem.alloc_from(&vec![bf16::ONE; (m * k_shard) as usize])?; // m x k_shard
+    /// let b = shmem.alloc_from(&vec![bf16::ONE; (n * k_shard) as usize])?; // n x k_shard
+    /// let rows = m as usize / shmem.n_pes();
+    /// let mut c = shmem.alloc_zeroed::<bf16>(rows * n as usize)?; // this PE's rows of the sum
+    /// let shape = GemmShape::new(m, n, k_shard, BLayout::NK);
+    /// ops.gemm_reduce_scatter(&shmem.stream(), &a, &b, &mut c, shape)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors (nothing is queued): as [`Ops::all_gather_gemm_with`]'s, `c` checked against
+    /// `m / size x n`.
+    pub fn gemm_reduce_scatter_with(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, bf16>,
+        b: &SymBuffer<'_, bf16>,
+        c: &mut SymBuffer<'_, bf16>,
+        shape: GemmShape,
+        options: FusedOptions,
+    ) -> Result<()> {
+        refuse_capture(RS_CALL, stream)?;
+        let team = self.team_desc(RS_CALL, options.team)?;
+        check_rows(RS_CALL, shape, team.size)?;
+        let rows = shape.m / team.size;
+        shape.check_in(RS_CALL, a.len(), b.len(), (c.len(), rows, "m / size x n"))?;
+        let path = self.path_for(RS_CALL, options.kernel)?;
+        let b_kn = shape.b_layout == BLayout::KN;
+        let maps = match path {
+            Path::Sm90 => Some(self.sm90_maps(stream, a, b, shape)?),
+            Path::Sm80 => None,
+        };
+        let (tp80, gemm) = (
+            self.tp_module(RS_CALL, Path::Sm80)?,
+            self.tp_module(RS_CALL, path)?,
+        );
+        let mut st = self.tp_state();
+        let words = flags::words(team.size, most_tiles(shape.m, shape.n));
+        let flags = self.grow_flags(&mut st, words)?;
+        let recv = self.grow_recv(&mut st, shape.m as usize * shape.n as usize)?;
+        let call = self.next_call(&mut st, shape, team)?;
+        let side = st.side.as_ref().expect("made by next_call");
+
+        stream.wait_for(side)?;
+        launch_barrier(tp80, stream, flags, call)?;
+        std::thread::sleep(options.send_delay);
+        let out = c.as_mut_ptr();
+        let (bm, bn) = match (path, maps) {
+            (Path::Sm90, Some((map_a, map_b))) => {
+                let tiles = sm90::tiles(call.problem());
+                let config = self
+                    .persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES)
+                    .cooperative();
+                let args = (map_a, map_b, out, recv, flags, call);
+                // SAFETY: the launch shape is the kernel's (sm_90 checked by `path_for`),
+                // cooperative (its blocks wait for peers whose blocks wait for theirs: all
+                // resident, one per SM at most); the maps describe `a` (m x k) and `b` of
+                // bf16, checked long enough; `c` holds m / size x n; `recv` (m x n = size slots
+                // of m / size x n) and `flags` (words for this tiling) are this PE's copies of
+                // the symmetric workspace; every rank queues the same call after its barrier.
+                unsafe {
+                    if b_kn {
+                        gemm.launch_on::<<Layout<true> as Tp90>::ReduceScatter>(
+                            stream, config, args,
+                        )?
+                    } else {
+                        gemm.launch_on::<<Layout<false> as Tp90>::ReduceScatter>(
+                            stream, config, args,
+                        )?
+                    }
+                }
+                (sm90::BM, sm90::BN)
+            }
+            _ => {
+                let tiles = sm80::tiles(call.problem());
+                let config = self
+                    .persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES)
+                    .cooperative();
+                let args = (a.as_ptr(), b.as_ptr(), out, recv, flags, call);
+                // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
+                // multiple of 8, `n` too for B K x N: checked).
+                unsafe {
+                    if b_kn {
+                        gemm.launch_on::<<Layout<true> as Tp80>::ReduceScatter>(
+                            stream, config, args,
+                        )?
+                    } else {
+                        gemm.launch_on::<<Layout<false> as Tp80>::ReduceScatter>(
+                            stream, config, args,
+                        )?
+                    }
+                }
+                (sm80::BM, sm80::BN)
+            }
+        };
+        let (lo, hi) = rs::whole_rows(&call, bm);
+        let (start, end) = (call.first_row(team.rank), call.first_row(team.rank + 1));
+        if !(lo == start && hi == end) || hi <= lo {
+            // Rows in bands that straddle two chunks: at most a band's worth at each end.
+            let elements = 2 * bm * shape.n;
+            let blocks = elements.div_ceil(256).min(self.info.multiprocessors.max(1));
+            let config = LaunchConfig::new(blocks, 256);
+            // SAFETY: the arguments of this PE's GEMM of the call, queued before on `stream`.
+            unsafe {
+                tp80.launch_on::<k80::rs_fixup>(stream, config, (out, recv, flags, call, bm, bn))?
+            };
+        }
+        side.wait_for(stream)
+    }
+
+    /// The team as the kernels take it, or why it cannot be used.
+    fn team_desc(&self, call: &'static str, team: Team) -> Result<TeamDesc> {
+        let shmem = self.shmem;
+        let bad = |message: String| Error::InvalidArgument { call, message };
+        let (Some(size), Some(rank)) = (shmem.team_n_pes(team), shmem.team_my_pe(team)) else {
+            return Err(bad(format!(
+                "team {team:?}: this PE (world PE {}) is not a member of it, or does not hold \
+                 it (a split team is used through the handle its own split returned)",
+                shmem.my_pe()
+            )));
+        };
+        let world = |i: usize| {
+            shmem
+                .team_translate_pe(team, i, Team::WORLD)
+                .ok_or_else(|| bad(format!("team {team:?}: its PE {i} has no world number")))
+        };
+        let start = world(0)?;
+        let stride = if size > 1 {
+            world(1)?.saturating_sub(start)
+        } else {
+            1
+        };
+        for i in 0..size {
+            let w = world(i)?;
+            if stride == 0 || w != start + i * stride {
+                return Err(bad(format!(
+                    "team {team:?}: its PEs are not evenly strided (rank {i} is world PE {w}, \
+                     not {start} + {i} x {stride}); the fused ops take teams made by \
+                     team_split_strided or team_split_2d"
+                )));
+            }
+        }
+        let u = |v: usize| u32::try_from(v).map_err(|_| bad(format!("{v} PEs do not fit a u32")));
+        Ok(TeamDesc {
+            start: u(start)?,
+            stride: u(stride)?,
+            size: u(size)?,
+            rank: u(rank)?,
+        })
+    }
+
+    /// The image of the fused kernels of `path`.
+    fn tp_module(&self, call: &'static str, path: Path) -> Result<&Module<'s>> {
+        let (module, which) = match path {
+            Path::Sm90 => (&self.tp90, "sm90"),
+            Path::Sm80 => (&self.tp80, "sm80"),
+        };
+        module.as_ref().ok_or_else(|| Error::Unsupported {
+            call,
+            reason: format!("with the {which} kernels: their image is not loaded on this device"),
+        })
+    }
+
+    fn tp_state(&self) -> std::sync::MutexGuard<'_, TpState<'s>> {
+        // A panic while holding the lock leaves the state usable (each field is replaced
+        // whole).
+        self.tp.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This PE's copy of the flag buffer, grown (collectively) to at least `words`.
+    fn grow_flags(&self, st: &mut TpState<'s>, words: usize) -> Result<*mut u64> {
+        if st.flags.as_ref().is_none_or(|f| f.len() < words) {
+            // Dropping the old buffer waits for the PE's work; every PE grows at this call.
+            st.flags = None;
+            st.flags = Some(self.shmem.alloc_zeroed::<u64>(words)?);
+        }
+        Ok(st.flags.as_mut().expect("set above").as_mut_ptr())
+    }
+
+    /// This PE's copy of the reduce-scatter's workspace, grown (collectively) to at least
+    /// `elements`.
+    fn grow_recv(&self, st: &mut TpState<'s>, elements: usize) -> Result<*mut bf16> {
+        if st.recv.as_ref().is_none_or(|r| r.len() < elements) {
+            st.recv = None;
+            st.recv = Some(self.shmem.alloc_zeroed::<bf16>(elements)?);
+        }
+        Ok(st.recv.as_mut().expect("set above").as_mut_ptr())
+    }
+
+    /// The next call's descriptor (a new epoch); makes the side stream at the first call.
+    fn next_call(&self, st: &mut TpState<'s>, shape: GemmShape, t: TeamDesc) -> Result<TpCall> {
+        if st.side.is_none() {
+            st.side = Some(self.shmem.new_stream()?);
+        }
+        st.epoch += 1;
+        Ok(TpCall::new(
+            (shape.m, shape.n, shape.k),
+            (t.start, t.stride, t.size, t.rank),
+            st.epoch,
+        ))
+    }
+}
+
+/// A fused call cannot be recorded into a graph: its epoch (the value its flags are set to and
+/// waited for) is numbered on the host per call, and a graph would replay one epoch forever,
+/// its waits passing on the flags of earlier replays.
+fn refuse_capture(call: &'static str, stream: &Stream<'_>) -> Result<()> {
+    if stream.is_capturing() {
+        return Err(Error::Capture {
+            call,
+            message: "the fused ops number each call on the host (the epoch their flags are set \
+                      to and waited for), and a graph would replay one number: queue them \
+                      outside the capture"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// `m` must split evenly over the team's `size` PEs.
+fn check_rows(call: &'static str, shape: GemmShape, size: u32) -> Result<()> {
+    let m = shape.m;
+    if m % size != 0 || m == 0 {
+        let what = if call == AG_CALL {
+            "A's rows (each PE holds m / size of them)"
+        } else {
+            "C's rows (each PE ends with m / size of them)"
+        };
+        return Err(Error::InvalidArgument {
+            call,
+            message: format!(
+                "m = {m} is not a positive multiple of the team's {size} PEs, which split \
+                 {what}; pad M with zero rows to {}",
+                m.max(1).next_multiple_of(size)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Queues the call's barrier on `stream`.
+fn launch_barrier(
+    tp80: &Module<'_>,
+    stream: &Stream<'_>,
+    flags: *mut u64,
+    call: TpCall,
+) -> Result<()> {
+    let config = LaunchConfig::new(1, barrier::threads(call.size));
+    // SAFETY: one block of `threads(size)` threads; `flags` is this PE's copy of the call's
+    // flag buffer; every rank of the team queues the barrier of this call (the calls are
+    // collective).
+    unsafe { tp80.launch_on::<k80::tp_barrier>(stream, config, (flags, call)) }
+}

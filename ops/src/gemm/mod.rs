@@ -1,0 +1,253 @@
+//! The GEMM family: [`Ops::gemm`] (`C = A · B`, bf16/f16 in, f32 accumulation, f32 or the
+//! input type out) on the Hopper kernel (TMA + `wgmma`, persistent, warp-specialised) or the
+//! `mma.sync` one, its element types ([`elem`]), shapes ([`shape`]) and tensor-map table
+//! ([`maps`]). The kernels are `kernels/ops`' `gemm90` and `gemm80` families: `rshmem_gemm`'s
+//! mainloops with its plain epilogue.
+
+pub mod elem;
+pub mod maps;
+pub mod shape;
+
+use crate::Ops;
+use elem::{GemmIn, GemmOut};
+use maps::MapKey;
+use rshmem_device::hopper::TensorMap as DevTensorMap;
+use rshmem_host::{
+    Error, LaunchConfig, Module, Result, Stream, Swizzle, SymBuffer, TensorMap, TiledSpec,
+};
+use rshmem_ops_kernels::gemm80::Gemm80;
+use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
+use shape::{BLayout, GemmOptions, GemmShape, Kernel, CALL};
+
+/// The sm_90a image of the `gemm90` family (the Hopper GEMM).
+pub static IMAGE90: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-gemm90");
+
+/// The sm_80 and sm_90 image of the `gemm80` family (the `cp.async` + `mma.sync` GEMM, for
+/// Ampere and later).
+pub static IMAGE80: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-gemm80");
+
+/// The kernel a GEMM runs after [`Kernel::Auto`] is resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    Sm90,
+    Sm80,
+}
+
+impl<'s> Ops<'s> {
+    /// `C = A · B` (B as `shape.b_layout` says, A m x k, C m x n, all row-major and dense),
+    /// queued on `stream` with [`Kernel::Auto`]: see [`Ops::gemm_with`].
+    pub fn gemm<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        self.gemm_with(stream, a, b, c, shape, GemmOptions::default())
+    }
+
+    /// `C = A · B` on this PE's copies of the buffers, queued on `stream` (a stream of this
+    /// PE) after its earlier work; returns once queued. f32 accumulation; an `In` output is
+    /// rounded to nearest even. Buffers may be longer than the shape needs.
+    ///
+    /// Errors (nothing is launched): a shape with a zero extent, `k` not a multiple of 8, or
+    /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; [`Kernel::Sm90`] on
+    /// a device that is not sm_90. The first GEMM on new operands fills a
+    /// tensor-map slot, which waits for the PE's launched work ([`maps`]).
+    ///
+    /// In a graph capture ([`Stream::capture`]) the GEMM is recorded like a launch; on the
+    /// sm90 path its operands must have been seen before (the first GEMM on new operands
+    /// fills a tensor-map slot from the host, which a graph cannot record: refused with
+    /// [`Error::Capture`]; run it once before capturing), and the graph keeps their slot.
+    pub fn gemm_with<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+        options: GemmOptions,
+    ) -> Result<()> {
+        shape.check(a.len(), b.len(), c.len())?;
+        match self.path(options.kernel)? {
+            Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape),
+            Path::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
+        }
+    }
+
+    /// Resolves `kernel` for this device, or says why it cannot run (both kernels take both
+    /// layouts of a shape that passed `GemmShape::check`).
+    fn path(&self, kernel: Kernel) -> Result<Path> {
+        self.path_for(CALL, kernel)
+    }
+
+    /// [`Ops::path`] for the op `call` (named by the errors).
+    pub(crate) fn path_for(&self, call: &'static str, kernel: Kernel) -> Result<Path> {
+        let sm = self.info.sm;
+        let refuse = |reason: String| Error::Unsupported { call, reason };
+        match kernel {
+            Kernel::Sm90 if sm != 90 => Err(refuse(format!(
+                "with Kernel::Sm90 on this PE's device, an sm_{sm}: the sm90 kernel (TMA + \
+                 wgmma, built for sm_90a) runs on sm_90 GPUs (H100, H200) only; use \
+                 Kernel::Auto or Kernel::Sm80"
+            ))),
+            Kernel::Sm90 => Ok(Path::Sm90),
+            Kernel::Auto if sm == 90 => Ok(Path::Sm90),
+            Kernel::Sm80 | Kernel::Auto if sm >= 80 => Ok(Path::Sm80),
+            Kernel::Sm80 | Kernel::Auto => Err(refuse(format!(
+                "on this PE's device, an sm_{sm}: rshmem's GEMM kernels need sm_80 or later"
+            ))),
+        }
+    }
+
+    /// A persistent launch over `tiles`: one block per SM, fewer when there are fewer tiles.
+    pub(crate) fn persistent(&self, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
+        let blocks = tiles.min(self.info.multiprocessors.max(1));
+        LaunchConfig::new(blocks, threads).shared_mem(shared)
+    }
+
+    /// The sm90 path: both operands through tensor maps from the table, one persistent block
+    /// per SM (fewer when there are fewer tiles).
+    fn sm90<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        let module = loaded(&self.gemm90, "sm90")?;
+        let GemmShape { m, n, k, b_layout } = shape;
+        let b_kn = b_layout == BLayout::KN;
+        let (map_a, map_b) = self.sm90_maps(stream, a, b, shape)?;
+        let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
+        let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
+        let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
+        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
+        // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
+        // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
+        // is rewritten before the PE's work is done (`MapTable::slot`); `c` holds m x n
+        // (checked) with rows n apart. The buffers outlive the kernel: dropping or
+        // host-copying them waits for the PE's work.
+        unsafe {
+            if b_kn {
+                module.launch_on::<<Out as Gemm90<In, true>>::Kernel>(stream, config, args)
+            } else {
+                module.launch_on::<<Out as Gemm90<In, false>>::Kernel>(stream, config, args)
+            }
+        }
+    }
+
+    /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as the sm90 mainloop reads
+    /// them, from the table (filled on a miss: see [`maps`]; while `stream` records a
+    /// graph, only a slot that already describes them, pinned for the graph's life); kernel
+    /// arguments.
+    pub(crate) fn sm90_maps<In: GemmIn>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        shape: GemmShape,
+    ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
+        let GemmShape { m, n, k, b_layout } = shape;
+        let b_kn = b_layout == BLayout::KN;
+        let key = MapKey {
+            a: a.as_ptr() as u64,
+            b: b.as_ptr() as u64,
+            m,
+            n,
+            k,
+            elem: In::NAME,
+            b_kn,
+        };
+        // A row-major `rows x cols` matrix, boxes as the kernel reads them.
+        let encode = |buf: &SymBuffer<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
+            TensorMap::tiled(
+                self.shmem,
+                &TiledSpec {
+                    ty: In::TMA,
+                    global: buf.as_ptr().cast(),
+                    dims: &[u64::from(cols), u64::from(rows)],
+                    strides: &[u64::from(cols) * 2],
+                    box_dims: &box_dims,
+                    swizzle: Swizzle::B128,
+                },
+            )
+        };
+        let mut table = self.table();
+        let slot = if stream.is_capturing() {
+            // Recorded: the slot must describe the operands already, and stays theirs as long
+            // as the graph lives.
+            let slot = table.find(key).ok_or_else(|| Error::Capture {
+                call: CALL,
+                message: format!(
+                    "the first GEMM on these operands (m {m}, n {n}, k {k}, {} in, B {:?}) fills \
+                     a tensor-map slot from the host, which waits for the PE's work and cannot \
+                     be recorded: run the GEMM once on the same buffers and shape before the \
+                     capture, then capture it",
+                    In::NAME,
+                    b_layout
+                ),
+            })?;
+            stream.keep_with_graph(table.pin(slot))?;
+            slot
+        } else {
+            table.slot(key, || {
+                let map_b = if b_kn {
+                    encode(b, k, n, sm90::B_BOX_KN)?
+                } else {
+                    encode(b, n, k, sm90::B_BOX_NK)?
+                };
+                Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
+            })?
+        };
+        Ok(table.kernel_ptrs(slot))
+    }
+
+    /// The sm80 path: plain pointers, B either layout, one persistent block per SM.
+    fn sm80<In: GemmIn, Out: GemmOut<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        c: &mut SymBuffer<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()> {
+        use rshmem_gemm::sm80;
+        let module = loaded(&self.gemm80, "sm80")?;
+        let GemmShape { m, n, k, b_layout } = shape;
+        let ldb = match b_layout {
+            BLayout::NK => k,
+            BLayout::KN => n,
+        };
+        let args = (a.as_ptr(), k, b.as_ptr(), ldb, c.as_mut_ptr(), n, m, n, k);
+        let tiles = sm80::tiles(rshmem_gemm::Problem { m, n, k });
+        let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
+        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_80 or later
+        // checked by `path`); `a` holds m x k, `b` n x k (rows `ldb` apart) and `c` m x n,
+        // checked. The buffers outlive the kernel: dropping or host-copying them waits for
+        // the PE's work.
+        unsafe {
+            match b_layout {
+                BLayout::NK => {
+                    module.launch_on::<<Out as Gemm80<In, false>>::Kernel>(stream, config, args)
+                }
+                BLayout::KN => {
+                    module.launch_on::<<Out as Gemm80<In, true>>::Kernel>(stream, config, args)
+                }
+            }
+        }
+    }
+}
+
+/// The loaded image of a kernel family, or why there is none.
+pub(crate) fn loaded<'m, 's>(
+    module: &'m Option<Module<'s>>,
+    which: &str,
+) -> Result<&'m Module<'s>> {
+    module.as_ref().ok_or_else(|| Error::Unsupported {
+        call: CALL,
+        reason: format!("with the {which} kernel: its image is not loaded on this device"),
+    })
+}

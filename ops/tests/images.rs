@@ -1,0 +1,118 @@
+//! The ops' images, one per family of `kernels/ops`: each holds exactly its own family's
+//! kernels (the builder's feature sets keep the families apart), and every kernel the host
+//! picks through a family's table is in that family's image. No GPU needed: this reads the
+//! images' kernel lists, recorded by the builder from the PTX it linked.
+
+use rshmem_device::{bf16, f16, Kernel};
+use rshmem_ops::{coll, fused, gemm};
+use rshmem_ops_kernels::coll::{Op, ReduceKernels, Rounds};
+use rshmem_ops_kernels::gemm80::Gemm80;
+use rshmem_ops_kernels::gemm90::Gemm90;
+use rshmem_ops_kernels::tp80::{self, Tp80};
+use rshmem_ops_kernels::tp90::Tp90;
+use rshmem_ops_kernels::{Layout, Visit};
+use std::collections::BTreeSet;
+
+/// The name of the kernel a table picks.
+struct Name;
+
+impl<A> Visit<A> for Name {
+    type Output = &'static str;
+    fn visit<K: Kernel<Args = A>>(self) -> &'static str {
+        K::NAME
+    }
+}
+
+fn name<K: Kernel>() -> &'static str {
+    K::NAME
+}
+
+fn set(names: impl IntoIterator<Item = &'static str>) -> BTreeSet<&'static str> {
+    names.into_iter().collect()
+}
+
+fn gemm_names<
+    In,
+    Out: Gemm90<In, false> + Gemm90<In, true> + Gemm80<In, false> + Gemm80<In, true>,
+>() -> [[&'static str; 2]; 2] {
+    [
+        [
+            name::<<Out as Gemm90<In, false>>::Kernel>(),
+            name::<<Out as Gemm90<In, true>>::Kernel>(),
+        ],
+        [
+            name::<<Out as Gemm80<In, false>>::Kernel>(),
+            name::<<Out as Gemm80<In, true>>::Kernel>(),
+        ],
+    ]
+}
+
+fn reduce_names<T: ReduceKernels>() -> Vec<&'static str> {
+    let ops = [Op::Sum, Op::Max, Op::Min];
+    let mut names = Vec::new();
+    for rounds in [Rounds::Push, Rounds::TwoShot] {
+        names.extend(ops.map(|op| T::reduce(rounds, op, Name)));
+    }
+    names.extend(ops.iter().filter_map(|&op| T::lamport(op, Name)));
+    names
+}
+
+#[test]
+fn gemm_images_hold_exactly_their_tables_kernels() {
+    let pairs = [
+        gemm_names::<bf16, bf16>(),
+        gemm_names::<bf16, f32>(),
+        gemm_names::<f16, f16>(),
+        gemm_names::<f16, f32>(),
+    ];
+    let sm90 = set(pairs.iter().flat_map(|p| p[0]));
+    let sm80 = set(pairs.iter().flat_map(|p| p[1]));
+    assert_eq!(sm90.len(), 8, "{sm90:?}");
+    assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
+    assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
+}
+
+#[test]
+fn fused_images_hold_exactly_their_tables_kernels() {
+    let tp90 = set([
+        name::<<Layout<false> as Tp90>::AllGather>(),
+        name::<<Layout<true> as Tp90>::AllGather>(),
+        name::<<Layout<false> as Tp90>::ReduceScatter>(),
+        name::<<Layout<true> as Tp90>::ReduceScatter>(),
+    ]);
+    let tp80 = set([
+        name::<<Layout<false> as Tp80>::AllGather>(),
+        name::<<Layout<true> as Tp80>::AllGather>(),
+        name::<<Layout<false> as Tp80>::ReduceScatter>(),
+        name::<<Layout<true> as Tp80>::ReduceScatter>(),
+        name::<tp80::tp_barrier>(),
+        name::<tp80::rs_fixup>(),
+    ]);
+    assert_eq!(tp90.len(), 4);
+    assert_eq!(tp80.len(), 6);
+    assert_eq!(set(fused::IMAGE90.kernels.iter().copied()), tp90);
+    assert_eq!(set(fused::IMAGE80.kernels.iter().copied()), tp80);
+}
+
+#[test]
+fn coll_image_holds_exactly_its_tables_kernels() {
+    use rshmem_ops_kernels::coll::{coll_all_gather, coll_probe, NormKernel};
+    let mut all = Vec::new();
+    all.extend(reduce_names::<bf16>());
+    all.extend(reduce_names::<f16>());
+    all.extend(reduce_names::<f32>());
+    all.extend(reduce_names::<i32>());
+    all.extend(reduce_names::<i64>());
+    all.extend([
+        name::<<bf16 as NormKernel>::Kernel>(),
+        name::<<f16 as NormKernel>::Kernel>(),
+        name::<<f32 as NormKernel>::Kernel>(),
+        name::<coll_all_gather>(),
+        name::<coll_probe>(),
+    ]);
+    // 5 types x 2 round kinds x 3 ops, floats' flag-in-data kernels, RMSNorm, gather, probe.
+    assert_eq!(all.len(), 30 + 9 + 3 + 2);
+    let all = set(all);
+    assert_eq!(all.len(), 44, "a table names one kernel twice");
+    assert_eq!(set(coll::IMAGE.kernels.iter().copied()), all);
+}

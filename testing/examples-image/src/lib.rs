@@ -1,0 +1,31 @@
+//! # rshmem-examples-image
+//!
+//! The kernels of rshmem's examples (`testing/kernels/examples`, re-exported: the launchable `Kernel`
+//! types, which the simulator runs on the host) and [`IMAGE`], their PTX and cubin built by
+//! this package's `build.rs`.
+//!
+//! `rshmem` lists this package as a dev-dependency, so its examples, integration tests and
+//! doctests launch these kernels while a build of the library — what applications depend on —
+//! builds no kernel at all.
+//!
+//! ```no_run
+//! // `rshmem_host` is what `rshmem` re-exports (this package cannot depend on `rshmem`,
+//! // which dev-depends on it).
+//! use rshmem_examples_image::{ring, IMAGE};
+//! use rshmem_host::{LaunchConfig, Shmem};
+//!
+//! rshmem_host::run(|shmem: &Shmem| -> Result<(), rshmem_host::BoxError> {
+//!     let module = shmem.load(&IMAGE)?;
+//!     let mut dst = shmem.alloc_zeroed::<i32>(1)?;
+//!     // SAFETY: `dst` is a symmetric i32, as `ring` expects; every PE launches it.
+//!     unsafe { module.launch::<ring::ring>(LaunchConfig::new(1, 1).cooperative(), (dst.as_mut_ptr(),))? };
+//!     Ok(())
+//! })?;
+//! # Ok::<(), rshmem_host::BoxError>(())
+//! ```
+
+pub use rshmem_example_kernels::*;
+
+/// PTX for sm_90 and sm_80 (and cubins where ptxas was available) of `testing/kernels/examples`.
+pub static IMAGE: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-example-kernels");

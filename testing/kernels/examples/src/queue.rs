@@ -1,0 +1,413 @@
+//! Kernels of the symmetric queue's examples (`examples/symmetric_queue.rs`,
+//! `examples/queue_bench.rs`), and the vocabulary its tests share with them
+//! (`testing/api-tests/tests/queue.rs`, whose stress kernels live in `rshmem-test-kernels`).
+//!
+//! Elements are [`Tagged`]: each carries its producer and sequence number, and every other
+//! byte is derived from those two, so a consumer recognises a torn or foreign element.
+//!
+//! Kernels cannot be generic, so each element type gets its own entry points (made by the
+//! macros below around one generic body).
+
+use rshmem_device::prelude::*;
+
+/// An element that names its producer and sequence number and can be checked whole.
+pub trait Tagged: Copy + 'static {
+    /// Producers that fit in the tag.
+    const MAX_PRODUCERS: u32;
+    /// Sequence numbers that fit in the tag.
+    const MAX_SEQ: u32;
+    /// The element for `(producer, seq)`.
+    fn tag(producer: u32, seq: u32) -> Self;
+    /// `(producer, seq)`, or `None` if any byte disagrees with them (a torn element).
+    fn untag(&self) -> Option<(u32, u32)>;
+}
+
+/// The filler word `i` of the element tagged `key`: cheap, and different for every word.
+#[inline(always)]
+fn fill(key: u64, i: usize) -> u64 {
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(i as u32 % 64)
+        ^ (i as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
+impl Tagged for u32 {
+    const MAX_PRODUCERS: u32 = 1 << 12;
+    const MAX_SEQ: u32 = 1 << 20;
+    #[inline(always)]
+    fn tag(producer: u32, seq: u32) -> Self {
+        producer << 20 | seq
+    }
+    #[inline(always)]
+    fn untag(&self) -> Option<(u32, u32)> {
+        Some((self >> 20, self & (Self::MAX_SEQ - 1)))
+    }
+}
+
+impl Tagged for u64 {
+    const MAX_PRODUCERS: u32 = u32::MAX;
+    const MAX_SEQ: u32 = u32::MAX;
+    #[inline(always)]
+    fn tag(producer: u32, seq: u32) -> Self {
+        (producer as u64) << 32 | seq as u64
+    }
+    #[inline(always)]
+    fn untag(&self) -> Option<(u32, u32)> {
+        Some(((self >> 32) as u32, *self as u32))
+    }
+}
+
+/// A word of a [`Tagged`] array.
+pub trait Word: Copy + Eq + 'static {
+    /// Bits in the word.
+    const BITS: u32;
+    /// The low `BITS` bits of `x`.
+    fn truncate(x: u64) -> Self;
+    /// The word, widened.
+    fn widen(self) -> u64;
+}
+
+macro_rules! words {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            const BITS: u32 = <$t>::BITS;
+            #[inline(always)]
+            fn truncate(x: u64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn widen(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+words!(u8, u32, u64);
+
+/// Arrays of words: the 64-bit key `producer << 32 | seq` in the first words (eight `u8`s,
+/// two `u32`s or one `u64`), then filler words derived from the key and their index.
+impl<W: Word, const N: usize> Tagged for [W; N] {
+    const MAX_PRODUCERS: u32 = u32::MAX;
+    const MAX_SEQ: u32 = u32::MAX;
+    #[inline(always)]
+    fn tag(producer: u32, seq: u32) -> Self {
+        const {
+            assert!(
+                N * W::BITS as usize >= 64,
+                "a tagged array holds at least 64 bits"
+            )
+        };
+        let key = (producer as u64) << 32 | seq as u64;
+        let head = (64 / W::BITS) as usize;
+        core::array::from_fn(|i| {
+            if i < head {
+                W::truncate(key >> (i as u32 * W::BITS))
+            } else {
+                W::truncate(fill(key, i))
+            }
+        })
+    }
+    #[inline(always)]
+    fn untag(&self) -> Option<(u32, u32)> {
+        let head = (64 / W::BITS) as usize;
+        let key = (0..head).fold(0u64, |k, i| k | self[i].widen() << (i as u32 * W::BITS));
+        let whole = (head..N).all(|i| self[i] == W::truncate(fill(key, i)));
+        whole.then_some(((key >> 32) as u32, key as u32))
+    }
+}
+
+/// How the threads of a launch group into producers and consumers.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Each thread: blocking `push`/`pop`.
+    Thread = 0,
+    /// Each thread: `try_push`/`try_pop`, retried until they succeed.
+    Try = 1,
+    /// Each warp: `push_batch`/`pop_batch::<Warp>`.
+    Warp = 2,
+    /// Each block: `push_batch`/`pop_batch::<Block>`.
+    Block = 3,
+}
+
+impl Mode {
+    /// The mode from its `u32` (as kernels receive it); unknown values are `Thread`.
+    pub fn from_raw(raw: u32) -> Mode {
+        match raw {
+            1 => Mode::Try,
+            2 => Mode::Warp,
+            3 => Mode::Block,
+            _ => Mode::Thread,
+        }
+    }
+
+    /// Groups per PE in a launch of `grid` blocks of `block` threads.
+    pub fn groups(self, grid: u32, block: u32) -> u32 {
+        match self {
+            Mode::Thread | Mode::Try => grid * block,
+            Mode::Warp => grid * block.div_ceil(32),
+            Mode::Block => grid,
+        }
+    }
+
+    /// Most threads in one group.
+    pub fn group_size(self, block: u32) -> u32 {
+        match self {
+            Mode::Thread | Mode::Try => 1,
+            Mode::Warp => block.min(32),
+            Mode::Block => block,
+        }
+    }
+
+    /// Staging elements each group of a stress kernel uses (a push batch and a pop batch).
+    pub fn stage_per_group(self, block: u32) -> u32 {
+        2 * (self.group_size(block) + 3)
+    }
+}
+
+/// This thread's group: its index among the PE's groups, their number, the thread's rank in
+/// it and its size. Public for the queue's stress kernels (`rshmem-test-kernels`).
+#[derive(Clone, Copy)]
+pub struct Group {
+    /// The group's index among the PE's groups.
+    pub index: u32,
+    /// Groups per PE.
+    pub per_pe: u32,
+    /// This thread's rank in the group.
+    pub rank: u32,
+    /// Threads in the group.
+    pub size: u32,
+}
+
+/// The calling thread's [`Group`] under `mode`.
+pub fn group(mode: Mode) -> Group {
+    let (bd, grid) = (thread::block_dim().size(), thread::grid_dim_x());
+    let (b, rank) = (thread::block_idx_x(), thread::thread_rank_in_block());
+    let per_pe = mode.groups(grid, bd);
+    match mode {
+        Mode::Thread | Mode::Try => Group {
+            index: b * bd + rank,
+            per_pe,
+            rank: 0,
+            size: 1,
+        },
+        Mode::Warp => Group {
+            index: b * bd.div_ceil(32) + rank / 32,
+            per_pe,
+            rank: rank % 32,
+            size: 32.min(bd - rank / 32 * 32),
+        },
+        Mode::Block => Group {
+            index: b,
+            per_pe,
+            rank,
+            size: bd,
+        },
+    }
+}
+
+/// `status` words of a stress or benchmark kernel (local to each PE).
+pub mod status {
+    /// Elements whose bytes disagree with their tag.
+    pub const TORN: usize = 0;
+    /// Elements whose tag names no producer or sequence of the run.
+    pub const FOREIGN: usize = 1;
+    /// Elements popped twice (their record was already set).
+    pub const DUPLICATE: usize = 2;
+    /// Good elements popped (benchmark).
+    pub const GOOD: usize = 3;
+    /// Sum of the good elements' sequence numbers (benchmark).
+    pub const SEQ_SUM: usize = 4;
+    /// Words of a status buffer.
+    pub const LEN: usize = 5;
+}
+
+/// Thread 0 pushes `values[..n]`, in order.
+///
+/// # Safety
+///
+/// `q` is a live queue handle; `values` holds `n` elements.
+#[kernel]
+pub unsafe fn queue_push(q: SymQueue<i32>, values: *const i32, n: u32) {
+    if thread::index_1d() == 0 {
+        for i in 0..n as usize {
+            q.push(*values.add(i));
+        }
+    }
+}
+
+/// Thread 0 pops `n` elements into `out[..n]`.
+///
+/// # Safety
+///
+/// `q` is a live queue handle; `out` has room for `n` elements, which someone pushes.
+#[kernel]
+pub unsafe fn queue_pop(q: SymQueue<i32>, out: *mut i32, n: u32) {
+    if thread::index_1d() == 0 {
+        for i in 0..n as usize {
+            *out.add(i) = q.pop();
+        }
+    }
+}
+
+/// Benchmark producer: each group (`mode` `Thread` or `Warp`) of this PE pushes `items`
+/// elements tagged `(group, 0..items)`; warps push batches of 32 through `stage` (32 elements
+/// per warp) and `scratch` (one word per warp).
+unsafe fn bench_push<E: Tagged>(
+    q: SymQueue<E>,
+    items: u32,
+    mode: u32,
+    stage: *mut E,
+    scratch: *mut u64,
+) {
+    let mode = Mode::from_raw(mode);
+    let g = group(mode);
+    if mode != Mode::Warp {
+        for i in 0..items {
+            q.push(E::tag(g.index, i));
+        }
+        return;
+    }
+    let (stage, scratch) = (
+        stage.add(g.index as usize * 32),
+        scratch.add(g.index as usize),
+    );
+    let mut start = 0;
+    while start < items {
+        let count = g.size.min(items - start);
+        if g.rank < count {
+            *stage.add(g.rank as usize) = E::tag(g.index, start + g.rank);
+        }
+        q.push_batch::<Warp>(stage, count as usize, scratch);
+        start += count;
+    }
+}
+
+/// Benchmark consumer: each group pops `items` elements and checks them; totals go to
+/// `status` (good, torn, foreign, sum of sequence numbers).
+unsafe fn bench_pop<E: Tagged>(
+    q: SymQueue<E>,
+    items: u32,
+    mode: u32,
+    stage: *mut E,
+    scratch: *mut u64,
+    status: *mut u64,
+) {
+    let mode = Mode::from_raw(mode);
+    let g = group(mode);
+    let (mut good, mut torn, mut sum) = (0u64, 0u64, 0u64);
+    let mut check = |item: &E| match item.untag() {
+        Some((_, s)) if s < items => {
+            good += 1;
+            sum += s as u64;
+        }
+        Some(_) => torn += 1 << 32, // foreign: counted apart, in the high half
+        None => torn += 1,
+    };
+    if mode != Mode::Warp {
+        for _ in 0..items {
+            check(&q.pop());
+        }
+    } else {
+        let (stage, scratch) = (
+            stage.add(g.index as usize * 32),
+            scratch.add(g.index as usize),
+        );
+        let mut start = 0;
+        while start < items {
+            let count = g.size.min(items - start);
+            q.pop_batch::<Warp>(stage, count as usize, scratch);
+            if g.rank < count {
+                check(&*stage.add(g.rank as usize));
+            }
+            start += count;
+        }
+    }
+    let me = shmem::my_pe();
+    shmem::atomic_add(status.add(status::GOOD), good, me);
+    shmem::atomic_add(status.add(status::SEQ_SUM), sum, me);
+    shmem::atomic_add(status.add(status::TORN), torn & 0xFFFF_FFFF, me);
+    shmem::atomic_add(status.add(status::FOREIGN), torn >> 32, me);
+}
+
+/// Declares the benchmark's producer and consumer kernels for each element type.
+macro_rules! bench_kernels {
+    ($($push:ident, $pop:ident: $t:ty;)*) => {$(
+        #[doc = concat!("[`bench_push`] with elements of type `", stringify!($t), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// `q` is a live queue handle; for each warp of the launch, `stage` holds 32 elements
+        /// and `scratch` one word.
+        #[kernel]
+        pub unsafe fn $push(q: SymQueue<$t>, items: u32, mode: u32, stage: *mut $t, scratch: *mut u64) {
+            bench_push::<$t>(q, items, mode, stage, scratch)
+        }
+        #[doc = concat!("[`bench_pop`] with elements of type `", stringify!($t), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// As the push kernel, and `status` is a symmetric array of the four totals on this PE.
+        #[kernel]
+        pub unsafe fn $pop(
+            q: SymQueue<$t>,
+            items: u32,
+            mode: u32,
+            stage: *mut $t,
+            scratch: *mut u64,
+            status: *mut u64,
+        ) {
+            bench_pop::<$t>(q, items, mode, stage, scratch, status)
+        }
+    )*};
+}
+
+bench_kernels! {
+    queue_bench_push_e8, queue_bench_pop_e8: u64;
+    queue_bench_push_e64, queue_bench_pop_e64: [u64; 8];
+    queue_bench_push_e1024, queue_bench_pop_e1024: [u64; 128];
+}
+
+/// Raw remote atomic throughput, for comparison with the queue: every thread does `iters`
+/// `atomic_fetch_add(ctr, 1)` on PE `pe`.
+///
+/// # Safety
+///
+/// `ctr` is a symmetric, aligned `u64`; `pe` is a PE.
+#[kernel]
+pub unsafe fn fetch_add_bench(ctr: *mut u64, iters: u32, pe: i32) {
+    for _ in 0..iters {
+        shmem::atomic_fetch_add(ctr, 1u64, pe);
+    }
+}
+
+/// One stage of a pipeline across PEs over per-PE queues (`q` in its mailbox form): PE 0
+/// feeds `src[..n]` as `[index, value]` pairs into PE 1's queue; every other PE pops `n`
+/// pairs from its own queue, adds its PE number to the value, and passes the pair to the next
+/// PE's queue, except the last PE, which stores the value at `out[index]`. The block's
+/// threads share each stage's `n` elements.
+///
+/// # Safety
+///
+/// Every PE launches it with `q` the same mailbox queue; `src` holds `n` elements on PE 0
+/// and `out` has room for `n` on the last PE.
+#[kernel]
+pub unsafe fn queue_pipeline(q: SymQueue<[u64; 2]>, src: *const u64, n: u32, out: *mut u64) {
+    let (me, pes) = (shmem::my_pe(), shmem::n_pes());
+    let (rank, threads) = (thread::thread_rank_in_block(), thread::block_dim().size());
+    if thread::block_idx_x() != 0 {
+        return;
+    }
+    for i in (rank..n).step_by(threads as usize) {
+        let pair = if me == 0 {
+            [i as u64, *src.add(i as usize)]
+        } else {
+            let [index, value] = q.on(me).pop();
+            [index, value + me as u64]
+        };
+        if me + 1 < pes {
+            q.on(me + 1).push(pair);
+        } else {
+            *out.add(pair[0] as usize) = pair[1];
+        }
+    }
+}
