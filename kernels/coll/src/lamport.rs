@@ -11,6 +11,12 @@
 //! writes `EMPTY` back, making the slot ready for reuse. Only float elements have a free
 //! pattern; integer collectives use signals ([`crate::signal`]).
 //!
+//! **NaN inputs.** A NaN in the data is never taken for "not arrived": a NaN word other than
+//! `EMPTY` is stored as it is, an `EMPTY` one (an f32 NaN `0xFFFF_FFFF`, or two bf16/f16 NaNs
+//! `0xFFFF` side by side) as `NAN_WORD`, NaN again. The reduction then treats it like any NaN
+//! ([`crate::elem`]: Max, Min and Sum return the canonical NaN), so the flag-in-data all-reduce
+//! gives the same bits as the other algorithms.
+//!
 //! **Reuse.** A slot may be written again only after its consumer has emptied it. The
 //! collectives ([`crate::algo::lamport_all_reduce`]) alternate two slots per (row, source)
 //! by the parity of the pair's step count ([`crate::signal::Steps`]): a producer at step `s`
