@@ -625,6 +625,7 @@ pub trait FloatElem: TestElem {
     fn to_bits(self) -> u32;
     /// `x` in the type (exact for the values used here: ±0, ±∞, NaN).
     fn from_f64(x: f64) -> Self;
+    /// Whether it is a NaN.
     fn is_nan(self) -> bool {
         self.f64().is_nan()
     }
@@ -667,20 +668,10 @@ fn special<T: FloatElem>(seed: u64, r: usize, n: usize, i: usize) -> T {
         2 if on_p => T::from_bits(u32::MAX), // −NaN, all ones: the "empty" word
         3 if on_p => T::from_bits(T::SIGNALLING_NAN),
         4 => nan, // on every member
-        5 => {
-            if on_p {
-                zero
-            } else {
-                nzero
-            }
-        }
-        6 => {
-            if on_p {
-                nzero
-            } else {
-                zero
-            }
-        }
+        5 if on_p => zero,
+        5 => nzero,
+        6 if on_p => nzero,
+        6 => zero,
         7 if on_p => inf,
         8 if on_p => ninf,
         9 if on_p => inf,
