@@ -44,7 +44,7 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
 /// A range of elements of a [`SymBuffer`], checked to lie inside it: what on-stream
-/// operations read and write. Made by [`SymBuffer::slice`], or from `&buf` for the whole
+/// operations read and write. Made by [`SymBuffer::range`], or from `&buf` for the whole
 /// buffer.
 ///
 /// A shared view: symmetric memory is written by peers, kernels and on-stream operations
@@ -129,7 +129,7 @@ impl<T: Pod> SymBuffer<'_, T> {
                 _buf: PhantomData,
             }),
             _ => Err(Error::InvalidArgument {
-                call: "SymBuffer::slice",
+                call: "SymBuffer::range",
                 message: format!(
                     "range ({:?}, {:?}) is not inside the buffer's {len} elements",
                     range.start_bound(),

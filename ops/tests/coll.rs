@@ -1,9 +1,10 @@
 //! rshmem's collectives (`Ops::all_reduce` and the rest) on every backend, against host
 //! references (see `coll_cases/mod.rs` for the data and the bounds): every collective × bf16,
 //! f16, f32, i32, i64 × 1, odd and 1 MiB + 3 elements × the world and a split team × in and
-//! out of place × every algorithm; the fused all-reduce + RMSNorm; collectives on two streams
-//! at once; 64 MiB on GPUs; the errors. `coll_no_p2p.rs` runs the same matrix on the
-//! simulator without peer mappings.
+//! out of place × every algorithm; NaN, ±0 and ±∞ (every float type × algorithm × reduction);
+//! the fused all-reduce + RMSNorm; collectives on two streams at once; 64 MiB on GPUs; the
+//! errors. `coll_no_p2p.rs` runs the same matrix, and the special values, on the simulator
+//! without peer mappings.
 
 #[macro_use]
 #[path = "../../tests/common/mod.rs"]
@@ -18,6 +19,7 @@ use rshmem_ops::{Algorithm, NormElem, Ops};
 
 per_backend! {
     every_collective_type_size_team_algorithm => [2, 3, 4];
+    float_special_values => [2, 3, 4];
     all_reduce_rmsnorm_fused => [2, 3];
     two_streams_at_once => [2, 3];
     large_messages => [2];
@@ -28,6 +30,22 @@ per_backend! {
 fn every_collective_type_size_team_algorithm(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     coll_cases::each_type(
+        shmem,
+        &ops,
+        &[
+            Algorithm::Auto,
+            Algorithm::Lamport,
+            Algorithm::OneShot,
+            Algorithm::TwoShot,
+        ],
+    )
+}
+
+/// NaN, ±0 and ±∞ through every float type, algorithm, reduction and in/out of place: the
+/// bits docs/collectives.md promises ("NaN, ±0 and ±∞"), the same from every algorithm.
+fn float_special_values(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    coll_cases::each_float_special(
         shmem,
         &ops,
         &[

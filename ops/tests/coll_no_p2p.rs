@@ -1,8 +1,8 @@
 //! rshmem's collectives on the simulator without peer mappings (`RSHMEM_SIM_P2P=0`: every
 //! peer is reached as across nodes, through NVSHMEM puts and signals): the same matrix as
-//! `coll.rs` (every collective × type × size × team × in/out of place) on the put fallbacks,
-//! and forced peer-mapped algorithms refused by name. Its own test binary, because the
-//! setting is an environment variable of the process.
+//! `coll.rs` (every collective × type × size × team × in/out of place, and NaN, ±0 and ±∞) on
+//! the put fallbacks, and forced peer-mapped algorithms refused by name. Its own test binary,
+//! because the setting is an environment variable of the process.
 
 #[path = "coll_cases/mod.rs"]
 mod coll_cases;
@@ -23,6 +23,7 @@ fn matrix(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     // Auto and OneShot take the push slots (puts); the peer-mapped algorithms are refused.
     coll_cases::each_type(shmem, &ops, &[Algorithm::Auto])?;
+    coll_cases::each_float_special(shmem, &ops, &[Algorithm::Auto, Algorithm::OneShot])?;
     let x = shmem.alloc_from(&[1.0f32; 8])?;
     let mut y = shmem.alloc_zeroed::<f32>(8)?;
     for algo in [Algorithm::TwoShot, Algorithm::Lamport] {

@@ -6,6 +6,16 @@
 //! (the collectives give team-rank order, so every PE computes bitwise the same result) and
 //! rounds once at the end: a bf16 sum of 8 PEs is 7 f32 additions and one rounding to bf16.
 //!
+//! **NaN, zeros and infinities** (floats). [`Max`] and [`Min`] are IEEE 754-2019's `maximum`
+//! and `minimum`, the rule of `torch.max`/`torch.min`: a NaN among the values makes the result
+//! a NaN (it is never dropped, as `fmaxf` drops it), `−0.0 < +0.0` (the maximum of −0 and +0
+//! is +0, the minimum −0), and ±∞ order as usual. [`Sum`] is IEEE addition in f32 (a NaN, or
+//! +∞ and −∞ together, give a NaN). Every NaN a reduction returns is the canonical NaN,
+//! [`CANONICAL_NAN`] (`0x7FFF_FFFF`) in f32 and `0x7FFF` in bf16 and f16 (what PTX's
+//! `max.NaN` and `cvt` return), whatever the inputs' signs and payloads: so the result does not
+//! depend on the order values are combined in, and every algorithm, backend and member gives
+//! the same bits — teams of one included (their input passes through [`Elem::from_acc`]).
+//!
 //! ```
 //! use rshmem_coll::elem::{Elem, Reduce, Sum, Max};
 //! use rshmem_device::bf16;
@@ -21,14 +31,18 @@ mod sealed {
     pub trait Sealed {}
 }
 
+/// The NaN every float reduction returns (`0x7FFF_FFFF`, PTX's canonical NaN; bf16 and f16
+/// round it to theirs, `0x7FFF`). See the [module docs](self).
+pub const CANONICAL_NAN: f32 = f32::from_bits(0x7FFF_FFFF);
+
 /// A reduction's working type: f32 for the float elements, the integer itself for integers
 /// (sums wrap, as NCCL's and NVSHMEM's do).
 pub trait Acc: Copy + sealed::Sealed + 'static {
     /// `self + other` (wrapping for integers).
     fn sum(self, other: Self) -> Self;
-    /// The larger (for floats `f32::max`: a NaN loses to a number).
+    /// The larger; for floats IEEE `maximum`: [`CANONICAL_NAN`] if either is a NaN, +0 over −0.
     fn max(self, other: Self) -> Self;
-    /// The smaller (for floats `f32::min`: a NaN loses to a number).
+    /// The smaller; for floats IEEE `minimum`: [`CANONICAL_NAN`] if either is a NaN, −0 over +0.
     fn min(self, other: Self) -> Self;
 }
 
@@ -40,11 +54,30 @@ impl Acc for f32 {
     }
     #[inline(always)]
     fn max(self, other: Self) -> Self {
-        f32::max(self, other)
+        // Not `f32::max` (`max.f32`, `fmaxf`): it returns the number when one is a NaN. Equal
+        // values differ only as ±0, where the AND of the bits is +0.
+        if self.is_nan() || other.is_nan() {
+            CANONICAL_NAN
+        } else if self == other {
+            f32::from_bits(self.to_bits() & other.to_bits())
+        } else if self > other {
+            self
+        } else {
+            other
+        }
     }
     #[inline(always)]
     fn min(self, other: Self) -> Self {
-        f32::min(self, other)
+        // As `max`; the OR of ±0's bits is −0.
+        if self.is_nan() || other.is_nan() {
+            CANONICAL_NAN
+        } else if self == other {
+            f32::from_bits(self.to_bits() | other.to_bits())
+        } else if self < other {
+            self
+        } else {
+            other
+        }
     }
 }
 
@@ -83,7 +116,8 @@ pub trait Elem: Copy + Default + PartialEq + sealed::Sealed + 'static {
     type Acc: Acc;
     /// The exact value, widened.
     fn to_acc(self) -> Self::Acc;
-    /// The accumulator rounded to this type (nearest, ties to even, for bf16 and f16).
+    /// The accumulator rounded to this type (nearest, ties to even, for bf16 and f16; a NaN
+    /// becomes the type's canonical NaN, see the [module docs](self)).
     fn from_acc(acc: Self::Acc) -> Self;
     /// Its bit pattern, zero-extended.
     fn to_bits64(self) -> u64;
@@ -120,7 +154,7 @@ macro_rules! halves {
 halves!(bf16, f16);
 
 macro_rules! plain {
-    ($($t:ident: $float:expr, |$v:ident| $to:expr, |$b:ident| $from:expr);*) => {$(
+    ($($t:ident: $float:expr, |$a:ident| $round:expr, |$v:ident| $to:expr, |$b:ident| $from:expr);*) => {$(
         impl Elem for $t {
             const NAME: &'static str = stringify!($t);
             const FLOAT: bool = $float;
@@ -130,8 +164,8 @@ macro_rules! plain {
                 self
             }
             #[inline(always)]
-            fn from_acc(acc: $t) -> Self {
-                acc
+            fn from_acc($a: $t) -> Self {
+                $round
             }
             #[inline(always)]
             fn to_bits64(self) -> u64 {
@@ -147,9 +181,11 @@ macro_rules! plain {
     )*};
 }
 plain!(
-    f32: true, |v| u64::from(v.to_bits()), |b| f32::from_bits(b as u32);
-    i32: false, |v| u64::from(v as u32), |b| b as u32 as i32;
-    i64: false, |v| v as u64, |b| b as i64
+    // A sum's NaN has the hardware's bits (the simulator's keep an input's payload): canonical.
+    f32: true, |a| if a.is_nan() { CANONICAL_NAN } else { a },
+        |v| u64::from(v.to_bits()), |b| f32::from_bits(b as u32);
+    i32: false, |a| a, |v| u64::from(v as u32), |b| b as u32 as i32;
+    i64: false, |a| a, |v| v as u64, |b| b as i64
 );
 
 /// A reduction: combines two accumulators. [`Sum`], [`Max`] or [`Min`].
@@ -163,10 +199,10 @@ pub trait Reduce: Copy + Default + sealed::Sealed + 'static {
 /// Addition (wrapping for integers).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sum;
-/// The maximum.
+/// The maximum (floats: a NaN wins, +0 over −0; see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Max;
-/// The minimum.
+/// The minimum (floats: a NaN wins, −0 over +0; see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Min;
 
@@ -214,7 +250,91 @@ mod tests {
         let acc = (0..3).fold(one.to_acc(), |a, _| Sum::combine(a, tiny.to_acc()));
         assert_eq!(bf16::from_acc(acc), bf16::from_f32(1.0 + 2f32.powi(-7)));
         assert_eq!(Sum::combine(i32::MAX, 1), i32::MIN);
-        assert_eq!(Min::combine(f32::NAN, 2.0), 2.0);
         assert_eq!(Max::combine(-1i64, -7), -1);
+    }
+
+    /// The bits of `x ∘ y` and of `y ∘ x`, which must agree.
+    fn both<O: Reduce>(x: f32, y: f32) -> u32 {
+        let (a, b) = (O::combine(x, y).to_bits(), O::combine(y, x).to_bits());
+        assert_eq!(a, b, "{} of {x:?} and {y:?} depends on the order", O::NAME);
+        a
+    }
+
+    #[test]
+    fn float_max_min_propagate_nan_order_zeros_and_keep_infinities() {
+        let inf = f32::INFINITY;
+        let nans = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7F80_0001), // signalling
+            f32::from_bits(0xFFFF_FFFF), // the flag-in-data "empty" word
+            f32::from_bits(0x7FC0_7FC0), // what that word is sent as
+        ];
+        for nan in nans {
+            for x in [
+                0.0,
+                -0.0,
+                1.5,
+                -2.0,
+                inf,
+                -inf,
+                f32::MAX,
+                f32::MIN_POSITIVE,
+                nan,
+            ] {
+                assert_eq!(both::<Max>(nan, x), 0x7FFF_FFFF, "max({nan:?}, {x:?})");
+                assert_eq!(both::<Min>(nan, x), 0x7FFF_FFFF, "min({nan:?}, {x:?})");
+            }
+        }
+        assert_eq!(both::<Max>(0.0, -0.0), 0.0f32.to_bits());
+        assert_eq!(both::<Min>(0.0, -0.0), (-0.0f32).to_bits());
+        assert_eq!(both::<Max>(-0.0, -0.0), (-0.0f32).to_bits());
+        assert_eq!(both::<Min>(0.0, 0.0), 0.0f32.to_bits());
+        assert_eq!(both::<Max>(inf, -inf), inf.to_bits());
+        assert_eq!(both::<Min>(inf, -inf), (-inf).to_bits());
+        assert_eq!(both::<Max>(-inf, -3.0), (-3.0f32).to_bits());
+        assert_eq!(both::<Min>(inf, 3.0), 3.0f32.to_bits());
+        assert_eq!(both::<Max>(-1.0, 2.0), 2.0f32.to_bits());
+        assert_eq!(both::<Min>(-1.0, 2.0), (-1.0f32).to_bits());
+        assert_eq!(
+            both::<Max>(-0.0, f32::from_bits(1)),
+            1,
+            "the smallest subnormal"
+        );
+    }
+
+    #[test]
+    fn every_float_nan_result_is_canonical() {
+        // Sums: a NaN input, or +∞ and −∞.
+        let sum_nan = Sum::combine(f32::from_bits(0xFFC0_1234), 1.0);
+        assert_eq!(f32::from_acc(sum_nan).to_bits(), 0x7FFF_FFFF);
+        let inf = Sum::combine(f32::INFINITY, f32::NEG_INFINITY);
+        assert_eq!(f32::from_acc(inf).to_bits(), 0x7FFF_FFFF);
+        // A team of one: its value alone, through the accumulator.
+        let lone = f32::from_bits(0xFFFF_FFFF);
+        assert_eq!(f32::from_acc(lone.to_acc()).to_bits(), 0x7FFF_FFFF);
+        for bits in [0x7FC0u16, 0xFFFF, 0x7C01, 0xFF81] {
+            let (b, h) = (bf16::from_bits(bits), f16::from_bits(bits));
+            if b.is_nan() {
+                assert_eq!(
+                    bf16::from_acc(b.to_acc()).to_bits(),
+                    0x7FFF,
+                    "bf16 {bits:#x}"
+                );
+                let m = Max::combine(b.to_acc(), 1.0);
+                assert_eq!(bf16::from_acc(m).to_bits(), 0x7FFF);
+            }
+            if h.is_nan() {
+                assert_eq!(f16::from_acc(h.to_acc()).to_bits(), 0x7FFF, "f16 {bits:#x}");
+                let m = Min::combine(-1.0, h.to_acc());
+                assert_eq!(f16::from_acc(m).to_bits(), 0x7FFF);
+            }
+        }
+        // Numbers keep their bits, −0 included.
+        for x in [-0.0f32, 0.0, 1.0, f32::INFINITY, f32::NEG_INFINITY] {
+            assert_eq!(f32::from_acc(x).to_bits(), x.to_bits());
+        }
+        assert_eq!(bf16::from_acc(-0.0).to_bits(), 0x8000);
+        assert_eq!(f16::from_acc(-0.0).to_bits(), 0x8000);
     }
 }

@@ -11,6 +11,12 @@
 //! writes `EMPTY` back, making the slot ready for reuse. Only float elements have a free
 //! pattern; integer collectives use signals ([`crate::signal`]).
 //!
+//! **NaN inputs.** A NaN in the data is never taken for "not arrived": a NaN word other than
+//! `EMPTY` is stored as it is, an `EMPTY` one (an f32 NaN `0xFFFF_FFFF`, or two bf16/f16 NaNs
+//! `0xFFFF` side by side) as `NAN_WORD`, NaN again. The reduction then treats it like any NaN
+//! ([`crate::elem`]: Max, Min and Sum return the canonical NaN), so the flag-in-data all-reduce
+//! gives the same bits as the other algorithms.
+//!
 //! **Reuse.** A slot may be written again only after its consumer has emptied it. The
 //! collectives ([`crate::algo::lamport_all_reduce`]) alternate two slots per (row, source)
 //! by the parity of the pair's step count ([`crate::signal::Steps`]): a producer at step `s`
@@ -219,5 +225,34 @@ mod tests {
         assert!((0..8).all(|i| pack::lane::<bf16>(&ch, i).is_nan()));
         assert!(!is_full(&EMPTY_PACK));
         assert!(f32::from_bits(NAN_WORD).is_nan());
+    }
+
+    #[test]
+    fn an_empty_looking_nan_arrives_and_reduces_to_the_canonical_nan() {
+        use crate::elem::{Max, Min, Sum};
+        use crate::peers::MAX_PEERS;
+        // Member 1 sends NaNs whose words are EMPTY (all ones); member 0 numbers.
+        let nums = pack::from_lanes(&[bf16::from_f32(2.0); 8]);
+        let sent = canonical(pack::from_lanes(&[bf16::from_bits(0xFFFF); 8]));
+        assert!(is_full(&sent));
+        let mut v = [Pack::default(); MAX_PEERS];
+        (v[0], v[1]) = (nums, sent);
+        for out in [
+            pack::reduce::<bf16, Max>(&v, 2),
+            pack::reduce::<bf16, Min>(&v, 2),
+            pack::reduce::<bf16, Sum>(&v, 2),
+        ] {
+            assert!((0..8).all(|i| pack::lane::<bf16>(&out, i).to_bits() == 0x7FFF));
+        }
+        let sent = canonical(pack::from_lanes(&[f32::from_bits(EMPTY), 1.0, -0.0, 0.0]));
+        v[0] = pack::from_lanes(&[5.0f32, f32::NEG_INFINITY, 0.0, -0.0]);
+        v[1] = sent;
+        let max = pack::reduce::<f32, Max>(&v, 2);
+        let bits: [u32; 4] = core::array::from_fn(|i| pack::lane::<f32>(&max, i).to_bits());
+        assert_eq!(bits, [0x7FFF_FFFF, 1.0f32.to_bits(), 0, 0]);
+        let min = pack::reduce::<f32, Min>(&v, 2);
+        let bits: [u32; 4] = core::array::from_fn(|i| pack::lane::<f32>(&min, i).to_bits());
+        let (ninf, nzero) = (f32::NEG_INFINITY.to_bits(), (-0.0f32).to_bits());
+        assert_eq!(bits, [0x7FFF_FFFF, ninf, nzero, nzero]);
     }
 }

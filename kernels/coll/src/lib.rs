@@ -8,7 +8,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`elem`] | element types (bf16, f16, f32, i32, i64) and reductions (sum, max, min), generic |
+//! | [`elem`] | element types (bf16, f16, f32, i32, i64) and reductions (sum, max, min; a NaN propagates, as in `torch.max`), generic |
 //! | [`pack`] | 16-byte packs: vector loads and stores, lane-wise reduction |
 //! | [`peers`] | a team as a kernel sees it: ranks, world PE numbers, members' copies of a buffer |
 //! | [`tile`] | block-level: reduce a tile from every member ([`tile::reduce_tile`]), push a tile to its owner ([`tile::push_tile`]), copy |
@@ -27,6 +27,11 @@
 //! and `st.release.sys` (or `fence` + `signal_op`) after its writes, the consumer's wait,
 //! `fence.acq_rel.sys` and block barrier before its reads. [`lamport`] tiles need neither:
 //! each 32-bit word of the data says whether it has arrived.
+//!
+//! **Floats' special values.** `Max` and `Min` propagate NaN (any NaN in, NaN out: IEEE
+//! `maximum`/`minimum`, `torch.max`'s rule, not `fmaxf`'s), order −0 below +0 and keep ±∞; every
+//! NaN a reduction returns, sums' included, is the canonical one (`0x7FFF_FFFF` in f32, `0x7FFF`
+//! in bf16/f16). Every algorithm and backend gives the same bits: [`elem`] has the rule.
 //!
 //! # Example: a kernel that sums a tile over the team, then signals a consumer
 //!

@@ -92,7 +92,8 @@ impl<'s> Ops<'s> {
     }
 
     /// `dst[0..count] = src₀[0..count] ∘ … ∘ src_{n−1}[0..count]` on every member of `team`
-    /// (`∘` = `op`: Sum, Max or Min; sums of floats in f32, of integers wrapping), queued on
+    /// (`∘` = `op`: Sum, Max or Min; sums of floats in f32, of integers wrapping; a NaN
+    /// propagates through Max and Min, see the [module docs](super)), queued on
     /// `stream`. `src` and `dst` are symmetric buffers of this PE (longer is fine).
     pub fn all_reduce<T: CollElem>(
         &self,

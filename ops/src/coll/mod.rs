@@ -29,6 +29,14 @@
 //! checks its buffers' lengths and its arguments before anything is queued, and says what is
 //! wrong. Sums are taken in team-rank order, so every member gets bitwise the same result.
 //!
+//! **Reductions of floats** ([`ReduceOp`](rshmem_host::ReduceOp) `Sum`, `Max`, `Min`). A NaN
+//! on any member makes the result a NaN, for `Max` and `Min` as for a sum (`torch.max`'s rule
+//! and IEEE 754-2019's `maximum`/`minimum`; C's `fmaxf` drops it; NVSHMEM's on-stream
+//! `Stream::reduce` is NVSHMEM's own). Every NaN returned is the canonical one: `0x7FFF_FFFF` in
+//! f32, `0x7FFF` in bf16 and f16, whatever the inputs' payloads. `Max` takes +0.0 over −0.0,
+//! `Min` −0.0 over +0.0; ±∞ order as usual (`max(∞, NaN)` is NaN). The same bits from every
+//! algorithm (the flag-in-data one takes no NaN for "not arrived"), team size and backend.
+//!
 //! **Workspace.** Each stream's collectives run in a *channel*: a symmetric allocation of
 //! flags and staging slots (about `2 × PEs × 1 MiB` + `PEs × 512 KiB` up to 8 PEs), made the
 //! first time a collective is queued on the stream and kept, reused by every later call on

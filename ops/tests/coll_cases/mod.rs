@@ -287,6 +287,31 @@ fn applies<T: TestElem>(algo: Algorithm, count: usize) -> bool {
     algo != Algorithm::Lamport || (!T::INT && count * std::mem::size_of::<T>() <= 256 << 10)
 }
 
+/// A case's inputs and reference: `data(r, len)` is member `r`'s `len` elements (the same on
+/// every PE), `check(i, op, got, xs)` checks result element `i` against the members' values
+/// `xs` (in rank order).
+pub struct Values<D, C> {
+    pub data: D,
+    pub check: C,
+}
+
+/// The random data of `seed`, checked by [`check_reduced`].
+#[allow(clippy::type_complexity)]
+pub fn random<T: TestElem>(
+    seed: u64,
+) -> Values<impl Fn(usize, usize) -> Vec<T>, impl Fn(usize, ReduceOp, T, &[T]) -> Result<(), String>>
+{
+    Values {
+        data: move |r, len| data::<T>(seed, r, len),
+        check: |i, op, got, xs: &[T]| check_reduced(|| format!("element {i}"), op, got, xs),
+    }
+}
+
+/// Whether `a` and `b` hold the same bits (NaNs included, which `==` calls unequal).
+fn same_bits<T: Pod>(a: &[T], b: &[T]) -> bool {
+    bytemuck::cast_slice::<T, u8>(a) == bytemuck::cast_slice::<T, u8>(b)
+}
+
 /// A buffer of `len` poison values plus a guard of 3 more.
 fn poisoned<'s, T: TestElem>(shmem: &'s Shmem, len: usize) -> rshmem::Result<SymBuffer<'s, T>> {
     shmem.alloc_from(&vec![T::poison(); len + 3])
@@ -297,14 +322,41 @@ pub fn all_reduce<T: TestElem>(
     shmem: &Shmem,
     ops: &Ops<'_>,
     stream: &Stream<'_>,
-    (team, rank, n): TeamOf,
+    team: TeamOf,
     count: usize,
     op: ReduceOp,
     in_place: bool,
     seed: u64,
 ) -> Result<(), String> {
+    all_reduce_with(
+        shmem,
+        ops,
+        stream,
+        team,
+        count,
+        op,
+        in_place,
+        &random::<T>(seed),
+    )
+}
+
+/// [`all_reduce`] of `values`' data, checked by `values.check`.
+#[allow(clippy::too_many_arguments)]
+pub fn all_reduce_with<T: TestElem>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    stream: &Stream<'_>,
+    (team, rank, n): TeamOf,
+    count: usize,
+    op: ReduceOp,
+    in_place: bool,
+    values: &Values<
+        impl Fn(usize, usize) -> Vec<T>,
+        impl Fn(usize, ReduceOp, T, &[T]) -> Result<(), String>,
+    >,
+) -> Result<(), String> {
     let e = |e: rshmem::Error| e.to_string();
-    let mine = data::<T>(seed, rank.unwrap_or(0), count);
+    let mine = (values.data)(rank.unwrap_or(0), count);
     let mut src = shmem
         .alloc_from(&[mine.clone(), vec![T::poison(); 3]].concat())
         .map_err(e)?;
@@ -319,18 +371,18 @@ pub fn all_reduce<T: TestElem>(
     } else {
         ops.all_reduce(stream, team, &src, &mut dst, count, op)
             .map_err(e)?;
-        if src.to_vec().map_err(e)?[..count] != mine[..] {
+        if !same_bits(&src.to_vec().map_err(e)?[..count], &mine) {
             return Err("the source changed".into());
         }
         dst.to_vec().map_err(e)?
     };
-    let all: Vec<Vec<T>> = (0..n).map(|r| data::<T>(seed, r, count)).collect();
+    let all: Vec<Vec<T>> = (0..n).map(|r| (values.data)(r, count)).collect();
     let mut xs = vec![<T as bytemuck::Zeroable>::zeroed(); n];
     for i in 0..count {
         for (x, d) in xs.iter_mut().zip(&all) {
             *x = d[i];
         }
-        check_reduced(|| format!("element {i}"), op, got[i], &xs)?;
+        (values.check)(i, op, got[i], &xs)?;
     }
     if got[count..] != [T::poison(); 3] {
         return Err(format!("past the end: {:?}", &got[count..]));
@@ -341,9 +393,7 @@ pub fn all_reduce<T: TestElem>(
         .map_err(e)?;
     let everyone = everyone.to_vec().map_err(e)?;
     for r in 0..n {
-        if bytemuck::cast_slice::<T, u8>(&everyone[r * count..(r + 1) * count])
-            != bytemuck::cast_slice::<T, u8>(&got[..count])
-        {
+        if !same_bits(&everyone[r * count..(r + 1) * count], &got[..count]) {
             return Err(format!("member {r}'s result differs from this PE's"));
         }
     }
@@ -355,14 +405,42 @@ pub fn reduce_scatter<T: TestElem>(
     shmem: &Shmem,
     ops: &Ops<'_>,
     stream: &Stream<'_>,
-    (team, rank, n): TeamOf,
+    team: TeamOf,
     count: usize,
     op: ReduceOp,
     in_place: bool,
     seed: u64,
 ) -> Result<(), String> {
+    reduce_scatter_with(
+        shmem,
+        ops,
+        stream,
+        team,
+        count,
+        op,
+        in_place,
+        &random::<T>(seed),
+    )
+}
+
+/// [`reduce_scatter`] of `values`' data (member `r` gives `data(r, n × count)`), checked by
+/// `values.check` (`i` counts from the start of the member's chunk).
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_scatter_with<T: TestElem>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    stream: &Stream<'_>,
+    (team, rank, n): TeamOf,
+    count: usize,
+    op: ReduceOp,
+    in_place: bool,
+    values: &Values<
+        impl Fn(usize, usize) -> Vec<T>,
+        impl Fn(usize, ReduceOp, T, &[T]) -> Result<(), String>,
+    >,
+) -> Result<(), String> {
     let e = |e: rshmem::Error| e.to_string();
-    let mine = data::<T>(seed, rank.unwrap_or(0), n * count);
+    let mine = (values.data)(rank.unwrap_or(0), n * count);
     let mut src = shmem
         .alloc_from(&[mine.clone(), vec![T::poison(); 3]].concat())
         .map_err(e)?;
@@ -382,13 +460,13 @@ pub fn reduce_scatter<T: TestElem>(
         }
         (v[..count].to_vec(), None)
     };
-    let all: Vec<Vec<T>> = (0..n).map(|r| data::<T>(seed, r, n * count)).collect();
+    let all: Vec<Vec<T>> = (0..n).map(|r| (values.data)(r, n * count)).collect();
     let mut xs = vec![<T as bytemuck::Zeroable>::zeroed(); n];
     for i in 0..count {
         for (x, d) in xs.iter_mut().zip(&all) {
             *x = d[rank * count + i];
         }
-        check_reduced(|| format!("element {i}"), op, got[i], &xs)?;
+        (values.check)(i, op, got[i], &xs)?;
     }
     if let Some(v) = rest {
         for (i, (a, b)) in v
@@ -396,7 +474,7 @@ pub fn reduce_scatter<T: TestElem>(
             .zip(mine.iter().chain(&[T::poison(); 3]))
             .enumerate()
         {
-            if (i < rank * count || i >= (rank + 1) * count) && a != b {
+            if (i < rank * count || i >= (rank + 1) * count) && !same_bits(&[*a], &[*b]) {
                 return Err(format!(
                     "in place: element {i} outside this PE's chunk changed"
                 ));
@@ -532,5 +610,175 @@ pub fn each_type(shmem: &Shmem, ops: &Ops<'_>, algos: &[Algorithm]) -> Outcome {
     matrix::<f32>(shmem, ops, algos)?;
     matrix::<i32>(shmem, ops, algos)?;
     matrix::<i64>(shmem, ops, algos)?;
+    Ok(())
+}
+
+/// The float types, for [`special_values`]: their special values by bits.
+pub trait FloatElem: TestElem {
+    /// The canonical NaN every reduction returns (`0x7FFF_FFFF`, `0x7FFF`).
+    const CANONICAL_NAN: u32;
+    /// A signalling NaN (the quiet bit clear).
+    const SIGNALLING_NAN: u32;
+    /// The value of the low bits of `bits` (16 for bf16 and f16).
+    fn from_bits(bits: u32) -> Self;
+    /// The bits, zero-extended.
+    fn to_bits(self) -> u32;
+    /// `x` in the type (exact for the values used here: ±0, ±∞, NaN).
+    fn from_f64(x: f64) -> Self;
+    /// Whether it is a NaN.
+    fn is_nan(self) -> bool {
+        self.f64().is_nan()
+    }
+}
+
+macro_rules! float_specials {
+    ($($t:ty: $nan:expr, $snan:expr, |$b:ident| $from:expr, |$s:ident| $to:expr, |$x:ident| $f64:expr;)*) => {$(
+        impl FloatElem for $t {
+            const CANONICAL_NAN: u32 = $nan;
+            const SIGNALLING_NAN: u32 = $snan;
+            fn from_bits($b: u32) -> Self { $from }
+            fn to_bits(self) -> u32 { let $s = self; $to }
+            fn from_f64($x: f64) -> Self { $f64 }
+        }
+    )*};
+}
+
+float_specials! {
+    bf16: 0x7FFF, 0x7F81, |b| bf16::from_bits(b as u16), |s| u32::from(s.to_bits()), |x| bf16::from_f64(x);
+    f16: 0x7FFF, 0x7C01, |b| f16::from_bits(b as u16), |s| u32::from(s.to_bits()), |x| f16::from_f64(x);
+    f32: 0x7FFF_FFFF, 0x7F80_0001, |b| f32::from_bits(b), |s| s.to_bits(), |x| x as f32;
+}
+
+/// Element kinds of [`special_values`]' data (element `i` has kind `i / 2 % KINDS`: the two
+/// elements of a 32-bit word of bf16/f16 share one, so an all-ones NaN fills a whole word, the
+/// flag-in-data protocol's "empty" word).
+const KINDS: usize = 12;
+
+/// Member `r`'s value of element `i` (of `n` members): a random number, or a special value on
+/// member `p` (which moves through every rank as `i` grows) and maybe on others.
+fn special<T: FloatElem>(seed: u64, r: usize, n: usize, i: usize) -> T {
+    let num = T::random(bits(seed, r, i));
+    let p = i / (2 * KINDS) % n;
+    let (on_p, on_next) = (r == p, r == (p + 1) % n);
+    let nan = T::from_f64(f64::NAN);
+    let (inf, zero) = (T::from_f64(f64::INFINITY), T::from_f64(0.0));
+    let (ninf, nzero) = (T::from_f64(f64::NEG_INFINITY), T::from_f64(-0.0));
+    match i / 2 % KINDS {
+        1 if on_p => nan,
+        2 if on_p => T::from_bits(u32::MAX), // −NaN, all ones: the "empty" word
+        3 if on_p => T::from_bits(T::SIGNALLING_NAN),
+        4 => nan, // on every member
+        5 if on_p => zero,
+        5 => nzero,
+        6 if on_p => nzero,
+        6 => zero,
+        7 if on_p => inf,
+        8 if on_p => ninf,
+        9 if on_p => inf,
+        9 if on_next => ninf,
+        10 if on_p => T::from_bits(u32::MAX),
+        10 if on_next => inf,
+        11 if on_p => nan,
+        11 => ninf,
+        _ => num,
+    }
+}
+
+/// The promised result of `op` over `xs` where it is exact (docs/collectives.md, "NaN, ±0 and
+/// ±∞"), `None` for a sum of numbers (checked with the bound): any NaN gives the canonical NaN;
+/// max/min order −0 below +0; a sum of zeros is −0 only if every one is; a sum with ∞ is that
+/// ∞, or NaN with both.
+fn promised<T: FloatElem>(op: ReduceOp, xs: &[T]) -> Option<T> {
+    let canonical = T::from_bits(T::CANONICAL_NAN);
+    if xs.iter().any(|x| x.is_nan()) {
+        return Some(canonical);
+    }
+    let by = |a: &&T, b: &&T| a.f64().total_cmp(&b.f64());
+    match op {
+        ReduceOp::Max => xs.iter().max_by(by).copied(),
+        ReduceOp::Min => xs.iter().min_by(by).copied(),
+        _ => {
+            let has = |v: f64| xs.iter().any(|x| x.f64() == v);
+            match (has(f64::INFINITY), has(f64::NEG_INFINITY)) {
+                (true, true) => Some(canonical),
+                (true, false) => Some(T::from_f64(f64::INFINITY)),
+                (false, true) => Some(T::from_f64(f64::NEG_INFINITY)),
+                _ if xs.iter().all(|x| x.f64() == 0.0) => Some(T::from_f64(
+                    if xs.iter().all(|x| x.f64().is_sign_negative()) {
+                        -0.0
+                    } else {
+                        0.0
+                    },
+                )),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// [`special_values`]' data and reference.
+#[allow(clippy::type_complexity)]
+fn specials<T: FloatElem>(
+    seed: u64,
+    n: usize,
+) -> Values<impl Fn(usize, usize) -> Vec<T>, impl Fn(usize, ReduceOp, T, &[T]) -> Result<(), String>>
+{
+    Values {
+        data: move |r, len| (0..len).map(|i| special::<T>(seed, r, n, i)).collect(),
+        check: |i, op, got: T, xs: &[T]| match promised(op, xs) {
+            Some(want) if got.to_bits() == want.to_bits() => Ok(()),
+            Some(want) => Err(format!(
+                "element {i}: got {got:?} ({:#x}), want {want:?} ({:#x}) (from {:x?})",
+                got.to_bits(),
+                want.to_bits(),
+                xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+            )),
+            None => check_reduced(|| format!("element {i}"), op, got, xs),
+        },
+    }
+}
+
+/// NaN (quiet, signalling, all-ones: the flag-in-data "empty" word), ±0 and ±∞ on one member,
+/// several or all, for `Sum`, `Max` and `Min` × the algorithms `algos` (those that apply) × in
+/// and out of place × all-reduce and reduce-scatter, over the world: every result has the
+/// promised bits. Two sizes: one where every kind meets every rank, and one over several
+/// blocks and chunks.
+pub fn special_values<T: FloatElem>(shmem: &Shmem, ops: &Ops<'_>, algos: &[Algorithm]) -> Outcome {
+    let stream = shmem.stream();
+    let seed = agreed_seed(shmem)?;
+    let n = shmem.n_pes();
+    let team = (Team::WORLD, Some(shmem.my_pe()), n);
+    let values = specials::<T>(seed, n);
+    for count in [2 * KINDS * n * 2 + 7, 20_011] {
+        for &algo in algos.iter().filter(|&&a| applies::<T>(a, count)) {
+            ops.set_algorithm(algo);
+            for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum] {
+                for in_place in [false, true] {
+                    let what = format!(
+                        "{} count {count} {algo:?} {op:?} in place {in_place}",
+                        <T as rshmem_coll::Elem>::NAME
+                    );
+                    all_reduce_with::<T>(shmem, ops, &stream, team, count, op, in_place, &values)
+                        .map_err(|e| format!("all_reduce {what}: {e}"))?;
+                    if algo != Algorithm::Lamport {
+                        let per = count / n;
+                        reduce_scatter_with::<T>(
+                            shmem, ops, &stream, team, per, op, in_place, &values,
+                        )
+                        .map_err(|e| format!("reduce_scatter {what}: {e}"))?;
+                    }
+                }
+            }
+        }
+    }
+    ops.set_algorithm(Algorithm::Auto);
+    Ok(())
+}
+
+/// [`special_values`] for every float type.
+pub fn each_float_special(shmem: &Shmem, ops: &Ops<'_>, algos: &[Algorithm]) -> Outcome {
+    special_values::<bf16>(shmem, ops, algos)?;
+    special_values::<f16>(shmem, ops, algos)?;
+    special_values::<f32>(shmem, ops, algos)?;
     Ok(())
 }

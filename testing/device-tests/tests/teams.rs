@@ -445,7 +445,7 @@ fn put_get_on_stream(shmem: &Shmem) -> Outcome {
     let out_of_range = src.range(len - 2..len + 1).map(drop);
     invalid(
         out_of_range,
-        "SymBuffer::slice",
+        "SymBuffer::range",
         &format!("the buffer's {len} elements"),
     );
     invalid(

@@ -24,6 +24,11 @@
 //! modules nest, not a loop between layers), and paths into other crates. Re-exports are not
 //! followed: `crate::Error` counts as a use of the crate root, not of the module that defines
 //! `Error`.
+//!
+//! [`manifest`] checks the other rule CI relies on: every crate of the workspace opts in to
+//! the workspace lints and is in `.ci/run`'s clippy list (or its explained exclusions).
+
+pub mod manifest;
 
 use proc_macro2::{TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};

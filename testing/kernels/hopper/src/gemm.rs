@@ -48,13 +48,20 @@ pub unsafe fn gemm_bf16(
         thread::block_idx_x() / tiles_n * BM,
         thread::block_idx_x() % tiles_n * BN,
     );
+    // SAFETY: (all three closures) the launch gives SHARED_BYTES of shared memory; its first
+    // `2 × STAGES` words are the "full" and "empty" barriers only (`s < STAGES` at every
+    // call), then, past at most 1023 bytes of padding, the STAGES stages.
     let full = |s: u32| unsafe { MBarrier::in_dynamic_shared(s) };
+    // SAFETY: as above.
     let empty = |s: u32| unsafe { MBarrier::in_dynamic_shared(STAGES + s) };
+    // SAFETY: as above.
     let stage = |s: u32| unsafe {
         dynamic_shared_aligned(8 * 2 * STAGES, 1024).add((s * STAGE_BYTES) as usize)
     };
     if tid == 0 {
         for s in 0..STAGES {
+            // SAFETY: one thread initialises each fresh barrier, published by the fence and
+            // the `sync_threads` below before anyone uses it.
             unsafe {
                 full(s).init(1);
                 empty(s).init(128);
@@ -67,6 +74,9 @@ pub unsafe fn gemm_bf16(
     let issue = |kt: u32| {
         let s = kt % STAGES;
         let (sa, bar) = (stage(s), full(s));
+        // SAFETY: thread 0 alone issues, after fencing both maps (below); the stage is free
+        // (never used yet, or its "empty" barrier completed this round); A's box then B's
+        // fill its STAGE_BYTES, which the "full" barrier expects with this one arrival.
         unsafe {
             bar.arrive_expect_tx(STAGE_BYTES);
             tma::load_2d(map_a, sa, bar, (kt * BK) as i32, m0 as i32);
@@ -80,6 +90,7 @@ pub unsafe fn gemm_bf16(
         }
     };
     if tid == 0 {
+        // SAFETY: the maps are tensor maps in global memory that nothing writes (the contract).
         unsafe {
             tma::fence_tensormap_acquire(map_a);
             tma::fence_tensormap_acquire(map_b);
@@ -91,6 +102,8 @@ pub unsafe fn gemm_bf16(
     let mut acc = WgmmaAcc::<{ (BN / 2) as usize }>::zero();
     for kt in 0..k_tiles {
         let (s, round) = (kt % STAGES, kt / STAGES);
+        // SAFETY: an initialised barrier; the phase awaited is the current one (the producer
+        // refills stage `s` only after every consumer is done with the previous round).
         unsafe { full(s).wait_parity(round & 1) };
         let a = hopper::shared_address(stage(s));
         let b = a + BM * BK * 2;
@@ -98,13 +111,19 @@ pub unsafe fn gemm_bf16(
         for ks in 0..BK / 16 {
             let ad = SmemDesc::new(a + 32 * ks, 16, 1024, Swizzle::B128);
             let bd = SmemDesc::new(b + 32 * ks, 16, 1024, Swizzle::B128);
+            // SAFETY: the block's 128 threads (one warpgroup) issue it together after the
+            // fence; both operands were loaded by TMA into this stage (waited for above), in
+            // 128-byte swizzle on 1024-aligned tiles, and stay unwritten until the stage is
+            // handed back after `wait_group`; sm_90a code.
             unsafe { acc.mma_ss::<bf16>(ad, bd, kt > 0 || ks > 0) };
         }
         wgmma::commit_group();
         wgmma::wait_group::<0>();
         // This stage's operands have been read: hand it back to the producer.
+        // SAFETY: the "empty" barrier counts the 128 threads, each arriving once per round.
         unsafe { empty(s).arrive() };
         if tid == 0 && kt + STAGES < k_tiles {
+            // SAFETY: an initialised barrier, awaited in its current phase.
             unsafe { empty(s).wait_parity(round & 1) };
             issue(kt + STAGES);
         }
@@ -113,6 +132,7 @@ pub unsafe fn gemm_bf16(
         let (r, col) = WgmmaAcc::<{ (BN / 2) as usize }>::coords(tid, i);
         let (row, col) = (m0 + r, n0 + col);
         if row < m && col < n {
+            // SAFETY: `row < m`, `col < n`: inside the M x N `c`.
             unsafe { *c.add((row * n + col) as usize) = v };
         }
     });

@@ -77,10 +77,16 @@ unsafe fn mma_tile<const R: usize>(
     let n = WgmmaAcc::<R>::N;
     let tid = thread::thread_idx_x();
     let sw = swizzle_of(swizzle);
+    // SAFETY: the launch gives `(64 + N) * k * 2 + 2048` bytes of shared memory; the first 8
+    // hold this barrier only.
     let bar = unsafe { MBarrier::in_dynamic_shared(0) };
+    // SAFETY: past the barrier, the padding (< 1024) and both operands fit.
     let sa = unsafe { dynamic_shared_aligned(8, 1024) };
+    // SAFETY: B follows A's `64 * k * 2` bytes, inside the same allocation.
     let sb = unsafe { sa.add((64 * k * 2) as usize) };
     if tid == 0 {
+        // SAFETY: one thread initialises the fresh barrier, published by the fence and the
+        // `sync_threads` below before anyone uses it.
         unsafe {
             bar.init(1);
             hopper::fence_barrier_init();
@@ -88,6 +94,9 @@ unsafe fn mma_tile<const R: usize>(
     }
     thread::sync_threads();
     if tid == 0 {
+        // SAFETY: both maps are tensor maps in global memory (the kernels' contract), fenced
+        // before their copies, with boxes of `span / 2` x rows; `sa` and `sb` hold 64 and N
+        // rows of `k` elements; the barrier expects this arrival and every copied byte.
         unsafe {
             tma::fence_tensormap_acquire(map_a);
             tma::fence_tensormap_acquire(map_b);
@@ -96,6 +105,7 @@ unsafe fn mma_tile<const R: usize>(
             load_operand(map_b, sb, bar, n, k, sw, 0, 0);
         }
     }
+    // SAFETY: the barrier is initialised; its first phase (parity 0) is the current one.
     unsafe { bar.wait_parity(0) };
     let (a_at, b_at) = (hopper::shared_address(sa), hopper::shared_address(sb));
     let mut acc = WgmmaAcc::<R>::zero();
@@ -105,6 +115,7 @@ unsafe fn mma_tile<const R: usize>(
         for (i, w) in r.iter_mut().enumerate() {
             for h in 0..2 {
                 let (row, kk) = WgmmaA::coords(tid, i as u32, h);
+                // SAFETY: `row < 64` and `16 * ks + kk < k`: inside the 64 x `k` A.
                 let v = unsafe { *a.add((row * k + 16 * ks + kk) as usize) } as u32;
                 *w |= v << (16 * h);
             }
@@ -122,6 +133,9 @@ unsafe fn mma_tile<const R: usize>(
     for ks in 0..steps {
         let bd = operand_desc(b_at, n, sw, ks);
         let first = ks == 0;
+        // SAFETY: the block's 128 threads (one warpgroup) issue every step together after
+        // `wgmma::fence`; the operands were loaded by TMA (waited for above) and stay
+        // unwritten; the accumulator is read only after `wait_group::<0>` below; sm_90a code.
         unsafe {
             match (a_regs != 0, f16 != 0) {
                 (false, false) => acc.mma_ss::<bf16>(operand_desc(a_at, 64, sw, ks), bd, !first),
@@ -135,10 +149,12 @@ unsafe fn mma_tile<const R: usize>(
     wgmma::wait_group::<0>();
     acc.for_each(|i, v| {
         let (row, col) = WgmmaAcc::<R>::coords(tid, i);
+        // SAFETY: `row < 64`, `col < N`: inside the 64 x N `out`.
         unsafe { *out.add((row * n + col) as usize) = v };
     });
     thread::sync_threads();
     if tid == 0 {
+        // SAFETY: every thread has passed its wait (the barrier above); nothing uses it again.
         unsafe { bar.inval() };
     }
 }
@@ -158,6 +174,7 @@ macro_rules! mma_kernels {
         /// launched as one block of 128 threads with the shared memory above, on sm_90a code.
         #[kernel]
         pub unsafe fn $name(map_a: *const TensorMap, map_b: *const TensorMap, a: *const u16, k: u32, swizzle: u32, a_regs: u32, f16: u32, out: *mut f32) {
+            // SAFETY: this kernel's contract is `mma_tile`'s.
             unsafe { mma_tile::<$r>(map_a, map_b, a, k, swizzle, a_regs, f16, out) }
         }
     )*};
@@ -178,9 +195,11 @@ mma_kernels!(wgmma_n8 => 4, wgmma_n64 => 32, wgmma_n128 => 64, wgmma_n256 => 128
 #[kernel]
 pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
     let tid = thread::thread_idx_x();
+    // SAFETY: the launch gives the shared memory above (padding included, the contract).
     let base = unsafe { dynamic_shared_aligned(0, 1024) };
     let mut i = tid;
     while i < 256 * 32 + 64 * 32 {
+        // SAFETY: `i` is inside the zeroed operands' bytes.
         unsafe { *base.add(i as usize) = 0 };
         i += 128;
     }
@@ -197,6 +216,9 @@ pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
                 $($r => {
                     let mut acc = WgmmaAcc::<$r>::zero();
                     wgmma::fence();
+                    // SAFETY: the 128 threads (one warpgroup) issue it together after the
+                    // fence; both operands lie in the zeroed shared memory, made visible to
+                    // the async proxy above; the accumulator is read after `wait_group`.
                     unsafe {
                         match (a_regs != 0, f16 != 0) {
                             (false, false) => acc.mma_ss::<bf16>(ad, bd, false),
@@ -207,8 +229,10 @@ pub unsafe fn wgmma_every_shape(n: u32, f16: u32, a_regs: u32, out: *mut f32) {
                     }
                     wgmma::commit_group();
                     wgmma::wait_group::<0>();
+                    // SAFETY: `tid < 128`, the room `out` has.
                     unsafe { *out.add(tid as usize) = acc.regs()[0] };
                 })*
+                // SAFETY: as above.
                 _ => unsafe { *out.add(tid as usize) = f32::NAN },
             }
         };

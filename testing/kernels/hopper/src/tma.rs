@@ -23,9 +23,14 @@ pub unsafe fn tma_load_raw(
     bytes: u32,
 ) {
     let tid = thread::thread_idx_x();
+    // SAFETY: the launch gives `bytes + 2048` bytes of shared memory (the contract); its
+    // first 8 hold this barrier and nothing else.
     let bar = unsafe { MBarrier::in_dynamic_shared(0) };
+    // SAFETY: past the barrier, at most 1023 bytes of padding and the `bytes` of the tile fit.
     let tile = unsafe { dynamic_shared_aligned(8, 1024) };
     if tid == 0 {
+        // SAFETY: one thread initialises the fresh barrier; the others wait for it at the
+        // `sync_threads` below, after the init fence.
         unsafe {
             bar.init(1);
             hopper::fence_barrier_init();
@@ -33,6 +38,9 @@ pub unsafe fn tma_load_raw(
     }
     thread::sync_threads();
     if tid == 0 {
+        // SAFETY: `map` is a tensor map in global memory (the contract), fenced before the
+        // copy; its box of `bytes` fits the 1024-aligned tile; the barrier is initialised and
+        // expects this one arrival and the copy's bytes.
         unsafe {
             tma::fence_tensormap_acquire(map);
             bar.arrive_expect_tx(bytes);
@@ -43,14 +51,17 @@ pub unsafe fn tma_load_raw(
             }
         }
     }
+    // SAFETY: the barrier is initialised and its first phase (parity 0) is the current one.
     unsafe { bar.wait_parity(0) };
     let mut i = tid;
     while i < bytes {
+        // SAFETY: `i < bytes`: inside the tile (written by the completed copy) and `out`.
         unsafe { *out.add(i as usize) = *tile.add(i as usize) };
         i += thread::block_dim_x();
     }
     thread::sync_threads();
     if tid == 0 {
+        // SAFETY: every thread has passed its wait (the barrier above); nothing uses it again.
         unsafe { bar.inval() };
     }
 }
@@ -75,15 +86,20 @@ pub unsafe fn tma_store_raw(
     bytes: u32,
 ) {
     let tid = thread::thread_idx_x();
+    // SAFETY: the launch gives `bytes + 1024` bytes of shared memory: padding and the tile.
     let tile = unsafe { dynamic_shared_aligned(0, 1024) };
     let mut i = tid;
     while i < bytes {
+        // SAFETY: `i < bytes`: inside `src` (the contract) and the tile.
         unsafe { *tile.add(i as usize) = *src.add(i as usize) };
         i += thread::block_dim_x();
     }
     hopper::fence_proxy_async_shared();
     thread::sync_threads();
     if tid == 0 {
+        // SAFETY: `map` is a tensor map in global memory, fenced; the tile holds its box,
+        // written by every thread before the async-proxy fence and the barrier above; the
+        // wait below keeps the tile alive until the store has read it.
         unsafe {
             tma::fence_tensormap_acquire(map);
             if rank == 2 {
