@@ -226,7 +226,7 @@ fn fixtures_stay_out_of_the_examples_image() {
 /// of `rshmem`, `tests/readme.rs`, also looks for PTX in a real application's build.)
 #[test]
 fn the_product_crate_builds_no_kernel_image() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .current_dir(root)
