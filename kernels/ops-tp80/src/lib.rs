@@ -36,6 +36,8 @@ macro_rules! tp80_kernels {
         /// here with `put_signal` on `arrived_slot`.
         #[kernel(launch_bounds(256, 2))]
         pub unsafe fn $ag(a: *const bf16, b: *const bf16, c: *mut bf16, flags: *const u64, call: TpCall) {
+            // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+            let call = unsafe { call.load_epoch(flags) };
             let out = StoreC { c, ldc: call.n };
             let hooks = AgHooks::<false> { call, bm: sm80::BM, flags, out };
             let ldb = if $kn { call.n } else { call.k };
@@ -62,6 +64,8 @@ macro_rules! tp80_kernels {
             flags: *mut u64,
             call: TpCall,
         ) {
+            // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+            let call = unsafe { call.load_epoch(flags) };
             let hooks = RsHooks::new(call, (sm80::BM, sm80::BN), flags, recv, out);
             let ldb = if $kn { call.n } else { call.k };
             // SAFETY: this kernel's contract is the mainloop's and the hooks'.
@@ -106,6 +110,8 @@ pub unsafe fn rs_fixup(
     bm: u32,
     bn: u32,
 ) {
+    // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+    let call = unsafe { call.load_epoch(flags) };
     let hooks = RsHooks::new(call, (bm, bn), flags, recv, out);
     // SAFETY: this kernel's contract is the fix-up's.
     unsafe { rshmem_tp::rs::fixup(&hooks) }
