@@ -346,8 +346,9 @@ impl<'s> Ops<'s> {
         let (lo, hi) = rs::whole_rows(&call, bm);
         let (start, end) = (call.first_row(team.rank), call.first_row(team.rank + 1));
         if !(lo == start && hi == end) || hi <= lo {
-            // Rows in bands that straddle two chunks: at most a band's worth at each end.
-            let elements = 2 * bm * shape.n;
+            // Rows in bands that straddle two chunks: at most a band's worth at each end, and
+            // no more than the chunk.
+            let elements = (2 * bm).min(call.rows()) * shape.n;
             let blocks = elements.div_ceil(256).min(self.info.multiprocessors.max(1));
             let config = LaunchConfig::new(blocks, 256);
             // SAFETY: the arguments of this PE's GEMM of the call, queued before on `stream`.
