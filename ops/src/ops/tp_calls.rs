@@ -6,11 +6,13 @@
 //!
 //! 1. `S` waits for `X` (the previous fused call's end: fused calls of one `Ops` run in issue
 //!    order whatever stream they are on);
-//! 2. the barrier kernel on `S` (`tp_barrier`): no PE writes into another's buffers for this
+//! 2. the barrier kernel on `S` (`tp_barrier`): it advances this PE's call counter (the
+//!    call's epoch) and clears its arrival flags; no PE writes into another's buffers for this
 //!    call before that PE has finished everything it queued before it;
 //! 3. all-gather: `X` waits for `S`, then pushes this rank's chunk of A to ranks `r - 1`,
-//!    `r - 2`, ... with the copy engine (`Stream::put_signal`: the rows, then the epoch into
-//!    the target's arrival flag); reduce-scatter: nothing (its GEMM sends);
+//!    `r - 2`, ... with the copy engine (`Stream::put_signal`: the rows, then
+//!    `flags::ARRIVED` into the target's arrival flag); reduce-scatter: nothing (its GEMM
+//!    sends);
 //! 4. the GEMM on `S` (persistent; the reduce-scatter's cooperative, since its blocks wait
 //!    for peers that wait for theirs), then for the reduce-scatter the fix-up kernel when the
 //!    chunks do not fall on tile boundaries;
@@ -21,9 +23,9 @@
 //! record it ([`Stream::capture`]) and replay it: the epoch is counted on the device (the
 //! barrier advances it, `rshmem_tp::barrier`), the arrival flags the copy engine sets hold a
 //! constant, the workspace stays while a graph holds its pin, and the sm90 path's tensor maps
-//! come from a slot the graph pins. In a capture, steps 1 and 5's `X` waits for `S` (which
-//! would make the graph wait for work outside it) are left out: the fork of `X` (step 3) and
-//! its join back (step 5) are recorded, and a graph's launches are ordered with the `Ops`'
+//! come from a slot the graph pins. In a capture, step 1 and the last wait of step 5 are left
+//! out (a recording stream cannot wait for one that does not record, and `X` waiting for `S`
+//! again would fork it anew): the fork of `X` (step 3) and its join back (step 5) are recorded, and a graph's launches are ordered with the `Ops`'
 //! other fused calls by the stream they are launched on (`crate::fused`, "Graphs").
 
 use super::{Ops, Path};
@@ -198,7 +200,8 @@ impl<'s> Ops<'s> {
                 let args = (map_a, map_b, c_ptr, flags.cast_const(), call);
                 // SAFETY: the launch shape is the kernel's (checked sm_90 by `path_for`); the
                 // maps describe `a` (m x k) and `b` of bf16, checked long enough; `c` holds
-                // m x n; `flags` is this PE's copy of the call's flag buffer (2 size words);
+                // m x n; `flags` is this PE's copy of the call's flag buffer (its counter and
+                // 2 size words);
                 // every rank queues the same call after its barrier and pushes its chunk with
                 // `put_signal` on its arrival slot (above, on every PE). Buffers outlive the
                 // kernel (dropping them waits for the PE's work).
