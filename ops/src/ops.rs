@@ -42,7 +42,8 @@ pub struct Ops<'s> {
     /// reduce-scatter's fix-up (where `sm80` is loaded).
     tp80: Option<Module<'s>>,
     maps: Mutex<MapTable<'s>>,
-    /// The fused calls' epoch, workspace and side stream ([`crate::fused`]).
+    /// The fused calls' workspace (the call counter among its flags), side stream and graph
+    /// pin ([`crate::fused`]).
     tp: Mutex<tp_calls::TpState<'s>>,
     /// The collectives' image, peer mappings and per-stream workspaces ([`crate::coll`]).
     pub(crate) coll: crate::coll::State<'s>,

@@ -6,7 +6,8 @@
 //! * `ag_gemm80_*`: `C = all_gather(A) · B` ([`rshmem_tp::ag`]), A `m x k`, C `m x n`;
 //! * `gemm_rs80_*`: this rank's rows of `Σ_ranks A_r · B_r` ([`rshmem_tp::rs`]), A_r `m x k`,
 //!   C `m / size x n`;
-//! * `tp_barrier`: the barrier that starts every call ([`rshmem_tp::barrier`]);
+//! * `tp_barrier`: the barrier that starts every call and advances the call counter the
+//!   other kernels read their epoch from ([`rshmem_tp::barrier`]);
 //! * `rs_fixup`: the reduce-scatter's rows of bands straddling two chunks
 //!   ([`rshmem_tp::rs::fixup`]), after either GEMM (its `bm`, `bn`).
 //!
