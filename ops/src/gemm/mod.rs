@@ -120,7 +120,7 @@ impl<'s> Ops<'s> {
         let module = loaded(&self.gemm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
-        let (map_a, map_b) = self.sm90_maps(stream, a, b, shape)?;
+        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape)?;
         let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
         let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
         let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
@@ -142,9 +142,10 @@ impl<'s> Ops<'s> {
     /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as the sm90 mainloop reads
     /// them, from the table (filled on a miss: see [`maps`]; while `stream` records a
     /// graph, only a slot that already describes them, pinned for the graph's life); kernel
-    /// arguments.
+    /// arguments. `call` is the op the errors name.
     pub(crate) fn sm90_maps<In: GemmIn>(
         &self,
+        call: &'static str,
         stream: &Stream<'_>,
         a: &SymBuffer<'_, In>,
         b: &SymBuffer<'_, In>,
@@ -180,11 +181,11 @@ impl<'s> Ops<'s> {
             // Recorded: the slot must describe the operands already, and stays theirs as long
             // as the graph lives.
             let slot = table.find(key).ok_or_else(|| Error::Capture {
-                call: CALL,
+                call,
                 message: format!(
                     "the first GEMM on these operands (m {m}, n {n}, k {k}, {} in, B {:?}) fills \
                      a tensor-map slot from the host, which waits for the PE's work and cannot \
-                     be recorded: run the GEMM once on the same buffers and shape before the \
+                     be recorded: run the call once on the same buffers and shape before the \
                      capture, then capture it",
                     In::NAME,
                     b_layout
