@@ -33,6 +33,7 @@ use crate::gemm::shape::{BLayout, GemmShape};
 use crate::gemm::Path;
 use crate::Ops;
 use rshmem_device::bf16;
+use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_gemm::{sm80, sm90, Problem};
 use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymBuffer, Team};
 use rshmem_ops_kernels::tp80::{self as k80, Tp80};
@@ -84,6 +85,20 @@ struct TeamDesc {
     stride: u32,
     size: u32,
     rank: u32,
+}
+
+/// What a fused call settled before queuing anything ([`Ops::start`]).
+struct Start<'m, 's> {
+    mode: Mode,
+    team: TeamDesc,
+    path: Path,
+    b_kn: bool,
+    /// The sm90 path's tensor maps of A and B (kernel arguments).
+    maps: Option<(*const DevTensorMap, *const DevTensorMap)>,
+    /// The image of the calls' barrier and fix-up.
+    tp80: &'m Module<'s>,
+    /// The image of the GEMM that runs.
+    gemm: &'m Module<'s>,
 }
 
 /// Tiles of the sm80 tiling (128 x 128), the finer one: the flag buffer's size for either
@@ -149,21 +164,15 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
-        let mode = Mode::of(stream);
-        let team = self.team_desc(AG_CALL, options.team)?;
-        check_rows(AG_CALL, shape, team.size)?;
-        shape.check_in(AG_CALL, a.len(), b.len(), (c.len(), shape.m, "m x n"))?;
-        let path = self.path_for(AG_CALL, options.kernel)?;
-        let b_kn = shape.b_layout == BLayout::KN;
-        // Before anything is queued: a new pair of operands waits for the PE's work.
-        let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(AG_CALL, stream, a, b, shape)?),
-            Path::Sm80 => None,
-        };
-        let (tp80, gemm) = (
-            self.tp_module(AG_CALL, Path::Sm80)?,
-            self.tp_module(AG_CALL, path)?,
-        );
+        let Start {
+            mode,
+            team,
+            path,
+            b_kn,
+            maps,
+            tp80,
+            gemm,
+        } = self.start(AG_CALL, stream, (&*a, b, c.len()), shape, options)?;
         let mut st = self.tp_state();
         let flags = self.grow_flags(AG_CALL, mode, &mut st, flags::words(team.size, 0))?;
         let call = self.begin_call(stream, mode, &mut st, shape, team)?;
@@ -282,21 +291,15 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
-        let mode = Mode::of(stream);
-        let team = self.team_desc(RS_CALL, options.team)?;
-        check_rows(RS_CALL, shape, team.size)?;
-        let rows = shape.m / team.size;
-        shape.check_in(RS_CALL, a.len(), b.len(), (c.len(), rows, "m / size x n"))?;
-        let path = self.path_for(RS_CALL, options.kernel)?;
-        let b_kn = shape.b_layout == BLayout::KN;
-        let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(RS_CALL, stream, a, b, shape)?),
-            Path::Sm80 => None,
-        };
-        let (tp80, gemm) = (
-            self.tp_module(RS_CALL, Path::Sm80)?,
-            self.tp_module(RS_CALL, path)?,
-        );
+        let Start {
+            mode,
+            team,
+            path,
+            b_kn,
+            maps,
+            tp80,
+            gemm,
+        } = self.start(RS_CALL, stream, (a, b, c.len()), shape, options)?;
         let mut st = self.tp_state();
         let words = flags::words(team.size, most_tiles(shape.m, shape.n));
         let flags = self.grow_flags(RS_CALL, mode, &mut st, words)?;
@@ -382,6 +385,42 @@ impl<'s> Ops<'s> {
     }
 
     /// The team as the kernels take it, or why it cannot be used.
+    /// What both fused calls settle before they queue anything: the mode, the team, the
+    /// shape's checks (`c` holds all of C for the all-gather, this rank's rows for the
+    /// reduce-scatter), the kernel, the sm90 path's tensor maps (a new pair of operands waits
+    /// for the PE's work here) and the two images.
+    fn start(
+        &self,
+        call: &'static str,
+        stream: &Stream<'_>,
+        (a, b, c_len): (&SymBuffer<'_, bf16>, &SymBuffer<'_, bf16>, usize),
+        shape: GemmShape,
+        options: FusedOptions,
+    ) -> Result<Start<'_, 's>> {
+        let mode = Mode::of(stream);
+        let team = self.team_desc(call, options.team)?;
+        check_rows(call, shape, team.size)?;
+        let c_rows = match call {
+            AG_CALL => (c_len, shape.m, "m x n"),
+            _ => (c_len, shape.m / team.size, "m / size x n"),
+        };
+        shape.check_in(call, a.len(), b.len(), c_rows)?;
+        let path = self.path_for(call, options.kernel)?;
+        let maps = match path {
+            Path::Sm90 => Some(self.sm90_maps(call, stream, a, b, shape)?),
+            Path::Sm80 => None,
+        };
+        Ok(Start {
+            mode,
+            team,
+            path,
+            b_kn: shape.b_layout == BLayout::KN,
+            maps,
+            tp80: self.tp_module(call, Path::Sm80)?,
+            gemm: self.tp_module(call, path)?,
+        })
+    }
+
     fn team_desc(&self, call: &'static str, team: Team) -> Result<TeamDesc> {
         let shmem = self.shmem;
         let bad = |message: String| Error::InvalidArgument { call, message };
