@@ -15,6 +15,10 @@
 //!   engine while the GEMM runs) and [`Ops::gemm_reduce_scatter`] (K sharded, partial tiles
 //!   stored to their owners from the GEMM's epilogue); [`fused`] has their rules and
 //!   [`FusedOptions`], `docs/fused.md` the design.
+//! * [`Sm90Launch`], [`Sm80Launch`] ([`launch`]): your own kernel on the GEMM's mainloops
+//!   (your hooks, `rshmem_gemm::Hooks`) gets its launch configuration and, for sm90, its
+//!   operands' tensor maps from them, as `Ops::gemm` does; `docs/fused-kernels.md` is the
+//!   guide.
 //! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops-coll`,
@@ -54,6 +58,7 @@
 pub mod coll;
 pub mod elem;
 pub mod fused;
+pub mod launch;
 pub mod maps;
 mod ops;
 pub mod shape;
@@ -61,6 +66,7 @@ pub mod shape;
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use elem::{GemmIn, GemmOut};
 pub use fused::FusedOptions;
+pub use launch::{Sm80Launch, Sm90Launch};
 pub use maps::MAP_SLOTS;
 pub use ops::Ops;
 pub use shape::{BLayout, GemmOptions, GemmShape, Kernel};

@@ -20,10 +20,7 @@ use crate::elem::{GemmIn, GemmOut};
 use crate::maps::{MapKey, MapTable};
 use crate::shape::{BLayout, GemmOptions, GemmShape, Kernel, CALL};
 use rshmem_device::hopper::TensorMap as DevTensorMap;
-use rshmem_host::{
-    DeviceInfo, Error, LaunchConfig, Module, Result, Shmem, Stream, Swizzle, SymBuffer, TensorMap,
-    TiledSpec,
-};
+use rshmem_host::{DeviceInfo, Error, LaunchConfig, Module, Result, Shmem, Stream, SymBuffer};
 use rshmem_ops_sm90_kernels::sm90;
 use std::sync::Mutex;
 
@@ -184,8 +181,7 @@ impl<'s> Ops<'s> {
 
     /// A persistent launch over `tiles`: one block per SM, fewer when there are fewer tiles.
     fn persistent(&self, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
-        let blocks = tiles.min(self.info.multiprocessors.max(1));
-        LaunchConfig::new(blocks, threads).shared_mem(shared)
+        crate::launch::persistent(self.info, tiles, threads, shared)
     }
 
     /// The sm90 path: both operands through tensor maps from the table, one persistent block
@@ -242,20 +238,6 @@ impl<'s> Ops<'s> {
             elem: In::NAME,
             b_kn,
         };
-        // A row-major `rows x cols` matrix, boxes as the kernel reads them.
-        let encode = |buf: &SymBuffer<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
-            TensorMap::tiled(
-                self.shmem,
-                &TiledSpec {
-                    ty: In::TMA,
-                    global: buf.as_ptr().cast(),
-                    dims: &[u64::from(cols), u64::from(rows)],
-                    strides: &[u64::from(cols) * 2],
-                    box_dims: &box_dims,
-                    swizzle: Swizzle::B128,
-                },
-            )
-        };
         let mut table = self.table();
         let slot = if stream.is_capturing() {
             // Recorded: the slot must describe the operands already, and stays theirs as long
@@ -274,14 +256,7 @@ impl<'s> Ops<'s> {
             stream.keep_with_graph(table.pin(slot))?;
             slot
         } else {
-            table.slot(key, || {
-                let map_b = if b_kn {
-                    encode(b, k, n, sm90::B_BOX_KN)?
-                } else {
-                    encode(b, n, k, sm90::B_BOX_NK)?
-                };
-                Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
-            })?
+            table.slot(key, || crate::launch::sm90_maps(self.shmem, a, b, shape))?
         };
         Ok(table.kernel_ptrs(slot))
     }
