@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod project;
+
 use rshmem::{Backend, Job, Shmem};
 
 /// What a test case returns.
