@@ -5,24 +5,29 @@
 //! or writes a `TiledSpec`. [`Ops::gemm`](crate::Ops::gemm) launches its own kernels from the
 //! same functions ([`sm90_maps`], [`persistent`]): one implementation.
 //!
-//! ```no_run
+//! ```
 //! use rshmem_device::bf16;
 //! use rshmem_ops::{BLayout, GemmShape, Sm90Launch};
-//! # fn f(shmem: &rshmem_host::Shmem, module: &rshmem_host::Module<'_>) -> rshmem_host::Result<()> {
-//! # type MyGemm = rshmem_ops_sm90_kernels::gemm90_bf16_f32_nk;
-//! let (m, n, k) = (300, 200, 64);
-//! let a = shmem.alloc_from(&vec![bf16::ONE; m * k])?; // m x k
-//! let b = shmem.alloc_from(&vec![bf16::ONE; n * k])?; // n x k
-//! let mut c = shmem.alloc_zeroed::<f32>(m * n)?;
-//! let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
-//! let gemm = Sm90Launch::new(shmem, &a, &b, shape)?; // collective: it allocates the maps
-//! let (maps, p) = (gemm.maps(), gemm.problem());
-//! // SAFETY: MyGemm runs sm90::gemm::<bf16, _, false> on these maps with this config, and
-//! // stores m x n f32 into c (rows n apart).
-//! unsafe {
-//!     module.launch::<MyGemm>(gemm.config(), (maps.a, maps.b, c.as_mut_ptr(), p.n, p.m, p.n, p.k))?
-//! };
-//! # Ok(()) }
+//! // rshmem's own sm90 kernel stands in for yours: sm90::gemm::<bf16, StoreC<f32>, false>.
+//! type MyGemm = rshmem_ops_sm90_kernels::gemm90_bf16_f32_nk;
+//! rshmem_host::run(|shmem| -> rshmem_host::Result<()> {
+//!     let module = shmem.load(&rshmem_ops::SM90)?; // on an sm_90 GPU or the simulator
+//!     let (m, n, k) = (130, 40, 64);
+//!     let a = shmem.alloc_from(&vec![bf16::ONE; m * k])?; // m x k
+//!     let b = shmem.alloc_from(&vec![bf16::ONE; n * k])?; // n x k
+//!     let mut c = shmem.alloc_zeroed::<f32>(m * n)?;
+//!     let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+//!     let gemm = Sm90Launch::new(shmem, &a, &b, shape)?; // collective: it allocates the maps
+//!     let (maps, p) = (gemm.maps(), gemm.problem());
+//!     // SAFETY: MyGemm runs sm90::gemm (B N x K) on these maps with this config, and stores
+//!     // m x n f32 into c, rows n apart.
+//!     unsafe {
+//!         module.launch::<MyGemm>(gemm.config(), (maps.a, maps.b, c.as_mut_ptr(), p.n, p.m, p.n, p.k))?
+//!     };
+//!     assert!(c.to_vec()?.iter().all(|&x| x == k as f32));
+//!     Ok(())
+//! })
+//! .unwrap();
 //! ```
 
 use crate::elem::GemmIn;
