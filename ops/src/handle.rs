@@ -37,7 +37,8 @@ pub struct Ops<'s> {
     /// reduce-scatter's fix-up (where `gemm80` is loaded).
     pub(crate) tp80: Option<Module<'s>>,
     pub(crate) maps: Mutex<MapTable<'s>>,
-    /// The fused calls' epoch, workspace and side stream ([`crate::fused`]).
+    /// The fused calls' workspace (the call counter among its flags), side stream and graph
+    /// pin ([`crate::fused`]).
     pub(crate) tp: Mutex<crate::fused::calls::TpState<'s>>,
     /// The collectives' image, peer mappings and per-stream workspaces ([`crate::coll`]).
     pub(crate) coll: crate::coll::State<'s>,

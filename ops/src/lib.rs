@@ -24,6 +24,10 @@
 //!   engine while the GEMM runs) and [`Ops::gemm_reduce_scatter`] (K sharded, partial tiles
 //!   stored to their owners from the GEMM's epilogue); [`fused`] has their rules and
 //!   [`FusedOptions`], `docs/fused.md` the design.
+//! * [`Sm90Launch`], [`Sm80Launch`] ([`gemm::launch`]): your own kernel on the GEMM's mainloops
+//!   (your hooks, `rshmem_gemm::Hooks`) gets its launch configuration and, for sm90, its
+//!   operands' tensor maps from them, as `Ops::gemm` does; `docs/fused-kernels.md` is the
+//!   guide.
 //! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops`' `coll` family,
@@ -68,6 +72,7 @@ mod handle;
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use fused::FusedOptions;
 pub use gemm::elem::{GemmIn, GemmOut};
+pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
 pub use handle::Ops;

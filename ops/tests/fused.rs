@@ -3,7 +3,9 @@
 //! boundaries (tiles straddling two, three or four PEs' rows), odd tile counts along M and N,
 //! both kernels (sm90 where it runs, sm80 everywhere), both layouts of B, several calls in a
 //! row on the same buffers (the flags' epochs, the workspace's reuse), a PE whose data
-//! arrives last (`FusedOptions::send_delay`), split teams, and the errors of bad shapes.
+//! arrives last (`Ops::set_send_delay_for_tests`), split teams, graphs launched many times on
+//! fresh data with eager calls in between, and the errors of bad shapes and of what a graph
+//! cannot record.
 //!
 //! Inputs are small integers from a fresh seed: products and their sums are exact in f32, and
 //! the reduce-scatter's partials stay below 256 in magnitude (exact in bf16), so every result
@@ -17,7 +19,7 @@
 mod common;
 
 use common::{agreed_seed, random_u32, Outcome};
-use rshmem::{bf16, Shmem, Team};
+use rshmem::{bf16, Result, Shmem, Stream, SymBuffer, Team};
 use rshmem_ops::{BLayout, FusedOptions, GemmShape, Kernel, Ops};
 use std::time::Duration;
 
@@ -28,6 +30,7 @@ per_backend! {
     gemm_reduce_scatter_late_partials => [3];
     fused_calls_over_split_teams => [4];
     fused_errors_name_the_problem => [2];
+    fused_graphs_replay_on_new_data => [2, 3];
 }
 
 /// Poison past C's end.
@@ -124,92 +127,161 @@ fn shapes(kernel: Kernel, npes: usize) -> &'static [((u32, u32, u32), BLayout, u
     }
 }
 
-/// One all-gather + GEMM check: `calls` calls in a row on the same buffers, fresh data each.
-fn check_all_gather(
-    shmem: &Shmem,
-    ops: &Ops<'_>,
-    (rows, n, k): (u32, u32, u32),
-    layout: BLayout,
-    options: FusedOptions,
-    calls: usize,
-) -> Outcome {
-    let team_n = shmem.team_n_pes(options.team).expect("a member");
-    let rank = shmem.team_my_pe(options.team).expect("a member");
-    let m = rows * team_n as u32;
-    let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
-    let n = if layout == BLayout::KN {
-        n.next_multiple_of(8)
-    } else {
-        n
-    };
-    let nu = if layout == BLayout::KN {
-        n as usize
-    } else {
-        nu
-    };
-    let shape = GemmShape::new(m, n, k, layout);
-    let mut a = shmem.alloc_zeroed::<bf16>(mu * ku)?;
-    let mut b = shmem.alloc_zeroed::<bf16>(nu * ku)?;
-    let mut c = shmem.alloc_zeroed::<bf16>(mu * nu + TAIL)?;
-    let salt = team_salt(shmem, options.team);
-    let what = format!(
-        "all_gather_gemm {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
-        options.kernel
-    );
-    for call in 0..calls {
-        // The same A everywhere (the team's seed), this PE's own B.
-        let seed = agreed_seed(shmem)? ^ (call as u64) << 40;
-        let a_all = small(mu * ku, seed ^ salt, (-2, 2));
-        let b_mine = small(nu * ku, seed ^ (0xB0 + shmem.my_pe() as u64), (-3, 3));
-        // This rank's chunk; NaN where the peers' chunks will arrive.
-        let mut a_host = vec![bf16::NAN; mu * ku];
-        let own = rank * ru * ku..(rank + 1) * ru * ku;
-        a_host[own.clone()].copy_from_slice(&to_bf16(&a_all[own]));
-        a.copy_from_host(&a_host)?;
-        b.copy_from_host(&to_bf16(&b_mine))?;
-        c.copy_from_host(&vec![bf16::NAN; mu * nu + TAIL])?;
-        ops.all_gather_gemm_with(&shmem.stream(), &mut a, &b, &mut c, shape, options)?;
-        let want = matmul(&a_all, &b_mine, (mu, nu, ku), layout);
-        compare(&c.to_vec()?, &want, nu, &format!("{what}, call {call}"));
-        // The gathered A: every rank's chunk.
-        let gathered = a.to_vec()?;
-        assert!(
-            gathered.iter().zip(&a_all).all(|(g, &w)| g.to_f32() == w),
-            "{what}, call {call}: the gathered A differs"
-        );
-    }
-    Ok(())
+/// One all-gather + GEMM problem on this PE: its buffers, and what the last `fill` expects.
+struct AllGather<'s> {
+    a: SymBuffer<'s, bf16>,
+    b: SymBuffer<'s, bf16>,
+    c: SymBuffer<'s, bf16>,
+    shape: GemmShape,
+    /// Rows per rank, N, K (as usize).
+    dims: (usize, usize, usize),
+    rank: usize,
+    salt: u64,
+    what: String,
+    /// The whole A of the last fill, and C as it must come out.
+    a_all: Vec<f32>,
+    want: Vec<f64>,
 }
 
-/// One GEMM + reduce-scatter check: `calls` calls in a row on the same buffers.
-fn check_reduce_scatter(
-    shmem: &Shmem,
-    ops: &Ops<'_>,
-    (rows, n, k): (u32, u32, u32),
-    layout: BLayout,
-    options: FusedOptions,
-    calls: usize,
-) -> Outcome {
-    let team_n = shmem.team_n_pes(options.team).expect("a member");
-    let rank = shmem.team_my_pe(options.team).expect("a member");
-    let m = rows * team_n as u32;
-    let n = if layout == BLayout::KN {
-        n.next_multiple_of(8)
-    } else {
-        n
-    };
-    let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
-    let shape = GemmShape::new(m, n, k, layout);
-    let mut a = shmem.alloc_zeroed::<bf16>(mu * ku)?;
-    let mut b = shmem.alloc_zeroed::<bf16>(nu * ku)?;
-    let mut c = shmem.alloc_zeroed::<bf16>(ru * nu + TAIL)?;
-    let salt = team_salt(shmem, options.team);
-    let what = format!(
-        "gemm_reduce_scatter {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
-        options.kernel
-    );
-    for call in 0..calls {
-        let seed = agreed_seed(shmem)? ^ (call as u64) << 40 ^ salt;
+/// What the tests do with a problem of either op: fill its inputs (`seed` agreed by the
+/// team), queue the call, check its outputs.
+trait FusedCase {
+    fn fill(&mut self, shmem: &Shmem, seed: u64) -> Outcome;
+    fn call(&mut self, ops: &Ops<'_>, stream: &Stream<'_>, options: FusedOptions) -> Result<()>;
+    /// Checks the outputs against the last fill; `call` names the call in messages.
+    fn check(&self, call: &str) -> Outcome;
+}
+
+impl<'s> AllGather<'s> {
+    fn new(
+        shmem: &'s Shmem,
+        (rows, n, k): (u32, u32, u32),
+        layout: BLayout,
+        options: FusedOptions,
+    ) -> Result<Self> {
+        let team_n = shmem.team_n_pes(options.team).expect("a member");
+        let rank = shmem.team_my_pe(options.team).expect("a member");
+        let m = rows * team_n as u32;
+        let n = if layout == BLayout::KN {
+            n.next_multiple_of(8)
+        } else {
+            n
+        };
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        Ok(Self {
+            a: shmem.alloc_zeroed::<bf16>(mu * ku)?,
+            b: shmem.alloc_zeroed::<bf16>(nu * ku)?,
+            c: shmem.alloc_zeroed::<bf16>(mu * nu + TAIL)?,
+            shape: GemmShape::new(m, n, k, layout),
+            dims: (rows as usize, nu, ku),
+            rank,
+            salt: team_salt(shmem, options.team),
+            what: format!(
+                "all_gather_gemm {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
+                options.kernel
+            ),
+            a_all: Vec::new(),
+            want: Vec::new(),
+        })
+    }
+}
+
+impl FusedCase for AllGather<'_> {
+    /// Writes fresh inputs from `seed` (the team's A, agreed; this PE's own B), NaN where the
+    /// peers' chunks of A will arrive and in C.
+    fn fill(&mut self, shmem: &Shmem, seed: u64) -> Outcome {
+        let (ru, nu, ku) = self.dims;
+        let mu = self.shape.m as usize;
+        self.a_all = small(mu * ku, seed ^ self.salt, (-2, 2));
+        let b_mine = small(nu * ku, seed ^ (0xB0 + shmem.my_pe() as u64), (-3, 3));
+        let mut a_host = vec![bf16::NAN; mu * ku];
+        let own = self.rank * ru * ku..(self.rank + 1) * ru * ku;
+        a_host[own.clone()].copy_from_slice(&to_bf16(&self.a_all[own]));
+        self.a.copy_from_host(&a_host)?;
+        self.b.copy_from_host(&to_bf16(&b_mine))?;
+        self.c.copy_from_host(&vec![bf16::NAN; mu * nu + TAIL])?;
+        self.want = matmul(&self.a_all, &b_mine, (mu, nu, ku), self.shape.b_layout);
+        Ok(())
+    }
+
+    fn call(&mut self, ops: &Ops<'_>, stream: &Stream<'_>, options: FusedOptions) -> Result<()> {
+        let Self { a, b, c, shape, .. } = self;
+        ops.all_gather_gemm_with(stream, a, b, c, *shape, options)
+    }
+
+    /// C and the gathered A.
+    fn check(&self, call: &str) -> Outcome {
+        let what = format!("{}, {call}", self.what);
+        compare(&self.c.to_vec()?, &self.want, self.dims.1, &what);
+        let gathered = self.a.to_vec()?;
+        assert!(
+            gathered
+                .iter()
+                .zip(&self.a_all)
+                .all(|(g, &w)| g.to_f32() == w),
+            "{what}: the gathered A differs"
+        );
+        Ok(())
+    }
+}
+
+/// One GEMM + reduce-scatter problem on this PE: its buffers, and what the last `fill`
+/// expects.
+struct ReduceScatter<'s> {
+    a: SymBuffer<'s, bf16>,
+    b: SymBuffer<'s, bf16>,
+    c: SymBuffer<'s, bf16>,
+    shape: GemmShape,
+    /// Rows per rank, N, K (as usize).
+    dims: (usize, usize, usize),
+    rank: usize,
+    team_n: usize,
+    salt: u64,
+    what: String,
+    /// This rank's rows of the sum as they must come out.
+    want: Vec<f64>,
+}
+
+impl<'s> ReduceScatter<'s> {
+    fn new(
+        shmem: &'s Shmem,
+        (rows, n, k): (u32, u32, u32),
+        layout: BLayout,
+        options: FusedOptions,
+    ) -> Result<Self> {
+        let team_n = shmem.team_n_pes(options.team).expect("a member");
+        let rank = shmem.team_my_pe(options.team).expect("a member");
+        let m = rows * team_n as u32;
+        let n = if layout == BLayout::KN {
+            n.next_multiple_of(8)
+        } else {
+            n
+        };
+        let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
+        Ok(Self {
+            a: shmem.alloc_zeroed::<bf16>(mu * ku)?,
+            b: shmem.alloc_zeroed::<bf16>(nu * ku)?,
+            c: shmem.alloc_zeroed::<bf16>(ru * nu + TAIL)?,
+            shape: GemmShape::new(m, n, k, layout),
+            dims: (ru, nu, ku),
+            rank,
+            team_n,
+            salt: team_salt(shmem, options.team),
+            what: format!(
+                "gemm_reduce_scatter {m}x{n}x{k} B {layout:?} {:?} on {team_n} PEs (rank {rank})",
+                options.kernel
+            ),
+            want: Vec::new(),
+        })
+    }
+}
+
+impl FusedCase for ReduceScatter<'_> {
+    /// Writes this rank's fresh A and B from `seed` and NaN into C.
+    fn fill(&mut self, _: &Shmem, seed: u64) -> Outcome {
+        let (ru, nu, ku) = self.dims;
+        let mu = self.shape.m as usize;
+        let seed = seed ^ self.salt;
         // Rank r's A (m x k) and B: partials are sums of k <= 72 products of magnitude <= 2,
         // below 256 (exact in bf16).
         let data = |r: usize| {
@@ -218,25 +290,73 @@ fn check_reduce_scatter(
                 small(nu * ku, seed ^ (0xB0 + r as u64), (-1, 2)),
             )
         };
-        let (a_mine, b_mine) = data(rank);
-        a.copy_from_host(&to_bf16(&a_mine))?;
-        b.copy_from_host(&to_bf16(&b_mine))?;
-        c.copy_from_host(&vec![bf16::NAN; ru * nu + TAIL])?;
-        ops.gemm_reduce_scatter_with(&shmem.stream(), &a, &b, &mut c, shape, options)?;
-        let mut want = vec![0.0f64; ru * nu];
-        for r in 0..team_n {
+        let (a_mine, b_mine) = data(self.rank);
+        self.a.copy_from_host(&to_bf16(&a_mine))?;
+        self.b.copy_from_host(&to_bf16(&b_mine))?;
+        self.c.copy_from_host(&vec![bf16::NAN; ru * nu + TAIL])?;
+        self.want = vec![0.0f64; ru * nu];
+        let rows = self.rank * ru * ku..(self.rank + 1) * ru * ku;
+        for r in 0..self.team_n {
             let (ar, br) = data(r);
-            let p = matmul(
-                &ar[rank * ru * ku..(rank + 1) * ru * ku],
-                &br,
-                (ru, nu, ku),
-                layout,
-            );
-            want.iter_mut().zip(p).for_each(|(w, x)| *w += x);
+            let p = matmul(&ar[rows.clone()], &br, (ru, nu, ku), self.shape.b_layout);
+            self.want.iter_mut().zip(p).for_each(|(w, x)| *w += x);
         }
-        compare(&c.to_vec()?, &want, nu, &format!("{what}, call {call}"));
+        Ok(())
+    }
+
+    fn call(&mut self, ops: &Ops<'_>, stream: &Stream<'_>, options: FusedOptions) -> Result<()> {
+        let Self { a, b, c, shape, .. } = self;
+        ops.gemm_reduce_scatter_with(stream, a, b, c, *shape, options)
+    }
+
+    /// This rank's rows of the sum.
+    fn check(&self, call: &str) -> Outcome {
+        let what = format!("{}, {call}", self.what);
+        compare(&self.c.to_vec()?, &self.want, self.dims.1, &what);
+        Ok(())
+    }
+}
+
+/// `calls` calls in a row on the same buffers, fresh data each.
+fn check_calls(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    case: &mut impl FusedCase,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    for call in 0..calls {
+        case.fill(shmem, agreed_seed(shmem)? ^ (call as u64) << 40)?;
+        case.call(ops, &shmem.stream(), options)?;
+        case.check(&format!("call {call}"))?;
     }
     Ok(())
+}
+
+/// [`check_calls`] of an all-gather + GEMM.
+fn check_all_gather(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    rows_n_k: (u32, u32, u32),
+    layout: BLayout,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    let mut case = AllGather::new(shmem, rows_n_k, layout, options)?;
+    check_calls(shmem, ops, &mut case, options, calls)
+}
+
+/// [`check_calls`] of a GEMM + reduce-scatter.
+fn check_reduce_scatter(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    rows_n_k: (u32, u32, u32),
+    layout: BLayout,
+    options: FusedOptions,
+    calls: usize,
+) -> Outcome {
+    let mut case = ReduceScatter::new(shmem, rows_n_k, layout, options)?;
+    check_calls(shmem, ops, &mut case, options, calls)
 }
 
 fn all_gather_gemm_odd_shapes(shmem: &Shmem) -> Outcome {
@@ -258,11 +378,10 @@ fn all_gather_gemm_odd_shapes(shmem: &Shmem) -> Outcome {
 fn all_gather_gemm_late_chunk(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let late = shmem.my_pe() + 1 == shmem.n_pes();
+    ops.set_send_delay_for_tests(Duration::from_millis(if late { 100 } else { 0 }));
     for kernel in kernels(&ops, 2) {
-        let send_delay = Duration::from_millis(if late { 100 } else { 0 });
         let options = FusedOptions {
             kernel,
-            send_delay,
             ..FusedOptions::default()
         };
         check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
@@ -290,11 +409,10 @@ fn gemm_reduce_scatter_odd_shapes(shmem: &Shmem) -> Outcome {
 fn gemm_reduce_scatter_late_partials(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let late = shmem.my_pe() == 0;
+    ops.set_send_delay_for_tests(Duration::from_millis(if late { 100 } else { 0 }));
     for kernel in kernels(&ops, 2) {
-        let send_delay = Duration::from_millis(if late { 100 } else { 0 });
         let options = FusedOptions {
             kernel,
-            send_delay,
             ..FusedOptions::default()
         };
         check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
@@ -319,7 +437,6 @@ fn fused_calls_over_split_teams(shmem: &Shmem) -> Outcome {
     let options = FusedOptions {
         kernel,
         team: team.team(),
-        ..FusedOptions::default()
     };
     check_all_gather(shmem, &ops, (150, 40, 24), BLayout::NK, options, 1)?;
     check_reduce_scatter(shmem, &ops, (37, 40, 24), BLayout::KN, options, 1)?;
@@ -375,23 +492,165 @@ fn fused_errors_name_the_problem(shmem: &Shmem) -> Outcome {
         .expect_err("not a member")
         .to_string();
     assert!(e.contains("not a member"), "{e}");
-    // Not in a graph: a replay would reuse the call's epoch.
+    // The first call cannot be recorded: it makes the workspace (a symmetric allocation).
+    let sm80 = FusedOptions {
+        kernel: Kernel::Sm80,
+        ..FusedOptions::default()
+    };
     let side = shmem.new_stream()?;
     let e = side
-        .capture(|| ops.all_gather_gemm(&side, &mut a, &b, &mut c, nk(32, 8, 8)))
+        .capture(|| ops.all_gather_gemm_with(&side, &mut a, &b, &mut c, nk(32, 8, 8), sm80))
         .expect_err("not recordable")
         .to_string();
     assert!(
-        e.contains("Ops::all_gather_gemm") && e.contains("outside the capture"),
+        e.contains("graph capture: Ops::all_gather_gemm")
+            && e.contains("symmetric allocation")
+            && e.contains("once outside the capture first"),
         "{e}"
     );
     // Nothing ran: C is untouched, and a good call still works after the refusals.
     assert!(c.to_vec()?.iter().all(|v| v.to_f32() == 0.0));
-    let options = FusedOptions {
-        kernel: Kernel::Sm80,
+    check_reduce_scatter(shmem, &ops, (16, 8, 8), BLayout::NK, sm80, 1)?;
+    if ops.device_info().sm == 90 {
+        // The sm90 path's first call on new operands fills their tensor-map slot.
+        let sm90 = FusedOptions {
+            kernel: Kernel::Sm90,
+            ..FusedOptions::default()
+        };
+        let e = side
+            .capture(|| ops.gemm_reduce_scatter_with(&side, &a, &b, &mut c, nk(32, 8, 8), sm90))
+            .expect_err("new operands")
+            .to_string();
+        assert!(
+            e.contains("graph capture: Ops::gemm_reduce_scatter")
+                && e.contains("tensor-map slot")
+                && e.contains("run the call once on the same buffers and shape"),
+            "{e}"
+        );
+    }
+    // A live graph keeps the workspace: a call that needs a larger one is refused until the
+    // graph is dropped.
+    let mut small = ReduceScatter::new(shmem, (16, 8, 8), BLayout::NK, sm80)?;
+    small.fill(shmem, 1)?;
+    small.call(&ops, &side, sm80)?;
+    let graph = side.capture(|| small.call(&ops, &side, sm80))?;
+    let mut large = ReduceScatter::new(shmem, (128, 40, 8), BLayout::NK, sm80)?;
+    large.fill(shmem, agreed_seed(shmem)?)?;
+    let e = large
+        .call(&ops, &side, sm80)
+        .expect_err("the workspace is pinned")
+        .to_string();
+    assert!(
+        e.contains("Ops::gemm_reduce_scatter is not available")
+            && e.contains("live graphs read the current one")
+            && e.contains("drop those graphs on every PE first"),
+        "{e}"
+    );
+    drop(graph);
+    large.call(&ops, &side, sm80)?;
+    large.check("after the graph was dropped")?;
+    Ok(())
+}
+
+/// Launches of each graph below: 50, but 10 for the sm90 kernel on the simulator (its three
+/// warpgroups of host threads make a call several times dearer than the sm80 kernel's; what
+/// a graph relies on is the same for both: the epoch, the flags, the workspace; the sm90
+/// path's own part, the pinned tensor-map slot, every launch reads alike).
+fn launches(sim: bool, kernel: Kernel) -> usize {
+    if sim && kernel == Kernel::Sm90 {
+        10
+    } else {
+        50
+    }
+}
+
+/// Records one call of `case` in a graph and launches it `launches` times on fresh data
+/// (written before each launch; the host copies wait for the PE's streams), checking every
+/// result; every 10 launches an eager call of the same `Ops` on the same buffers and stream
+/// comes in between (its epoch counted in the same sequence as the graph's).
+fn replay_graph(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    case: &mut impl FusedCase,
+    options: FusedOptions,
+    launches: usize,
+) -> Outcome {
+    let stream = shmem.new_stream()?;
+    let seed = agreed_seed(shmem)?;
+    // Made once eagerly: the workspace, the side stream, the sm90 path's tensor maps.
+    case.fill(shmem, seed)?;
+    case.call(ops, &stream, options)?;
+    case.check("the eager call before the capture")?;
+    let graph = stream.capture(|| case.call(ops, &stream, options))?;
+    for launch in 1..=launches {
+        let fresh = seed ^ (launch as u64) << 40;
+        case.fill(shmem, fresh)?;
+        // SAFETY: the graph's call reads and writes `case`'s buffers and the `Ops`' workspace,
+        // alive until it is dropped; every PE launches it at the same point of its calls.
+        unsafe { graph.launch(&stream)? };
+        case.check(&format!("graph launch {launch}"))?;
+        if launch % 10 == 0 {
+            case.fill(shmem, fresh ^ 0xE)?;
+            case.call(ops, &stream, options)?;
+            case.check(&format!("the eager call after graph launch {launch}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The graphs to record on `npes` PEs, per op: (kernel, layout of B). On GPUs every kernel
+/// that runs with both layouts. On the simulator, where a call costs a good part of a second
+/// of host threads (the sm90 kernel's three warpgroups several times that), a set that still
+/// meets every op with each layout on 2 and on 3 PEs and with each kernel on 2 PEs.
+fn graph_cases(ops: &Ops<'_>, npes: usize, sim: bool) -> [Vec<(Kernel, BLayout)>; 2] {
+    use BLayout::{KN, NK};
+    use Kernel::{Sm80, Sm90};
+    let sm90 = ops.device_info().sm == 90;
+    match (sim, npes) {
+        (false, _) => {
+            let kernels = if sm90 { vec![Sm90, Sm80] } else { vec![Sm80] };
+            let all: Vec<_> = kernels
+                .into_iter()
+                .flat_map(|k| [(k, NK), (k, KN)])
+                .collect();
+            [all.clone(), all]
+        }
+        (true, 2) => [vec![(Sm80, NK), (Sm90, KN)], vec![(Sm80, KN), (Sm90, NK)]],
+        (true, _) => [vec![(Sm80, KN)], vec![(Sm80, NK)]],
+    }
+}
+
+/// Graphs of both ops (see [`graph_cases`] for which kernels and layouts), each call small
+/// (one tile holding rows of every chunk: the reduce-scatter reduces in its fix-up) so that
+/// the simulator's launches stay cheap.
+fn fused_graphs_replay_on_new_data(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let sim = shmem.backend() == rshmem::Backend::Sim;
+    let [ag, rs] = graph_cases(&ops, shmem.n_pes(), sim);
+    let options = |kernel| FusedOptions {
+        kernel,
         ..FusedOptions::default()
     };
-    check_reduce_scatter(shmem, &ops, (16, 8, 8), BLayout::NK, options, 1)?;
+    for (kernel, layout) in ag {
+        let mut case = AllGather::new(shmem, (12, 16, 16), layout, options(kernel))?;
+        replay_graph(
+            shmem,
+            &ops,
+            &mut case,
+            options(kernel),
+            launches(sim, kernel),
+        )?;
+    }
+    for (kernel, layout) in rs {
+        let mut case = ReduceScatter::new(shmem, (12, 16, 16), layout, options(kernel))?;
+        replay_graph(
+            shmem,
+            &ops,
+            &mut case,
+            options(kernel),
+            launches(sim, kernel),
+        )?;
+    }
     Ok(())
 }
 

@@ -301,7 +301,7 @@ fn gemms_in_graphs(shmem: &Shmem) -> Outcome {
             match refused {
                 Error::Capture { call, message } => {
                     assert_eq!(call, "Ops::gemm");
-                    assert!(message.contains("run the GEMM once"), "{message}");
+                    assert!(message.contains("run the call once"), "{message}");
                 }
                 other => panic!("expected a refusal to record, got {other}"),
             }

@@ -5,8 +5,13 @@
 //! `sim::case_Npe` (runs everywhere) and `gpu::case_Npe` (ignored where there are no GPUs;
 //! `scripts/gpu-check.sh` runs them with `--ignored gpu::`). A GPU test starts its PEs as
 //! processes of the test binary, each told (`--exact`) to run that one test.
+//!
+//! [`project`]: projects written from a document's code blocks (README's recipe, the guide
+//! `docs/fused-kernels.md`) and built beside this checkout.
 
 #![allow(dead_code)]
+
+pub mod project;
 
 use rshmem::{Backend, Job, Shmem};
 

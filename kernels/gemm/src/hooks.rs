@@ -10,8 +10,11 @@
 //! signals the peer there).
 
 use rshmem_device::half::{bf16, f16, Half};
+use rshmem_device::KernelArg;
 
-/// The shape of `C (m x n) = A (m x k) · B (k x n)`.
+/// The shape of `C (m x n) = A (m x k) · B (k x n)`; a kernel argument (what the host's
+/// launch helpers, `rshmem::ops::Sm90Launch::problem`, give).
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// Rows of A and C.
@@ -21,6 +24,10 @@ pub struct Problem {
     /// The reduction length; a multiple of 8.
     pub k: u32,
 }
+
+// SAFETY: `#[repr(C)]` of three `u32`s (12 bytes, no padding): the same bytes and meaning on
+// the host and the device.
+unsafe impl KernelArg for Problem {}
 
 /// One output tile: its place in the schedule and its first row and column of C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -44,8 +44,11 @@ macro_rules! unroll {
     };
 }
 
+pub mod act;
 pub mod hooks;
+pub mod maps;
 pub mod sm80;
 pub mod sm90;
 
 pub use hooks::{Hooks, OutElem, Problem, StoreC, Tile};
+pub use maps::Sm90Maps;

@@ -6,7 +6,8 @@
 //! * `ag_gemm80_*`: `C = all_gather(A) · B` ([`rshmem_tp::ag`]), A `m x k`, C `m x n`;
 //! * `gemm_rs80_*`: this rank's rows of `Σ_ranks A_r · B_r` ([`rshmem_tp::rs`]), A_r `m x k`,
 //!   C `m / size x n`;
-//! * `tp_barrier`: the barrier that starts every call ([`rshmem_tp::barrier`]);
+//! * `tp_barrier`: the barrier that starts every call and advances the call counter the
+//!   other kernels read their epoch from ([`rshmem_tp::barrier`]);
 //! * `rs_fixup`: the reduce-scatter's rows of bands straddling two chunks
 //!   ([`rshmem_tp::rs::fixup`]), after either GEMM (its `bm`, `bn`).
 //!
@@ -56,6 +57,8 @@ macro_rules! tp80_kernels {
         /// here with `put_signal` on `arrived_slot`.
         #[kernel(launch_bounds(256, 2))]
         pub unsafe fn $ag(a: *const bf16, b: *const bf16, c: *mut bf16, flags: *const u64, call: TpCall) {
+            // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+            let call = unsafe { call.load_epoch(flags) };
             let out = StoreC { c, ldc: call.n };
             let hooks = AgHooks::<false> { call, bm: sm80::BM, flags, out };
             let ldb = if $kn { call.n } else { call.k };
@@ -82,6 +85,8 @@ macro_rules! tp80_kernels {
             flags: *mut u64,
             call: TpCall,
         ) {
+            // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+            let call = unsafe { call.load_epoch(flags) };
             let hooks = RsHooks::new(call, (sm80::BM, sm80::BN), flags, recv, out);
             let ldb = if $kn { call.n } else { call.k };
             // SAFETY: this kernel's contract is the mainloop's and the hooks'.
@@ -132,6 +137,8 @@ pub unsafe fn rs_fixup(
     bm: u32,
     bn: u32,
 ) {
+    // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+    let call = unsafe { call.load_epoch(flags) };
     let hooks = RsHooks::new(call, (bm, bn), flags, recv, out);
     // SAFETY: this kernel's contract is the fix-up's.
     unsafe { rshmem_tp::rs::fixup(&hooks) }

@@ -57,8 +57,8 @@ macro_rules! tp90_kernels {
         ///
         /// The contract of [`sm90::gemm`] (launch shape; maps of bf16 over A, `m x k`, and B in
         /// global memory); `c` valid for writes of `m x n`; `flags` this PE's copy of the
-        /// call's flag buffer; every rank of the team runs the call (same epoch) after its
-        /// barrier, and pushes its chunk of A here with `put_signal` on `arrived_slot`.
+        /// call's flag buffer; every rank of the team runs the call after its barrier (which
+        /// advanced the call counter this kernel reads), and pushes its chunk of A here with `put_signal` on `arrived_slot`.
         #[kernel(launch_bounds(384, 1))]
         pub unsafe fn $ag(
             map_a: *const TensorMap,
@@ -67,6 +67,8 @@ macro_rules! tp90_kernels {
             flags: *const u64,
             call: TpCall,
         ) {
+            // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+            let call = unsafe { call.load_epoch(flags) };
             let out = StoreC { c, ldc: call.n };
             let hooks = AgHooks::<true> { call, bm: sm90::BM, flags, out };
             // SAFETY: this kernel's contract is the mainloop's and the hooks'.
@@ -92,6 +94,8 @@ macro_rules! tp90_kernels {
             flags: *mut u64,
             call: TpCall,
         ) {
+            // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+            let call = unsafe { call.load_epoch(flags) };
             let hooks = RsHooks::new(call, (sm90::BM, sm90::BN), flags, recv, out);
             // SAFETY: this kernel's contract is the mainloop's and the hooks'.
             unsafe { sm90::gemm::<bf16, _, $kn>(map_a, map_b, call.problem(), hooks) }

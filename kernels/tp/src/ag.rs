@@ -4,8 +4,9 @@
 //! **The data.** A is one symmetric buffer of `m x k` on every PE; rank `r` fills its chunk
 //! (rows `r * rows() .. (r + 1) * rows()`) before the call, and the other ranks' chunks are
 //! copied into the rest by the copy engine: rank `q` pushes its chunk into every peer's buffer
-//! (`Stream::put_signal`: `cudaMemcpyAsync`, then `cuStreamWriteValue64` of the epoch into the
-//! peer's `flags[arrived_slot(q)]`, both on a side stream queued after the call's barrier).
+//! (`Stream::put_signal`: `cudaMemcpyAsync`, then `cuStreamWriteValue64` of
+//! [`flags::ARRIVED`] into the peer's `flags[arrived_slot(q)]`, both on a side stream queued
+//! after the call's barrier, which cleared that flag: see [`crate::barrier`]).
 //! The GEMM reads the whole buffer through one tensor map (sm90) or pointer (sm80) and writes
 //! C (`m x n`) locally.
 //!
@@ -13,7 +14,7 @@
 //! [`Hooks::before_loads`], which every loading thread calls first (sm90: the one TMA thread;
 //! sm80: every thread, each issuing its own `cp.async`s). There [`AgHooks`] waits, for every
 //! rank other than this one whose chunk meets the tile's rows (one, or two when the tile
-//! straddles chunks), until `flags[arrived_slot(q)] >= epoch`, then acquires at system
+//! straddles chunks), until `flags[arrived_slot(q)] >= ARRIVED`, then acquires at system
 //! scope (`rshmem_coll::signal::wait`). The copy engine set that flag only after the chunk's copy had
 //! completed (stream order on the pusher's side stream), so the acquire makes the chunk's
 //! bytes visible to the waiting thread's loads; on sm90 a `fence.proxy.async.global` then
@@ -71,9 +72,10 @@ impl<const TMA: bool> Hooks for AgHooks<TMA> {
             if q != call.rank {
                 let flag = self.flags.wrapping_add(flags::arrived_slot(call.size, q));
                 // SAFETY: the slot lies in the flag buffer (q < size), which only signals
-                // write; rank q's side stream sets it after its barrier of this call, which
-                // waits for nothing of ours but our barrier (queued before this kernel).
-                unsafe { signal::wait(flag, call.epoch, call.world_pe(q)) };
+                // write; our barrier of this call cleared it, and rank q's side stream sets it
+                // after its barrier of this call, which waits for nothing of ours but our
+                // barrier (queued before this kernel).
+                unsafe { signal::wait(flag, flags::ARRIVED, call.world_pe(q)) };
                 waited = true;
             }
         }

@@ -4,7 +4,7 @@
 //! ```
 //! use rshmem_tp::TpCall;
 //! // PE 1 of a 2-PE team made of world PEs 0 and 2; M = 300 rows, 150 per PE.
-//! let call = TpCall::new((300, 64, 32), (0, 2, 2, 1), 7);
+//! let call = TpCall::new((300, 64, 32), (0, 2, 2, 1));
 //! assert_eq!((call.rows(), call.first_row(1), call.world_pe(1)), (150, 150, 2));
 //! assert_eq!(call.owner(149), 0);
 //! ```
@@ -21,10 +21,14 @@ use rshmem_gemm::Problem;
 ///   strided), `size` PEs, this PE is `rank`. Rows are split evenly: rank `r` owns rows
 ///   `r * rows() .. (r + 1) * rows()` (its chunk), `rows() = m / size`.
 /// * `epoch`: the call's number on this `Ops`, the same on every PE (calls are collective
-///   and issued in the same order everywhere), starting at 1. Every flag a call sets holds
-///   its epoch, and every wait is for `>= epoch`: flags never need resetting, and a flag set
-///   by a later call (which can only happen once this call is over on the PE that waits,
-///   see [`crate::barrier`]) satisfies the wait too.
+///   and issued in the same order everywhere), starting at 1. It is counted on the device,
+///   not the host: a graph launches its recorded kernels with the same arguments every time,
+///   so the host passes 0 ([`TpCall::new`]); the call's barrier adds 1 to this PE's counter
+///   ([`crate::flags::EPOCH`]) and every later kernel of the call reads it on entry
+///   ([`TpCall::load_epoch`]), so each launch of a graph is a new call. The barrier and tile
+///   flags a call sets hold its epoch, and every wait on them is for `>= epoch`: they never
+///   need resetting, and a flag set by a later call (which can only happen once this call is
+///   over on the PE that waits, see [`crate::barrier`]) satisfies the wait too.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TpCall {
@@ -44,7 +48,7 @@ pub struct TpCall {
     pub rank: u32,
     /// Keeps the layout free of padding (a `KernelArg` requirement).
     pub reserved: u32,
-    /// The call's number (see the type's docs).
+    /// The call's number (see the type's docs): 0 as the host passes it.
     pub epoch: u64,
 }
 
@@ -53,11 +57,11 @@ pub struct TpCall {
 unsafe impl KernelArg for TpCall {}
 
 impl TpCall {
-    /// The call for the GEMM `(m, n, k)` over the team `(start, stride, size, rank)`.
+    /// The call for the GEMM `(m, n, k)` over the team `(start, stride, size, rank)`, as the
+    /// host passes it (epoch 0: the kernels read it, [`TpCall::load_epoch`]).
     pub const fn new(
         (m, n, k): (u32, u32, u32),
         (start, stride, size, rank): (u32, u32, u32, u32),
-        epoch: u64,
     ) -> Self {
         Self {
             m,
@@ -68,8 +72,24 @@ impl TpCall {
             size,
             rank,
             reserved: 0,
-            epoch,
+            epoch: 0,
         }
+    }
+
+    /// The call with its epoch: this PE's call counter ([`crate::flags::EPOCH`]), which the
+    /// call's barrier advanced. What every kernel of a call but the barrier does first.
+    ///
+    /// # Safety
+    ///
+    /// `flags` is this PE's copy of the call's flag buffer, and the call's barrier kernel
+    /// ([`crate::barrier::barrier`]) ran before this kernel in stream order (the counter is
+    /// written only there, so a plain load sees its value).
+    #[inline(always)]
+    pub unsafe fn load_epoch(self, flags: *const u64) -> Self {
+        // SAFETY: the counter word lies in the buffer; its last write (this PE's barrier
+        // kernel) finished before this kernel started (the contract).
+        let epoch = unsafe { flags.add(crate::flags::EPOCH).read_volatile() };
+        Self { epoch, ..self }
     }
 
     /// The GEMM this PE runs.

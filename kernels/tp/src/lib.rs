@@ -7,7 +7,8 @@
 //! (sm_90a, the wgmma mainloop) and `tp80` (sm_80 and sm_90, the mma.sync one)
 //! instantiate them; a user's own fused kernel can too.
 //!
-//! * [`TpCall`]: the call as kernels see it (shape, team, epoch).
+//! * [`TpCall`]: the call as kernels see it (shape, team, and the epoch, which is counted on
+//!   the device so that a graph's every launch is a new call).
 //! * [`flags`]: the flag words (one symmetric buffer); they are set and waited for with
 //!   rshmem-coll's per-chunk signal blocks (`rshmem_coll::signal`).
 //! * [`barrier`]: the barrier that starts every call, and why buffers can be reused across
@@ -20,7 +21,8 @@
 //!
 //! Each module states the ordering argument for what it does: why a tile never reads a chunk
 //! before it arrived ([`ag`]), why a reduction never reads a partial before it is complete
-//! ([`rs`]), why a buffer is never overwritten while a peer still reads it ([`barrier`]).
+//! ([`rs`]), why a buffer is never overwritten while a peer still reads it, and why no flag
+//! of one call (or one launch of a graph) is taken for another's ([`barrier`]).
 //!
 //! ```ignore
 //! use rshmem_gemm::{hooks::StoreC, sm90};
@@ -28,6 +30,8 @@
 //! #[kernel(launch_bounds(384, 1))]
 //! pub unsafe fn my_ag_gemm(map_a: *const TensorMap, map_b: *const TensorMap, c: *mut bf16,
 //!                          flags: *const u64, call: TpCall) {
+//!     // SAFETY: the flags buffer, after the call's barrier (the contract).
+//!     let call = unsafe { call.load_epoch(flags) };
 //!     let hooks = AgHooks::<true> { call, bm: sm90::BM, flags, out: StoreC { c, ldc: call.n } };
 //!     // SAFETY: the launch and the maps as sm90::gemm requires; the flags buffer (the contract).
 //!     unsafe { sm90::gemm::<bf16, _, false>(map_a, map_b, call.problem(), hooks) }

@@ -14,7 +14,7 @@
 //! ```
 //! use rshmem_tp::{order, TpCall};
 //! // M = 1000 rows over 4 PEs (250 each), 128-row bands: 8 bands, bands 1 and 5 straddle.
-//! let call = |rank| TpCall::new((1000, 64, 64), (0, 1, 4, rank), 1);
+//! let call = |rank| TpCall::new((1000, 64, 64), (0, 1, 4, rank));
 //! // Rank 1 (rows 250..500): its first whole band is band 2 (rows 256..384).
 //! assert_eq!(order::ag_first_band(&call(1), 128), 2);
 //! // Rank 1's last band that meets its rows is band 3 (rows 384..512): start at band 4.
@@ -80,7 +80,7 @@ mod tests {
         for size in [1, 2, 3, 4, 8] {
             let m = size * 37;
             for rank in 0..size {
-                let call = TpCall::new((m, 8, 8), (0, 1, size, rank), 1);
+                let call = TpCall::new((m, 8, 8), (0, 1, size, rank));
                 let tm = m.div_ceil(16);
                 let band = |t| rotated(t, tm, 1, ag_first_band(&call, 16)).0;
                 // The first band starts inside the chunk (or is band 0 of a chunk at 0).

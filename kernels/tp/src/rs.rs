@@ -408,7 +408,7 @@ mod tests {
                 for rows in [1u32, 7, 37, 128, 150, 300] {
                     let m = rows * size;
                     for rank in 0..size {
-                        let call = TpCall::new((m, 8, 8), (0, 1, size, rank), 1);
+                        let call = TpCall::new((m, 8, 8), (0, 1, size, rank));
                         let (lo, hi) = whole_rows(&call, bm);
                         let (start, end) = (call.first_row(rank), call.first_row(rank + 1));
                         for row in start..end {

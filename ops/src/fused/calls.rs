@@ -6,41 +6,75 @@
 //!
 //! 1. `S` waits for `X` (the previous fused call's end: fused calls of one `Ops` run in issue
 //!    order whatever stream they are on);
-//! 2. the barrier kernel on `S` (`tp_barrier`): no PE writes into another's buffers for this
+//! 2. the barrier kernel on `S` (`tp_barrier`): it advances this PE's call counter (the
+//!    call's epoch) and clears its arrival flags; no PE writes into another's buffers for this
 //!    call before that PE has finished everything it queued before it;
 //! 3. all-gather: `X` waits for `S`, then pushes this rank's chunk of A to ranks `r - 1`,
-//!    `r - 2`, ... with the copy engine (`Stream::put_signal`: the rows, then the epoch into
-//!    the target's arrival flag); reduce-scatter: nothing (its GEMM sends);
+//!    `r - 2`, ... with the copy engine (`Stream::put_signal`: the rows, then
+//!    `flags::ARRIVED` into the target's arrival flag); reduce-scatter: nothing (its GEMM
+//!    sends);
 //! 4. the GEMM on `S` (persistent; the reduce-scatter's cooperative, since its blocks wait
 //!    for peers that wait for theirs), then for the reduce-scatter the fix-up kernel when the
 //!    chunks do not fall on tile boundaries;
 //! 5. `S` waits for `X` (the pushes read this rank's rows, which later work on `S` may
 //!    overwrite) and `X` for `S` (step 1 of the next call).
+//!
+//! Nothing a call queues depends on host state that changes between calls, so a graph can
+//! record it ([`Stream::capture`]) and replay it: the epoch is counted on the device (the
+//! barrier advances it, `rshmem_tp::barrier`), the arrival flags the copy engine sets hold a
+//! constant, the workspace stays while a graph holds its pin, and the sm90 path's tensor maps
+//! come from a slot the graph pins. In a capture, step 1 and the last wait of step 5 are left
+//! out (a recording stream cannot wait for one that does not record, and `X` waiting for `S`
+//! again would fork it anew): the fork of `X` (step 3) and its join back (step 5) are recorded, and a graph's launches are ordered with the `Ops`'
+//! other fused calls by the stream they are launched on (`crate::fused`, "Graphs").
 
 use super::{FusedOptions, AG_CALL, RS_CALL};
 use crate::gemm::shape::{BLayout, GemmShape};
 use crate::gemm::Path;
 use crate::Ops;
 use rshmem_device::bf16;
+use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_gemm::{sm80, sm90, Problem};
 use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymBuffer, Team};
 use rshmem_ops_kernels::tp80::{self as k80, Tp80};
 use rshmem_ops_kernels::tp90::Tp90;
 use rshmem_ops_kernels::Layout;
 use rshmem_tp::{barrier, flags, rs, TpCall};
+use std::sync::Arc;
+use std::time::Duration;
 
-/// What the fused calls keep between calls: the epoch and the workspace, grown when a call
-/// needs more (every PE grows it at the same call: the calls are collective).
+/// What the fused calls keep between calls: the workspace, grown when a call needs more
+/// (every PE grows it at the same call: the calls are collective), and the side stream.
 #[derive(Default)]
 pub(crate) struct TpState<'s> {
-    /// The last call's number (0: none yet).
-    epoch: u64,
-    /// The flag words (`rshmem_tp::flags`).
+    /// The flag words (`rshmem_tp::flags`), the call counter among them.
     flags: Option<SymBuffer<'s, u64>>,
     /// The reduce-scatter's slots of partial rows.
     recv: Option<SymBuffer<'s, bf16>>,
     /// The all-gather's copy-engine stream, also what orders the calls.
     side: Option<Stream<'s>>,
+    /// The workspace's pin: every graph that recorded a fused call holds a clone, and the
+    /// workspace is not replaced while one lives (the graph's kernels point into it).
+    pin: Arc<()>,
+    /// The test hook [`Ops::set_send_delay_for_tests`].
+    send_delay: Duration,
+}
+
+/// How a call is queued: eagerly, or recorded into a graph ([`Stream::is_capturing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Eager,
+    Recorded,
+}
+
+impl Mode {
+    fn of(stream: &Stream<'_>) -> Self {
+        if stream.is_capturing() {
+            Mode::Recorded
+        } else {
+            Mode::Eager
+        }
+    }
 }
 
 /// A team as the kernels see it: world PE of rank `i` = `start + i * stride`; `size` PEs, this
@@ -51,6 +85,20 @@ struct TeamDesc {
     stride: u32,
     size: u32,
     rank: u32,
+}
+
+/// What a fused call settled before queuing anything ([`Ops::start`]).
+struct Start<'m, 's> {
+    mode: Mode,
+    team: TeamDesc,
+    path: Path,
+    b_kn: bool,
+    /// The sm90 path's tensor maps of A and B (kernel arguments).
+    maps: Option<(*const DevTensorMap, *const DevTensorMap)>,
+    /// The image of the calls' barrier and fix-up.
+    tp80: &'m Module<'s>,
+    /// The image of the GEMM that runs.
+    gemm: &'m Module<'s>,
 }
 
 /// Tiles of the sm80 tiling (128 x 128), the finer one: the flag buffer's size for either
@@ -102,6 +150,11 @@ impl<'s> Ops<'s> {
     /// Errors (nothing is queued): as [`Ops::gemm`]'s, and `m` not divisible by the team's
     /// size, a team this PE is not in or whose PEs are not evenly strided. The rules of
     /// [`crate::fused`] apply (collective, same shape on every PE).
+    ///
+    /// In a graph capture ([`Stream::capture`]) the call is recorded, and each launch of the
+    /// graph is a new call, on the data in the buffers at that launch; the first call of a
+    /// shape and buffers cannot be recorded (it may make the workspace and the sm90 path's
+    /// tensor maps): make it outside the capture first. See [`crate::fused`], "Graphs".
     pub fn all_gather_gemm_with(
         &self,
         stream: &Stream<'_>,
@@ -111,45 +164,40 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
-        refuse_capture(AG_CALL, stream)?;
-        let team = self.team_desc(AG_CALL, options.team)?;
-        check_rows(AG_CALL, shape, team.size)?;
-        shape.check_in(AG_CALL, a.len(), b.len(), (c.len(), shape.m, "m x n"))?;
-        let path = self.path_for(AG_CALL, options.kernel)?;
-        let b_kn = shape.b_layout == BLayout::KN;
-        // Before anything is queued: a new pair of operands waits for the PE's work.
-        let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(stream, a, b, shape)?),
-            Path::Sm80 => None,
-        };
-        let (tp80, gemm) = (
-            self.tp_module(AG_CALL, Path::Sm80)?,
-            self.tp_module(AG_CALL, path)?,
-        );
+        let Start {
+            mode,
+            team,
+            path,
+            b_kn,
+            maps,
+            tp80,
+            gemm,
+        } = self.start(AG_CALL, stream, (&*a, b, c.len()), shape, options)?;
         let mut st = self.tp_state();
-        let flags = self.grow_flags(&mut st, flags::words(team.size, 0))?;
-        let call = self.next_call(&mut st, shape, team)?;
+        let flags = self.grow_flags(AG_CALL, mode, &mut st, flags::words(team.size, 0))?;
+        let call = self.begin_call(stream, mode, &mut st, shape, team)?;
         let (side, flags_buf) = match (&st.side, &st.flags) {
             (Some(side), Some(flags)) => (side, flags),
-            _ => unreachable!("made by grow_flags and next_call"),
+            _ => unreachable!("made by grow_flags and begin_call"),
         };
 
-        stream.wait_for(side)?;
         launch_barrier(tp80, stream, flags, call)?;
+        // In a capture: the fork of the side stream into the graph.
         side.wait_for(stream)?;
-        std::thread::sleep(options.send_delay);
+        std::thread::sleep(st.send_delay);
         let rows = call.rows() as usize * shape.k as usize;
         let mine = a.range(team.rank as usize * rows..(team.rank as usize + 1) * rows)?;
         let arrived = flags::arrived_slot(team.size, team.rank);
         let signal = flags_buf.range(arrived..arrived + 1)?;
         for d in 1..team.size {
             let target = (team.rank + team.size - d) % team.size;
-            // The same rows of the target's `a`: its slot for this rank's chunk.
+            // The same rows of the target's `a`: its slot for this rank's chunk; the flag gets
+            // a constant, which a graph can replay (the target's barrier clears it).
             side.put_signal(
                 mine,
                 mine,
                 signal,
-                call.epoch,
+                flags::ARRIVED,
                 call.world_pe(target) as usize,
             )?;
         }
@@ -162,7 +210,8 @@ impl<'s> Ops<'s> {
                 let args = (map_a, map_b, c_ptr, flags.cast_const(), call);
                 // SAFETY: the launch shape is the kernel's (checked sm_90 by `path_for`); the
                 // maps describe `a` (m x k) and `b` of bf16, checked long enough; `c` holds
-                // m x n; `flags` is this PE's copy of the call's flag buffer (2 size words);
+                // m x n; `flags` is this PE's copy of the call's flag buffer (its counter and
+                // 2 size words);
                 // every rank queues the same call after its barrier and pushes its chunk with
                 // `put_signal` on its arrival slot (above, on every PE). Buffers outlive the
                 // kernel (dropping them waits for the PE's work).
@@ -190,8 +239,9 @@ impl<'s> Ops<'s> {
             }
         };
         result?;
+        // In a capture: the join of the side stream back into the graph.
         stream.wait_for(side)?;
-        side.wait_for(stream)
+        end_call(stream, side, mode)
     }
 
     /// This rank's rows of `C = Σ_ranks A_r · B_r` over the team of `options.team`, queued on
@@ -231,7 +281,7 @@ impl<'s> Ops<'s> {
     /// ```
     ///
     /// Errors (nothing is queued): as [`Ops::all_gather_gemm_with`]'s, `c` checked against
-    /// `m / size x n`.
+    /// `m / size x n`. Recorded in a graph capture as [`Ops::all_gather_gemm_with`] is.
     pub fn gemm_reduce_scatter_with(
         &self,
         stream: &Stream<'_>,
@@ -241,31 +291,24 @@ impl<'s> Ops<'s> {
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
-        refuse_capture(RS_CALL, stream)?;
-        let team = self.team_desc(RS_CALL, options.team)?;
-        check_rows(RS_CALL, shape, team.size)?;
-        let rows = shape.m / team.size;
-        shape.check_in(RS_CALL, a.len(), b.len(), (c.len(), rows, "m / size x n"))?;
-        let path = self.path_for(RS_CALL, options.kernel)?;
-        let b_kn = shape.b_layout == BLayout::KN;
-        let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(stream, a, b, shape)?),
-            Path::Sm80 => None,
-        };
-        let (tp80, gemm) = (
-            self.tp_module(RS_CALL, Path::Sm80)?,
-            self.tp_module(RS_CALL, path)?,
-        );
+        let Start {
+            mode,
+            team,
+            path,
+            b_kn,
+            maps,
+            tp80,
+            gemm,
+        } = self.start(RS_CALL, stream, (a, b, c.len()), shape, options)?;
         let mut st = self.tp_state();
         let words = flags::words(team.size, most_tiles(shape.m, shape.n));
-        let flags = self.grow_flags(&mut st, words)?;
-        let recv = self.grow_recv(&mut st, shape.m as usize * shape.n as usize)?;
-        let call = self.next_call(&mut st, shape, team)?;
-        let side = st.side.as_ref().expect("made by next_call");
+        let flags = self.grow_flags(RS_CALL, mode, &mut st, words)?;
+        let recv = self.grow_recv(mode, &mut st, shape.m as usize * shape.n as usize)?;
+        let call = self.begin_call(stream, mode, &mut st, shape, team)?;
+        let side = st.side.as_ref().expect("made by begin_call");
 
-        stream.wait_for(side)?;
         launch_barrier(tp80, stream, flags, call)?;
-        std::thread::sleep(options.send_delay);
+        std::thread::sleep(st.send_delay);
         let out = c.as_mut_ptr();
         let (bm, bn) = match (path, maps) {
             (Path::Sm90, Some((map_a, map_b))) => {
@@ -318,8 +361,9 @@ impl<'s> Ops<'s> {
         let (lo, hi) = rs::whole_rows(&call, bm);
         let (start, end) = (call.first_row(team.rank), call.first_row(team.rank + 1));
         if !(lo == start && hi == end) || hi <= lo {
-            // Rows in bands that straddle two chunks: at most a band's worth at each end.
-            let elements = 2 * bm * shape.n;
+            // Rows in bands that straddle two chunks: at most a band's worth at each end, and
+            // no more than the chunk.
+            let elements = (2 * bm).min(call.rows()) * shape.n;
             let blocks = elements.div_ceil(256).min(self.info.multiprocessors.max(1));
             let config = LaunchConfig::new(blocks, 256);
             // SAFETY: the arguments of this PE's GEMM of the call, queued before on `stream`.
@@ -327,10 +371,56 @@ impl<'s> Ops<'s> {
                 tp80.launch_on::<k80::rs_fixup>(stream, config, (out, recv, flags, call, bm, bn))?
             };
         }
-        side.wait_for(stream)
+        end_call(stream, side, mode)
+    }
+
+    /// Test hook, not part of the API: from now on, each fused call of this `Ops` waits
+    /// `delay` on the host after it has queued its barrier and before it queues what sends
+    /// this PE's data to its peers (the all-gather's copies of its chunk, the reduce-scatter's
+    /// GEMM, which stores the partial tiles), so that this PE's data arrives last.
+    /// `Duration::ZERO` (the default) turns it off.
+    #[doc(hidden)]
+    pub fn set_send_delay_for_tests(&self, delay: Duration) {
+        self.tp_state().send_delay = delay;
     }
 
     /// The team as the kernels take it, or why it cannot be used.
+    /// What both fused calls settle before they queue anything: the mode, the team, the
+    /// shape's checks (`c` holds all of C for the all-gather, this rank's rows for the
+    /// reduce-scatter), the kernel, the sm90 path's tensor maps (a new pair of operands waits
+    /// for the PE's work here) and the two images.
+    fn start(
+        &self,
+        call: &'static str,
+        stream: &Stream<'_>,
+        (a, b, c_len): (&SymBuffer<'_, bf16>, &SymBuffer<'_, bf16>, usize),
+        shape: GemmShape,
+        options: FusedOptions,
+    ) -> Result<Start<'_, 's>> {
+        let mode = Mode::of(stream);
+        let team = self.team_desc(call, options.team)?;
+        check_rows(call, shape, team.size)?;
+        let c_rows = match call {
+            AG_CALL => (c_len, shape.m, "m x n"),
+            _ => (c_len, shape.m / team.size, "m / size x n"),
+        };
+        shape.check_in(call, a.len(), b.len(), c_rows)?;
+        let path = self.path_for(call, options.kernel)?;
+        let maps = match path {
+            Path::Sm90 => Some(self.sm90_maps(call, stream, a, b, shape)?),
+            Path::Sm80 => None,
+        };
+        Ok(Start {
+            mode,
+            team,
+            path,
+            b_kn: shape.b_layout == BLayout::KN,
+            maps,
+            tp80: self.tp_module(call, Path::Sm80)?,
+            gemm: self.tp_module(call, path)?,
+        })
+    }
+
     fn team_desc(&self, call: &'static str, team: Team) -> Result<TeamDesc> {
         let shmem = self.shmem;
         let bad = |message: String| Error::InvalidArgument { call, message };
@@ -390,9 +480,17 @@ impl<'s> Ops<'s> {
     }
 
     /// This PE's copy of the flag buffer, grown (collectively) to at least `words`.
-    fn grow_flags(&self, st: &mut TpState<'s>, words: usize) -> Result<*mut u64> {
+    fn grow_flags(
+        &self,
+        call: &'static str,
+        mode: Mode,
+        st: &mut TpState<'s>,
+        words: usize,
+    ) -> Result<*mut u64> {
         if st.flags.as_ref().is_none_or(|f| f.len() < words) {
+            may_grow(call, mode, st)?;
             // Dropping the old buffer waits for the PE's work; every PE grows at this call.
+            // The new one's call counter starts again at 0 on every PE.
             st.flags = None;
             st.flags = Some(self.shmem.alloc_zeroed::<u64>(words)?);
         }
@@ -401,42 +499,77 @@ impl<'s> Ops<'s> {
 
     /// This PE's copy of the reduce-scatter's workspace, grown (collectively) to at least
     /// `elements`.
-    fn grow_recv(&self, st: &mut TpState<'s>, elements: usize) -> Result<*mut bf16> {
+    fn grow_recv(&self, mode: Mode, st: &mut TpState<'s>, elements: usize) -> Result<*mut bf16> {
         if st.recv.as_ref().is_none_or(|r| r.len() < elements) {
+            may_grow(RS_CALL, mode, st)?;
             st.recv = None;
             st.recv = Some(self.shmem.alloc_zeroed::<bf16>(elements)?);
         }
         Ok(st.recv.as_mut().expect("set above").as_mut_ptr())
     }
 
-    /// The next call's descriptor (a new epoch); makes the side stream at the first call.
-    fn next_call(&self, st: &mut TpState<'s>, shape: GemmShape, t: TeamDesc) -> Result<TpCall> {
+    /// The call's descriptor (the kernels count its epoch); makes the side stream at the first
+    /// call, and hands the workspace's pin to the graph a capture records. Then, eagerly,
+    /// `stream` waits for the previous fused call's end (step 1 of the module docs).
+    fn begin_call(
+        &self,
+        stream: &Stream<'_>,
+        mode: Mode,
+        st: &mut TpState<'s>,
+        shape: GemmShape,
+        t: TeamDesc,
+    ) -> Result<TpCall> {
         if st.side.is_none() {
+            // A capture never gets here: the first call's workspace is refused first.
             st.side = Some(self.shmem.new_stream()?);
         }
-        st.epoch += 1;
+        let side = st.side.as_ref().expect("made above");
+        match mode {
+            Mode::Eager => stream.wait_for(side)?,
+            Mode::Recorded => stream.keep_with_graph(Arc::clone(&st.pin))?,
+        }
         Ok(TpCall::new(
             (shape.m, shape.n, shape.k),
             (t.start, t.stride, t.size, t.rank),
-            st.epoch,
         ))
     }
 }
 
-/// A fused call cannot be recorded into a graph: its epoch (the value its flags are set to and
-/// waited for) is numbered on the host per call, and a graph would replay one epoch forever,
-/// its waits passing on the flags of earlier replays.
-fn refuse_capture(call: &'static str, stream: &Stream<'_>) -> Result<()> {
-    if stream.is_capturing() {
+/// Whether the workspace may be replaced by a larger one now: not in a capture (an allocation,
+/// which cannot be recorded), nor while a graph reads it (its kernels point into it).
+fn may_grow(call: &'static str, mode: Mode, st: &TpState<'_>) -> Result<()> {
+    if mode == Mode::Recorded {
         return Err(Error::Capture {
             call,
-            message: "the fused ops number each call on the host (the epoch their flags are set \
-                      to and waited for), and a graph would replay one number: queue them \
-                      outside the capture"
+            message: "the call needs a larger workspace (flags, partial-tile slots) than this \
+                      Ops has, and making one is a symmetric allocation, which a capture cannot \
+                      record: make the same call (same op, team, shape and buffers) once outside \
+                      the capture first, then capture it"
+                .into(),
+        });
+    }
+    if Arc::strong_count(&st.pin) > 1 {
+        return Err(Error::Unsupported {
+            call,
+            reason: "with a shape or team that needs a larger workspace (flags, partial-tile \
+                     slots) while live graphs read the current one (their recorded fused calls \
+                     point into it): drop those graphs on every PE first, or make the largest \
+                     fused call once before capturing any"
                 .into(),
         });
     }
     Ok(())
+}
+
+/// The end of a call: eagerly, the side stream waits for `stream` (step 5 of the module docs:
+/// the next fused call starts after this one, whatever stream it is queued on). In a capture,
+/// nothing: the side stream was joined back, and waiting for a recording stream would fork it
+/// again.
+fn end_call(stream: &Stream<'_>, side: &Stream<'_>, mode: Mode) -> Result<()> {
+    match mode {
+        Mode::Eager => side.wait_for(stream),
+        Mode::Recorded => Ok(()),
+    }
 }
 
 /// `m` must split evenly over the team's `size` PEs.

@@ -24,6 +24,33 @@
 //!   one GPU); where `shmem::ptr` finds no mapping the reduce-scatter stores element by element
 //!   through NVSHMEM (correct, slow).
 //!
+//! # Graphs
+//!
+//! A fused call queued on a stream that records a graph ([`Stream::capture`]) is recorded,
+//! and each launch of the graph is a new call on the data the buffers hold then (write the
+//! inputs in stream order before the launch). The kernels count the calls on the device, so
+//! launches of a graph and eager calls of the same `Ops` may be mixed in any sequence, with
+//! these rules:
+//!
+//! * **Made once first.** The first call of a shape, team and buffers is not recordable: it
+//!   may allocate or grow the `Ops`' workspace (flags, the reduce-scatter's slots) and, on the
+//!   sm90 path, fill the operands' tensor-map slot — host work a graph cannot replay. Make the
+//!   same call once outside the capture (refused with [`Error::Capture`] otherwise).
+//! * **The workspace stays.** A live graph pins the workspace its calls point into: a later
+//!   eager call that would need a larger one is refused ([`Error::Unsupported`]) until the
+//!   graphs are dropped (on every PE: the refusal must be the same everywhere). Make the
+//!   largest call first.
+//! * **Collective.** Every PE launches the graph at the same point of its sequence of fused
+//!   calls, as it would make the calls it holds.
+//! * **Ordered by its stream.** Eager fused calls order themselves after the previous fused
+//!   call on any stream; a graph launch is ordered only by the stream it is launched on. Launch
+//!   it on the stream the previous fused calls were queued on (or one that waits for it), and
+//!   queue the next ones there too (or make their stream wait for it).
+//!
+//! [`Stream::capture`]: rshmem_host::Stream::capture
+//! [`Error::Capture`]: rshmem_host::Error::Capture
+//! [`Error::Unsupported`]: rshmem_host::Error::Unsupported
+//!
 //! The ordering arguments (why a tile never reads a chunk before it arrived, why a reduction
 //! never reads a partial before it is complete, why buffers can be reused across calls) are in
 //! `rshmem-tp` (`kernels/tp/src/{ag,rs,barrier}.rs`), where the code makes them;
@@ -33,7 +60,6 @@ pub(crate) mod calls;
 
 use crate::gemm::shape::Kernel;
 use rshmem_host::Team;
-use std::time::Duration;
 
 /// The sm_90a image of the `tp90` family (the fused ops on the Hopper GEMM).
 pub static IMAGE90: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-tp90");
@@ -56,11 +82,6 @@ pub struct FusedOptions {
     /// The GEMM kernel; [`Kernel::Auto`] unless a test or benchmark forces one. Every PE of
     /// the team must run the same one.
     pub kernel: Kernel,
-    /// For tests: how long this PE waits on the host, after the call's barrier is queued,
-    /// before it queues what sends its data to the peers (the all-gather's copies of its
-    /// chunk; the reduce-scatter's GEMM, which stores the partial tiles), so that its data
-    /// arrives last. Zero by default.
-    pub send_delay: Duration,
 }
 
 impl Default for FusedOptions {
@@ -68,7 +89,6 @@ impl Default for FusedOptions {
         Self {
             team: Team::WORLD,
             kernel: Kernel::Auto,
-            send_delay: Duration::ZERO,
         }
     }
 }

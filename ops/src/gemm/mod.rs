@@ -1,10 +1,12 @@
 //! The GEMM family: [`Ops::gemm`] (`C = A · B`, bf16/f16 in, f32 accumulation, f32 or the
 //! input type out) on the Hopper kernel (TMA + `wgmma`, persistent, warp-specialised) or the
-//! `mma.sync` one, its element types ([`elem`]), shapes ([`shape`]) and tensor-map table
-//! ([`maps`]). The kernels are `kernels/ops`' `gemm90` and `gemm80` families: `rshmem_gemm`'s
+//! `mma.sync` one, its element types ([`elem`]), shapes ([`shape`]), tensor-map table
+//! ([`maps`]) and the launch helpers a user's own kernel on the same mainloops takes
+//! ([`launch`]). The kernels are `kernels/ops`' `gemm90` and `gemm80` families: `rshmem_gemm`'s
 //! mainloops with its plain epilogue.
 
 pub mod elem;
+pub mod launch;
 pub mod maps;
 pub mod shape;
 
@@ -12,9 +14,7 @@ use crate::Ops;
 use elem::{GemmIn, GemmOut};
 use maps::MapKey;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
-use rshmem_host::{
-    Error, LaunchConfig, Module, Result, Stream, Swizzle, SymBuffer, TensorMap, TiledSpec,
-};
+use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymBuffer};
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
 use shape::{BLayout, GemmOptions, GemmShape, Kernel, CALL};
@@ -103,8 +103,7 @@ impl<'s> Ops<'s> {
 
     /// A persistent launch over `tiles`: one block per SM, fewer when there are fewer tiles.
     pub(crate) fn persistent(&self, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
-        let blocks = tiles.min(self.info.multiprocessors.max(1));
-        LaunchConfig::new(blocks, threads).shared_mem(shared)
+        launch::persistent(self.info, tiles, threads, shared)
     }
 
     /// The sm90 path: both operands through tensor maps from the table, one persistent block
@@ -120,7 +119,7 @@ impl<'s> Ops<'s> {
         let module = loaded(&self.gemm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
-        let (map_a, map_b) = self.sm90_maps(stream, a, b, shape)?;
+        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape)?;
         let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
         let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
         let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
@@ -142,9 +141,10 @@ impl<'s> Ops<'s> {
     /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as the sm90 mainloop reads
     /// them, from the table (filled on a miss: see [`maps`]; while `stream` records a
     /// graph, only a slot that already describes them, pinned for the graph's life); kernel
-    /// arguments.
+    /// arguments. `call` is the op the errors name.
     pub(crate) fn sm90_maps<In: GemmIn>(
         &self,
+        call: &'static str,
         stream: &Stream<'_>,
         a: &SymBuffer<'_, In>,
         b: &SymBuffer<'_, In>,
@@ -161,30 +161,16 @@ impl<'s> Ops<'s> {
             elem: In::NAME,
             b_kn,
         };
-        // A row-major `rows x cols` matrix, boxes as the kernel reads them.
-        let encode = |buf: &SymBuffer<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
-            TensorMap::tiled(
-                self.shmem,
-                &TiledSpec {
-                    ty: In::TMA,
-                    global: buf.as_ptr().cast(),
-                    dims: &[u64::from(cols), u64::from(rows)],
-                    strides: &[u64::from(cols) * 2],
-                    box_dims: &box_dims,
-                    swizzle: Swizzle::B128,
-                },
-            )
-        };
         let mut table = self.table();
         let slot = if stream.is_capturing() {
             // Recorded: the slot must describe the operands already, and stays theirs as long
             // as the graph lives.
             let slot = table.find(key).ok_or_else(|| Error::Capture {
-                call: CALL,
+                call,
                 message: format!(
                     "the first GEMM on these operands (m {m}, n {n}, k {k}, {} in, B {:?}) fills \
                      a tensor-map slot from the host, which waits for the PE's work and cannot \
-                     be recorded: run the GEMM once on the same buffers and shape before the \
+                     be recorded: run the call once on the same buffers and shape before the \
                      capture, then capture it",
                     In::NAME,
                     b_layout
@@ -193,14 +179,7 @@ impl<'s> Ops<'s> {
             stream.keep_with_graph(table.pin(slot))?;
             slot
         } else {
-            table.slot(key, || {
-                let map_b = if b_kn {
-                    encode(b, k, n, sm90::B_BOX_KN)?
-                } else {
-                    encode(b, n, k, sm90::B_BOX_NK)?
-                };
-                Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
-            })?
+            table.slot(key, || launch::sm90_maps(self.shmem, a, b, shape))?
         };
         Ok(table.kernel_ptrs(slot))
     }

@@ -1,0 +1,246 @@
+//! Launching your own kernels on rshmem's GEMM mainloops ([`rshmem_gemm::sm90::gemm`],
+//! [`rshmem_gemm::sm80::gemm`]) with your own hooks: [`Sm90Launch`] and [`Sm80Launch`] give
+//! such a kernel its launch configuration and, for sm90, its operands' tensor maps in the form
+//! the kernel takes ([`Sm90Maps`]), so that no kernel crate copies the mainloops' constants
+//! or writes a `TiledSpec`. [`Ops::gemm`](crate::Ops::gemm) launches its own kernels from the
+//! same functions ([`sm90_maps`], [`persistent`]): one implementation.
+//!
+//! ```
+//! use rshmem_device::bf16;
+//! use rshmem_ops::{BLayout, GemmShape, Sm90Launch};
+//! // rshmem's own sm90 kernel stands in for yours: sm90::gemm::<bf16, StoreC<f32>, false>.
+//! type MyGemm = rshmem_ops_kernels::gemm90::gemm90_bf16_f32_nk;
+//! rshmem_host::run(|shmem| -> rshmem_host::Result<()> {
+//!     let module = shmem.load(&rshmem_ops::gemm::IMAGE90)?; // on an sm_90 GPU or the simulator
+//!     let (m, n, k) = (130, 40, 64);
+//!     let a = shmem.alloc_from(&vec![bf16::ONE; m * k])?; // m x k
+//!     let b = shmem.alloc_from(&vec![bf16::ONE; n * k])?; // n x k
+//!     let mut c = shmem.alloc_zeroed::<f32>(m * n)?;
+//!     let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+//!     let gemm = Sm90Launch::new(shmem, &a, &b, shape)?; // collective: it allocates the maps
+//!     let (maps, p) = (gemm.maps(), gemm.problem());
+//!     // SAFETY: MyGemm runs sm90::gemm (B N x K) on these maps with this config, and stores
+//!     // m x n f32 into c, rows n apart.
+//!     unsafe {
+//!         module.launch::<MyGemm>(gemm.config(), (maps.a, maps.b, c.as_mut_ptr(), p.n, p.m, p.n, p.k))?
+//!     };
+//!     assert!(c.to_vec()?.iter().all(|&x| x == k as f32));
+//!     Ok(())
+//! })
+//! .unwrap();
+//! ```
+
+use super::elem::GemmIn;
+use super::shape::{BLayout, GemmShape};
+use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
+use rshmem_host::{
+    DeviceInfo, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, TensorMap, TiledSpec,
+};
+
+/// A persistent launch over `tiles`: one block per multiprocessor of `info`, fewer when there
+/// are fewer tiles (every block then holds one; the mainloops walk the rest).
+pub fn persistent(info: DeviceInfo, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
+    let blocks = tiles.min(info.multiprocessors.max(1));
+    LaunchConfig::new(blocks, threads).shared_mem(shared)
+}
+
+/// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as [`sm90::gemm`] reads them
+/// (boxes [`sm90::A_BOX`] and [`sm90::B_BOX_NK`] / [`sm90::B_BOX_KN`], 128-byte swizzle):
+/// A's, then B's. Encoded on the host; the kernel reads them from global memory.
+pub fn sm90_maps<In: GemmIn>(
+    shmem: &Shmem,
+    a: &SymBuffer<'_, In>,
+    b: &SymBuffer<'_, In>,
+    shape: GemmShape,
+) -> Result<[TensorMap; 2]> {
+    let GemmShape { m, n, k, b_layout } = shape;
+    // A row-major `rows x cols` matrix, boxes as the kernel reads them.
+    let encode = |buf: &SymBuffer<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
+        TensorMap::tiled(
+            shmem,
+            &TiledSpec {
+                ty: In::TMA,
+                global: buf.as_ptr().cast(),
+                dims: &[u64::from(cols), u64::from(rows)],
+                strides: &[u64::from(cols) * size_of::<In>() as u64],
+                box_dims: &box_dims,
+                swizzle: Swizzle::B128,
+            },
+        )
+    };
+    let map_b = match b_layout {
+        BLayout::NK => encode(b, n, k, sm90::B_BOX_NK)?,
+        BLayout::KN => encode(b, k, n, sm90::B_BOX_KN)?,
+    };
+    Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
+}
+
+/// What a kernel on [`sm90::gemm`] needs from the host: its launch configuration and its
+/// operands' tensor maps, kept in a symmetric buffer of their own for as long as this value
+/// lives (dropping it waits for the PE's launched work, as dropping any buffer does).
+///
+/// The kernel must instantiate the mainloop with the layout of B given here:
+/// `sm90::gemm::<In, _, false>` for [`BLayout::NK`], `<In, _, true>` for [`BLayout::KN`].
+pub struct Sm90Launch<'s> {
+    maps: SymBuffer<'s, TensorMap>,
+    config: LaunchConfig,
+    problem: Problem,
+}
+
+impl<'s> Sm90Launch<'s> {
+    /// Checks `shape` against `a` and `b` (as [`GemmShape::check`] does), encodes their maps
+    /// and copies them into a new symmetric buffer. Collective, like every allocation: every
+    /// PE calls it, in the same order relative to its other allocations.
+    ///
+    /// Errors: a shape `Ops::gemm` would refuse, a buffer shorter than it; a device that is
+    /// not sm_90 (the mainloop is `wgmma` + TMA, built for sm_90a; use [`Sm80Launch`]).
+    pub fn new<In: GemmIn>(
+        shmem: &'s Shmem,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        shape: GemmShape,
+    ) -> Result<Self> {
+        const CALL: &str = "Sm90Launch::new";
+        let info = shmem.device_info();
+        if info.sm != 90 {
+            return Err(Error::Unsupported {
+                call: CALL,
+                reason: format!(
+                    "on this PE's device, an sm_{}: the sm90 mainloop (TMA + wgmma, built for \
+                     sm_90a) runs on sm_90 GPUs (H100, H200) only; use Sm80Launch",
+                    info.sm
+                ),
+            });
+        }
+        check(CALL, shape, a.len(), b.len())?;
+        let maps = shmem.alloc_from(&sm90_maps(shmem, a, b, shape)?)?;
+        let problem = problem(shape);
+        let config = persistent(
+            info,
+            sm90::tiles(problem),
+            sm90::THREADS,
+            sm90::SHARED_BYTES,
+        );
+        Ok(Self {
+            maps,
+            config,
+            problem,
+        })
+    }
+
+    /// The launch: `min(tiles, multiprocessors)` persistent blocks of [`sm90::THREADS`]
+    /// threads with [`sm90::SHARED_BYTES`] of dynamic shared memory. Add
+    /// [`LaunchConfig::cooperative`] when the hooks wait for other blocks or PEs.
+    pub fn config(&self) -> LaunchConfig {
+        self.config
+    }
+
+    /// The maps, as the kernel argument [`sm90::gemm`]'s caller passes on (`maps.a`,
+    /// `maps.b`); valid while this value lives.
+    pub fn maps(&self) -> Sm90Maps {
+        let base = TensorMap::kernel_ptr(&self.maps);
+        Sm90Maps {
+            a: base,
+            // Device addresses: an offset only, never dereferenced here.
+            b: base.wrapping_add(1),
+        }
+    }
+
+    /// The shape as the mainloop takes it (a kernel argument).
+    pub fn problem(&self) -> Problem {
+        self.problem
+    }
+
+    /// Tiles of C ([`sm90::BM`] x [`sm90::BN`] each): what per-tile flags are counted in.
+    pub fn tiles(&self) -> u32 {
+        sm90::tiles(self.problem)
+    }
+}
+
+/// What a kernel on [`sm80::gemm`] needs from the host: its launch configuration (the
+/// operands are plain pointers, A's rows `k` apart, B's `k` (N x K) or `n` (K x N)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sm80Launch {
+    config: LaunchConfig,
+    problem: Problem,
+    ldb: u32,
+}
+
+impl Sm80Launch {
+    /// Checks `shape` against `a` and `b` (as [`GemmShape::check`] does). Errors: a shape
+    /// `Ops::gemm` would refuse, a buffer shorter than it; a device older than sm_80.
+    pub fn new<In: GemmIn>(
+        shmem: &Shmem,
+        a: &SymBuffer<'_, In>,
+        b: &SymBuffer<'_, In>,
+        shape: GemmShape,
+    ) -> Result<Self> {
+        const CALL: &str = "Sm80Launch::new";
+        let info = shmem.device_info();
+        if info.sm < 80 {
+            return Err(Error::Unsupported {
+                call: CALL,
+                reason: format!(
+                    "on this PE's device, an sm_{}: the sm80 mainloop (cp.async + mma.sync) \
+                     needs sm_80 or later",
+                    info.sm
+                ),
+            });
+        }
+        check(CALL, shape, a.len(), b.len())?;
+        let problem = problem(shape);
+        Ok(Self {
+            config: persistent(
+                info,
+                sm80::tiles(problem),
+                sm80::THREADS,
+                sm80::SHARED_BYTES,
+            ),
+            problem,
+            ldb: match shape.b_layout {
+                BLayout::NK => shape.k,
+                BLayout::KN => shape.n,
+            },
+        })
+    }
+
+    /// The launch: `min(tiles, multiprocessors)` persistent blocks of [`sm80::THREADS`]
+    /// threads with [`sm80::SHARED_BYTES`] of dynamic shared memory.
+    pub fn config(&self) -> LaunchConfig {
+        self.config
+    }
+
+    /// The shape as the mainloop takes it (a kernel argument).
+    pub fn problem(&self) -> Problem {
+        self.problem
+    }
+
+    /// Tiles of C ([`sm80::BM`] x [`sm80::BN`] each): what per-tile flags are counted in.
+    pub fn tiles(&self) -> u32 {
+        sm80::tiles(self.problem)
+    }
+
+    /// Elements between rows of A (`k`).
+    pub fn lda(&self) -> u32 {
+        self.problem.k
+    }
+
+    /// Elements between rows of B: `k` for N x K, `n` for K x N.
+    pub fn ldb(&self) -> u32 {
+        self.ldb
+    }
+}
+
+/// The shape's checks against the operands alone (C is the kernel's own business).
+fn check(call: &'static str, shape: GemmShape, a: usize, b: usize) -> Result<()> {
+    shape.check_in(call, a, b, (0, 0, "no C"))
+}
+
+/// The mainloops' form of a shape.
+fn problem(shape: GemmShape) -> Problem {
+    Problem {
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+    }
+}
