@@ -27,34 +27,24 @@ per_backend! {
     collectives_in_graphs => [2, 3];
 }
 
+/// Every algorithm a test forces in turn (`Auto` included).
+const EVERY_ALGORITHM: [Algorithm; 4] = [
+    Algorithm::Auto,
+    Algorithm::Lamport,
+    Algorithm::OneShot,
+    Algorithm::TwoShot,
+];
+
 fn every_collective_type_size_team_algorithm(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
-    coll_cases::each_type(
-        shmem,
-        &ops,
-        &[
-            Algorithm::Auto,
-            Algorithm::Lamport,
-            Algorithm::OneShot,
-            Algorithm::TwoShot,
-        ],
-    )
+    coll_cases::each_type(shmem, &ops, &EVERY_ALGORITHM)
 }
 
 /// NaN, ±0 and ±∞ through every float type, algorithm, reduction and in/out of place: the
 /// bits docs/collectives.md promises ("NaN, ±0 and ±∞"), the same from every algorithm.
 fn float_special_values(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
-    coll_cases::each_float_special(
-        shmem,
-        &ops,
-        &[
-            Algorithm::Auto,
-            Algorithm::Lamport,
-            Algorithm::OneShot,
-            Algorithm::TwoShot,
-        ],
-    )
+    coll_cases::each_float_special(shmem, &ops, &EVERY_ALGORITHM)
 }
 
 /// Host reference of the fused op for one row: `residual' = Σ x + residual` (checked with

@@ -152,6 +152,33 @@ trait FusedCase {
     fn check(&self, call: &str) -> Outcome;
 }
 
+/// A fused case's team rank and whole shape: `rows` per rank, `n` rounded up to the 8 that
+/// B K x N needs.
+struct Dims {
+    team_n: usize,
+    rank: usize,
+    m: u32,
+    n: u32,
+}
+
+impl Dims {
+    fn of(shmem: &Shmem, rows: u32, n: u32, layout: BLayout, options: FusedOptions) -> Self {
+        let team_n = shmem.team_n_pes(options.team).expect("a member");
+        let rank = shmem.team_my_pe(options.team).expect("a member");
+        let n = if layout == BLayout::KN {
+            n.next_multiple_of(8)
+        } else {
+            n
+        };
+        Dims {
+            team_n,
+            rank,
+            m: rows * team_n as u32,
+            n,
+        }
+    }
+}
+
 impl<'s> AllGather<'s> {
     fn new(
         shmem: &'s Shmem,
@@ -159,14 +186,7 @@ impl<'s> AllGather<'s> {
         layout: BLayout,
         options: FusedOptions,
     ) -> Result<Self> {
-        let team_n = shmem.team_n_pes(options.team).expect("a member");
-        let rank = shmem.team_my_pe(options.team).expect("a member");
-        let m = rows * team_n as u32;
-        let n = if layout == BLayout::KN {
-            n.next_multiple_of(8)
-        } else {
-            n
-        };
+        let Dims { team_n, rank, m, n } = Dims::of(shmem, rows, n, layout, options);
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         Ok(Self {
             a: shmem.alloc_zeroed::<bf16>(mu * ku)?,
@@ -249,14 +269,7 @@ impl<'s> ReduceScatter<'s> {
         layout: BLayout,
         options: FusedOptions,
     ) -> Result<Self> {
-        let team_n = shmem.team_n_pes(options.team).expect("a member");
-        let rank = shmem.team_my_pe(options.team).expect("a member");
-        let m = rows * team_n as u32;
-        let n = if layout == BLayout::KN {
-            n.next_multiple_of(8)
-        } else {
-            n
-        };
+        let Dims { team_n, rank, m, n } = Dims::of(shmem, rows, n, layout, options);
         let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
         Ok(Self {
             a: shmem.alloc_zeroed::<bf16>(mu * ku)?,
