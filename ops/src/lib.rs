@@ -25,7 +25,7 @@
 //!   stored to their owners from the GEMM's epilogue); [`fused`] has their rules and
 //!   [`FusedOptions`], `docs/fused.md` the design.
 //! * [`Sm90Launch`], [`Sm80Launch`] ([`gemm::launch`]): your own kernel on the GEMM's mainloops
-//!   (your hooks, `rshmem_gemm::Hooks`) gets its launch configuration and, for sm90, its
+//!   (your `rshmem_gemm::Schedule` and `Epilogue`) gets its launch configuration and, for sm90, its
 //!   operands' tensor maps from them, as `Ops::gemm` does; `docs/fused-kernels.md` is the
 //!   guide.
 //! * [`coll`]: the collectives — [`Ops::all_reduce`] (and `_in_place`),
@@ -61,8 +61,8 @@
 //! ([`rshmem_host::Shmem::device_info`]).
 //!
 //! The kernels are `rshmem_gemm`'s mainloops with its plain epilogue; a fused kernel reuses
-//! the same mainloops with its own `rshmem_gemm::Hooks` (tile order, a wait before a tile's
-//! loads, the store of each value, a per-tile signal) instead of copying them.
+//! the same mainloops with its own `rshmem_gemm::Schedule` (tile order, a wait before a tile's
+//! loads) and `Epilogue` (the store of each value, a per-tile signal) instead of copying them.
 
 pub mod coll;
 pub mod fused;

@@ -1,4 +1,4 @@
-//! Activation functions for epilogues ([`crate::Hooks::store`] applies them to the f32
+//! Activation functions for epilogues ([`crate::Epilogue::store`] applies them to the f32
 //! accumulators before rounding): [`gelu`], and the [`exp`] it is made of.
 //!
 //! GELU here is the tanh form `gelu(x) = x / 2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`

@@ -1,11 +1,19 @@
 //! # rshmem-gemm
 //!
 //! The GEMM of rshmem's kernels, `C = A · B` with bf16 or f16 inputs and f32 accumulation,
-//! as device functions a kernel instantiates with its own [`Hooks`]: what each tile of C
-//! becomes (stored, added, sent to a peer's symmetric buffer, signalled) and in which order
-//! tiles are computed. The same mainloops serve rshmem's `ops::gemm` (whose hooks store C)
-//! and the fused communication kernels (whose hooks put C's tiles on peers or wait for A's
-//! tiles to arrive), so a fused kernel changes hooks, never the GEMM.
+//! as device functions a kernel instantiates with its own [`Schedule`] (in which order tiles
+//! are computed, and what a tile's loads wait for) and [`Epilogue`] (what each tile of C
+//! becomes: stored, added to, sent to a peer's symmetric buffer, signalled), as CUTLASS
+//! separates its tile scheduler, collective mainloop and epilogue. The same mainloops serve
+//! rshmem's `ops::gemm` ([`GroupM`], [`StoreC`]) and the fused communication kernels (whose
+//! schedules wait for A's tiles to arrive and whose epilogues put C's tiles on peers), so a
+//! fused kernel changes its schedule and epilogue, never the GEMM.
+//!
+//! * [`tile`]: [`Problem`] (a kernel argument) and [`Tile`];
+//! * [`schedule`]: [`Schedule`], [`GroupM`], [`TileScheduler`] (a persistent block's tiles);
+//! * [`pipeline`]: [`PipelineState`] (stage and phase of a multi-stage pipeline);
+//! * [`epilogue`]: [`Epilogue`], [`OutElem`], [`StoreC`];
+//! * [`act`]: activations for epilogues; [`maps`]: the sm90 kernel's operand maps.
 //!
 //! * [`sm90`]: Hopper (sm_90a): persistent, warp-specialised — one producer warpgroup feeds
 //!   a multi-stage TMA + mbarrier pipeline, two consumer warpgroups run `wgmma` on 128 x 256
@@ -19,11 +27,11 @@
 //! stores), never by padding.
 //!
 //! ```ignore
-//! use rshmem_gemm::{hooks::StoreC, sm90};
+//! use rshmem_gemm::{sm90, GroupM, Problem, StoreC};
 //! #[kernel(launch_bounds(384, 1))]
 //! pub unsafe fn my_gemm(map_a: *const TensorMap, map_b: *const TensorMap, c: *mut bf16, m: u32, n: u32, k: u32) {
 //!     // SAFETY: the launch is sm90::THREADS threads with sm90::SHARED_BYTES (the caller's contract).
-//!     unsafe { sm90::gemm::<bf16, _>(map_a, map_b, Problem { m, n, k }, StoreC { c, ldc: n }) }
+//!     unsafe { sm90::gemm::<bf16, _, _, false>(map_a, map_b, Problem { m, n, k }, GroupM, StoreC { c, ldc: n }) }
 //! }
 //! ```
 
@@ -45,10 +53,16 @@ macro_rules! unroll {
 }
 
 pub mod act;
-pub mod hooks;
+pub mod epilogue;
 pub mod maps;
+pub mod pipeline;
+pub mod schedule;
 pub mod sm80;
 pub mod sm90;
+pub mod tile;
 
-pub use hooks::{Hooks, OutElem, Problem, StoreC, Tile};
+pub use epilogue::{Epilogue, OutElem, StoreC};
 pub use maps::Sm90Maps;
+pub use pipeline::PipelineState;
+pub use schedule::{GroupM, Schedule, TileScheduler};
+pub use tile::{Problem, Tile};

@@ -7,9 +7,9 @@
 //! ```ignore
 //! #[kernel(launch_bounds(384, 1))]
 //! pub unsafe fn my_gemm(maps: Sm90Maps, problem: Problem, c: *mut bf16) {
-//!     let hooks = StoreC { c, ldc: problem.n };
+//!     let epilogue = StoreC { c, ldc: problem.n };
 //!     // SAFETY: launched with Sm90Launch's config and maps (B N x K).
-//!     unsafe { sm90::gemm::<bf16, _, false>(maps.a, maps.b, problem, hooks) }
+//!     unsafe { sm90::gemm::<bf16, _, _, false>(maps.a, maps.b, problem, GroupM, epilogue) }
 //! }
 //! ```
 

@@ -2,7 +2,7 @@
 //! memory, `ldmatrix` into fragments, `mma.sync.m16n8k16` into f32 accumulators.
 //!
 //! **Tiles.** A block of [`THREADS`] = 8 warps computes one [`BM`] x [`BN`] = 128 x 128 tile
-//! of C at a time, walking the schedule ([`Hooks::tile`]) persistently: tiles `blockIdx.x`,
+//! of C at a time, walking the [`Schedule`] persistently ([`TileScheduler`]): tiles `blockIdx.x`,
 //! `blockIdx.x + gridDim.x`, ... so that any grid covers the problem. The warps are arranged
 //! 2 (along M) x 4 (along N), each owning 64 x 32 of the tile: 4 x 4 `m16n8` accumulators,
 //! 64 f32 registers per thread.
@@ -15,7 +15,7 @@
 //! warps, and every warp is done with the stage about to be refilled), issues the copies of
 //! the k-step `STAGES - 1` ahead and then computes on the landed stage: per 16 of K, four
 //! `ldmatrix.x4` of A, two `ldmatrix.x4` of B and 16 `mma.sync`. A barrier ends each tile (the
-//! next tile's first copies reuse the stages; [`Hooks::tile_done`] follows it).
+//! next tile's first copies reuse the stages; [`Epilogue::tile_done`] follows it).
 //!
 //! **B's layouts, one body.** With `B_KN = false` B is N x K row-major (C = A · Bᵀ, K
 //! contiguous): its slice is stored like A's, [`BN`] rows of [`BK`], and read with `ldmatrix`.
@@ -30,11 +30,13 @@
 //! of a 128-byte line (80 and 272 are odd multiples of 16), so each phase of the instruction
 //! is conflict-free, and every row stays 16-byte aligned for `cp.async` and `ldmatrix`.
 //!
-//! **Epilogue.** Straight from the accumulators: each thread hands [`Hooks::store`] pairs of
+//! **Epilogue.** Straight from the accumulators: each thread hands [`Epilogue::store`] pairs of
 //! adjacent columns (`c0, c1` and `c2, c3` of each fragment), masked to `row < m`,
 //! `col < n`, with `both = col + 1 < n`.
 
-use crate::hooks::{self, Hooks, Problem, Tile};
+use crate::epilogue::Epilogue;
+use crate::schedule::{Schedule, TileScheduler};
+use crate::tile::Problem;
 use rshmem_device::half::{bf16, f16};
 use rshmem_device::mma::{
     commit_group, cp_async_cg_zfill, ldmatrix, ldmatrix_trans, mma_sync, wait_group, FragA, FragB,
@@ -94,7 +96,7 @@ impl Input for f16 {}
 /// Tiles of `problem`: the grid that gives every block one tile (any smaller grid works too).
 #[inline(always)]
 pub const fn tiles(problem: Problem) -> u32 {
-    let (tm, tn) = hooks::tiles(problem, BM, BN);
+    let (tm, tn) = crate::tile::tiles(problem, BM, BN);
     tm * tn
 }
 
@@ -149,7 +151,8 @@ unsafe fn copy_tile<const ROWS: u32, const COLS: u32, const DST_LD: u32>(
 
 /// `C = A · Bᵀ` (`B_KN = false`: B is N x K row-major) or `C = A · B` (`B_KN = true`: B is
 /// K x N row-major), A M x K row-major, elements `T`, accumulated in f32; the tiles' values
-/// are handed to `hooks`. Called by every thread of the block, with the same arguments.
+/// are taken in `schedule`'s order and their values handed to `epilogue`. Called by every
+/// thread of the block, with the same arguments.
 ///
 /// # Safety
 ///
@@ -160,15 +163,16 @@ unsafe fn copy_tile<const ROWS: u32, const COLS: u32, const DST_LD: u32>(
 ///   `a[r * lda + c]`, B's at `b[r * ldb + c]` for `r < n`, `c < k` (`B_KN = false`) or
 ///   `r < k`, `c < n` (`B_KN = true`), in global memory that nothing writes while the kernel
 ///   runs.
-/// * `hooks` is valid for the problem (its own contract).
+/// * `schedule` and `epilogue` are valid for the problem (their own contracts).
 #[inline(always)]
-pub unsafe fn gemm<T: Input, H: Hooks, const B_KN: bool>(
+pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
     a: *const T,
     lda: u32,
     b: *const T,
     ldb: u32,
     problem: Problem,
-    hooks: H,
+    schedule: S,
+    epilogue: E,
 ) {
     let Problem { m, n, k } = problem;
     let (a, b) = (a.cast::<u16>(), b.cast::<u16>());
@@ -183,23 +187,14 @@ pub unsafe fn gemm<T: Input, H: Hooks, const B_KN: bool>(
     // SAFETY: as above.
     let slice_b = |s: u32| unsafe { smem.add((s * STAGE_ELEMS + A_ELEMS) as usize) };
 
-    let (tiles_m, tiles_n) = hooks::tiles(problem, BM, BN);
-    let total = tiles_m * tiles_n;
     let k_steps = k.div_ceil(BK);
 
     // The lane's row and 8-column block within each 8 x 8 matrix of an `ldmatrix.x4`.
     let (quad, row8) = (lane / 8, lane % 8);
 
-    let mut t = thread::block_idx_x();
-    while t < total {
-        let (ti, tj) = hooks.tile(t, tiles_m, tiles_n);
-        let tile = Tile {
-            index: t,
-            m0: ti * BM,
-            n0: tj * BN,
-        };
-        // SAFETY: the hooks' contract; every thread, before its first copy of the tile.
-        unsafe { hooks.before_loads(tile) };
+    for tile in TileScheduler::<S, BM, BN>::new(schedule, problem) {
+        // SAFETY: the schedule's contract; every thread, before its first copy of the tile.
+        unsafe { schedule.before_loads(tile) };
 
         // Copies of k-step `kt` into stage `kt % STAGES`.
         let load = |kt: u32| {
@@ -284,26 +279,26 @@ pub unsafe fn gemm<T: Input, H: Hooks, const B_KN: bool>(
         // Epilogue: rows g and g + 8, columns 2t and 2t + 1 of each 16 x 8 fragment. Unrolled
         // by hand: indexed by loop counters, the accumulators would live in local memory.
         let (g, t4) = (lane / 4, lane % 4);
-        // SAFETY: the hooks' contract; every thread, before its stores of `tile`.
-        unsafe { hooks.before_epilogue(tile) };
+        // SAFETY: the epilogue's contract; every thread, before its stores of `tile`.
+        unsafe { epilogue.before_epilogue(tile) };
         unroll!(i in [0, 1, 2, 3] {
             unroll!(h in [0, 1] {
                 let r = tile.m0 + warp_m + 16 * i as u32 + g + 8 * h as u32;
                 // The row's context, once for its four fragments (a row past m gets the
                 // last row's and stores nothing).
-                // SAFETY: a row < m, as the hook's contract asks.
-                let row = unsafe { hooks.row(r.min(m - 1)) };
+                // SAFETY: a row < m, as the epilogue's contract asks.
+                let row = unsafe { epilogue.row(r.min(m - 1)) };
                 unroll!(j in [0, 1, 2, 3] {
                     let col = tile.n0 + warp_n + 8 * j as u32 + 2 * t4;
                     if r < m && col < n {
                         let mut v = [acc[i][j].regs[2 * h], acc[i][j].regs[2 * h + 1]];
-                        for a in 0..hooks.addends(row) {
+                        for a in 0..epilogue.addends(row) {
                             // SAFETY: in C's bounds, below the row's addends.
-                            let add = unsafe { hooks.addend(row, a, col, col + 1 < n) };
+                            let add = unsafe { epilogue.addend(row, a, col, col + 1 < n) };
                             v = [v[0] + add[0], v[1] + add[1]];
                         }
-                        // SAFETY: in C's bounds, as the hook's contract asks; `row` is r's.
-                        unsafe { hooks.store(row, col, v, col + 1 < n) };
+                        // SAFETY: in C's bounds, as the epilogue's contract asks; `row` is r's.
+                        unsafe { epilogue.store(row, col, v, col + 1 < n) };
                     }
                 });
             });
@@ -312,10 +307,10 @@ pub unsafe fn gemm<T: Input, H: Hooks, const B_KN: bool>(
         // Every warp is done with the stages (the next tile's prologue refills them) and has
         // stored its part of the tile.
         thread::sync_threads();
-        if H::TILE_DONE && tid == 0 {
-            // SAFETY: the hook's contract; every thread's stores of `tile` precede the barrier.
-            unsafe { hooks.tile_done(tile) };
+        if E::TILE_DONE && tid == 0 {
+            // SAFETY: the epilogue's contract; every thread's stores of `tile` precede the
+            // barrier.
+            unsafe { epilogue.tile_done(tile) };
         }
-        t += thread::grid_dim_x();
     }
 }

@@ -1,5 +1,5 @@
-//! The sm_80 GEMMs: [`rshmem_gemm::sm80::gemm`] with the plain epilogue
-//! ([`rshmem_gemm::StoreC`]) for each input and output type and both layouts of B:
+//! The sm_80 GEMMs: [`rshmem_gemm::sm80::gemm`] with the plain schedule and
+//! epilogue ([`rshmem_gemm::GroupM`], [`rshmem_gemm::StoreC`]) for each input and output type and both layouts of B:
 //! `gemm80_{in}_{out}_nk` computes `C = A · Bᵀ` with B n x k (K contiguous),
 //! `gemm80_{in}_{out}_kn` `C = A · B` with B k x n (N contiguous). Launch each with 1-D
 //! blocks of [`sm80::THREADS`] and [`sm80::SHARED_BYTES`] of shared memory; any grid walks
@@ -10,7 +10,7 @@
 use rshmem_device::prelude::*;
 use rshmem_device::{bf16, f16};
 pub use rshmem_gemm::sm80;
-use rshmem_gemm::{Problem, StoreC};
+use rshmem_gemm::{GroupM, Problem, StoreC};
 
 /// The arguments of every kernel here: `(a, lda, b, ldb, c, ldc, m, n, k)`.
 pub type Args<In, Out> = (*const In, u32, *const In, u32, *mut Out, u32, u32, u32, u32);
@@ -46,7 +46,7 @@ macro_rules! sm80_gemms {
         ) {
             // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
             unsafe {
-                sm80::gemm::<$in, _, $kn>(a, lda, b, ldb, Problem { m, n, k }, StoreC { c, ldc })
+                sm80::gemm::<$in, _, _, $kn>(a, lda, b, ldb, Problem { m, n, k }, GroupM, StoreC { c, ldc })
             }
         }
 

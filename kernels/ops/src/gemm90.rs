@@ -1,5 +1,5 @@
-//! The sm_90a GEMMs: [`rshmem_gemm::sm90::gemm`] with the plain epilogue
-//! ([`rshmem_gemm::StoreC`]) for each input and output type and both layouts of B. Launch each
+//! The sm_90a GEMMs: [`rshmem_gemm::sm90::gemm`] with the plain schedule and
+//! epilogue ([`rshmem_gemm::GroupM`], [`rshmem_gemm::StoreC`]) for each input and output type and both layouts of B. Launch each
 //! with 1-D blocks of [`sm90::THREADS`], [`sm90::SHARED_BYTES`] of shared memory and at most
 //! one block per SM (the grid walks all tiles; `rshmem::ops` launches one block per SM).
 //!
@@ -15,7 +15,7 @@ use rshmem_device::hopper::TensorMap;
 use rshmem_device::prelude::*;
 use rshmem_device::{bf16, f16};
 pub use rshmem_gemm::sm90;
-use rshmem_gemm::{Problem, StoreC};
+use rshmem_gemm::{GroupM, Problem, StoreC};
 
 /// The arguments of every kernel here: `(map_a, map_b, c, ldc, m, n, k)`.
 pub type Args<Out> = (
@@ -57,7 +57,9 @@ macro_rules! sm90_gemms {
             k: u32,
         ) {
             // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
-            unsafe { sm90::gemm::<$in, _, $kn>(map_a, map_b, Problem { m, n, k }, StoreC { c, ldc }) }
+            unsafe {
+                sm90::gemm::<$in, _, _, $kn>(map_a, map_b, Problem { m, n, k }, GroupM, StoreC { c, ldc })
+            }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]

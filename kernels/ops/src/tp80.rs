@@ -1,5 +1,5 @@
 //! The kernels of rshmem's fused tensor-parallel ops for sm_80 and later:
-//! [`rshmem_gemm::sm80::gemm`] with the hooks of [`rshmem_tp`] (bf16 inputs, f32
+//! [`rshmem_gemm::sm80::gemm`] with the schedules and epilogues of [`rshmem_tp`] (bf16 inputs, f32
 //! accumulation, bf16 output, B N x K (`_nk`) or K x N (`_kn`)), and the two small kernels
 //! every fused call uses on any GPU:
 //!
@@ -20,7 +20,7 @@ use rshmem_device::bf16;
 use rshmem_device::prelude::*;
 pub use rshmem_gemm::sm80;
 use rshmem_gemm::StoreC;
-use rshmem_tp::{AgHooks, RsHooks, TpCall};
+use rshmem_tp::{AgSchedule, RsEpilogue, TpCall};
 
 /// The all-gather kernels' arguments: `(a, b, c, flags, call)`.
 pub type AgArgs = (*const bf16, *const bf16, *mut bf16, *const u64, TpCall);
@@ -59,11 +59,11 @@ macro_rules! tp80_kernels {
         pub unsafe fn $ag(a: *const bf16, b: *const bf16, c: *mut bf16, flags: *const u64, call: TpCall) {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
-            let out = StoreC { c, ldc: call.n };
-            let hooks = AgHooks::<false> { call, bm: sm80::BM, flags, out };
+            let schedule = AgSchedule::<false> { call, bm: sm80::BM, flags };
+            let epilogue = StoreC { c, ldc: call.n };
             let ldb = if $kn { call.n } else { call.k };
-            // SAFETY: this kernel's contract is the mainloop's and the hooks'.
-            unsafe { sm80::gemm::<bf16, _, $kn>(a, call.k, b, ldb, call.problem(), hooks) }
+            // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
+            unsafe { sm80::gemm::<bf16, _, _, $kn>(a, call.k, b, ldb, call.problem(), schedule, epilogue) }
         }
 
         #[doc = concat!("This rank's rows of `Σ A_r · B_r` on sm_80+, B ", tp80_kernels!(@b $kn),
@@ -87,10 +87,10 @@ macro_rules! tp80_kernels {
         ) {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
-            let hooks = RsHooks::new(call, (sm80::BM, sm80::BN), flags, recv, out);
+            let epilogue = RsEpilogue::new(call, (sm80::BM, sm80::BN), flags, recv, out);
             let ldb = if $kn { call.n } else { call.k };
-            // SAFETY: this kernel's contract is the mainloop's and the hooks'.
-            unsafe { sm80::gemm::<bf16, _, $kn>(a, call.k, b, ldb, call.problem(), hooks) }
+            // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
+            unsafe { sm80::gemm::<bf16, _, _, $kn>(a, call.k, b, ldb, call.problem(), epilogue.schedule(), epilogue) }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]
@@ -139,7 +139,7 @@ pub unsafe fn rs_fixup(
 ) {
     // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
     let call = unsafe { call.load_epoch(flags) };
-    let hooks = RsHooks::new(call, (bm, bn), flags, recv, out);
+    let epilogue = RsEpilogue::new(call, (bm, bn), flags, recv, out);
     // SAFETY: this kernel's contract is the fix-up's.
-    unsafe { rshmem_tp::rs::fixup(&hooks) }
+    unsafe { rshmem_tp::rs::fixup(&epilogue) }
 }

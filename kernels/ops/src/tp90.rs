@@ -1,5 +1,5 @@
 //! The sm_90a kernels of rshmem's fused tensor-parallel ops: [`rshmem_gemm::sm90::gemm`] with
-//! the hooks of [`rshmem_tp`], for bf16 inputs, f32 accumulation and bf16 output, B either
+//! the schedules and epilogues of [`rshmem_tp`], for bf16 inputs, f32 accumulation and bf16 output, B either
 //! N x K (`_nk`) or K x N (`_kn`):
 //!
 //! * `ag_gemm90_*`: `C = all_gather(A) · B` ([`rshmem_tp::ag`]): A (`m x k`, every rank's
@@ -19,7 +19,7 @@ use rshmem_device::hopper::TensorMap;
 use rshmem_device::prelude::*;
 pub use rshmem_gemm::sm90;
 use rshmem_gemm::StoreC;
-use rshmem_tp::{AgHooks, RsHooks, TpCall};
+use rshmem_tp::{AgSchedule, RsEpilogue, TpCall};
 
 /// The all-gather kernels' arguments: `(map_a, map_b, c, flags, call)`.
 pub type AgArgs = (
@@ -69,10 +69,10 @@ macro_rules! tp90_kernels {
         ) {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
-            let out = StoreC { c, ldc: call.n };
-            let hooks = AgHooks::<true> { call, bm: sm90::BM, flags, out };
-            // SAFETY: this kernel's contract is the mainloop's and the hooks'.
-            unsafe { sm90::gemm::<bf16, _, $kn>(map_a, map_b, call.problem(), hooks) }
+            let schedule = AgSchedule::<true> { call, bm: sm90::BM, flags };
+            let epilogue = StoreC { c, ldc: call.n };
+            // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
+            unsafe { sm90::gemm::<bf16, _, _, $kn>(map_a, map_b, call.problem(), schedule, epilogue) }
         }
 
         #[doc = concat!("This rank's rows of `Σ A_r · B_r` on sm_90a, B ", tp90_kernels!(@b $kn),
@@ -96,9 +96,9 @@ macro_rules! tp90_kernels {
         ) {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
-            let hooks = RsHooks::new(call, (sm90::BM, sm90::BN), flags, recv, out);
-            // SAFETY: this kernel's contract is the mainloop's and the hooks'.
-            unsafe { sm90::gemm::<bf16, _, $kn>(map_a, map_b, call.problem(), hooks) }
+            let epilogue = RsEpilogue::new(call, (sm90::BM, sm90::BN), flags, recv, out);
+            // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
+            unsafe { sm90::gemm::<bf16, _, _, $kn>(map_a, map_b, call.problem(), epilogue.schedule(), epilogue) }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]

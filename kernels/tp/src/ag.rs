@@ -1,5 +1,5 @@
-//! All-gather + GEMM: [`AgHooks`], the hooks that turn rshmem-gemm's mainloops into
-//! `C = all_gather(A) · B`.
+//! All-gather + GEMM: [`AgSchedule`], the schedule that turns rshmem-gemm's mainloops into
+//! `C = all_gather(A) · B` (with the plain epilogue, `rshmem_gemm::StoreC`).
 //!
 //! **The data.** A is one symmetric buffer of `m x k` on every PE; rank `r` fills its chunk
 //! (rows `r * rows() .. (r + 1) * rows()`) before the call, and the other ranks' chunks are
@@ -11,8 +11,8 @@
 //! C (`m x n`) locally.
 //!
 //! **Why a tile never reads a chunk before it has arrived.** The loads of a tile come after
-//! [`Hooks::before_loads`], which every loading thread calls first (sm90: the one TMA thread;
-//! sm80: every thread, each issuing its own `cp.async`s). There [`AgHooks`] waits, for every
+//! [`Schedule::before_loads`], which every loading thread calls first (sm90: the one TMA thread;
+//! sm80: every thread, each issuing its own `cp.async`s). There [`AgSchedule`] waits, for every
 //! rank other than this one whose chunk meets the tile's rows (one, or two when the tile
 //! straddles chunks), until `flags[arrived_slot(q)] >= ARRIVED`, then acquires at system
 //! scope (`rshmem_coll::signal::wait`). The copy engine set that flag only after the chunk's copy had
@@ -34,25 +34,22 @@ use crate::call::TpCall;
 use crate::flags;
 use crate::order;
 use rshmem_coll::signal;
-use rshmem_device::bf16;
 use rshmem_device::hopper;
-use rshmem_gemm::hooks::{Hooks, StoreC, Tile};
+use rshmem_gemm::{Schedule, Tile};
 
-/// The all-gather GEMM's hooks (see the module docs). `TMA`: the loads are TMA loads (the
+/// The all-gather GEMM's schedule (see the module docs). `TMA`: the loads are TMA loads (the
 /// sm90 mainloop), which need the proxy fence after the wait.
 #[derive(Clone, Copy, Debug)]
-pub struct AgHooks<const TMA: bool> {
+pub struct AgSchedule<const TMA: bool> {
     /// The call.
     pub call: TpCall,
-    /// Rows per tile of the mainloop that runs the hooks.
+    /// Rows per tile of the mainloop that runs the schedule.
     pub bm: u32,
     /// This PE's copy of the symmetric flag buffer.
     pub flags: *const u64,
-    /// Where C goes (`m x n`, rows `n` apart).
-    pub out: StoreC<bf16>,
 }
 
-impl<const TMA: bool> Hooks for AgHooks<TMA> {
+impl<const TMA: bool> Schedule for AgSchedule<TMA> {
     #[inline(always)]
     fn tile(&self, t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
         order::rotated(
@@ -82,19 +79,5 @@ impl<const TMA: bool> Hooks for AgHooks<TMA> {
         if TMA && waited {
             hopper::fence_proxy_async_global();
         }
-    }
-
-    type Row = <StoreC<bf16> as Hooks>::Row;
-
-    #[inline(always)]
-    unsafe fn row(&self, row: u32) -> Self::Row {
-        // SAFETY: forwarded: C holds m rows of n (the kernel's contract).
-        unsafe { self.out.row(row) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(&self, row: Self::Row, col: u32, v: [f32; 2], both: bool) {
-        // SAFETY: forwarded: C holds m rows of n (the kernel's contract).
-        unsafe { self.out.store(row, col, v, both) }
     }
 }

@@ -1,9 +1,9 @@
 //! # rshmem-tp
 //!
 //! The device side of rshmem's fused tensor-parallel ops (`rshmem::ops::Ops::all_gather_gemm`,
-//! `Ops::gemm_reduce_scatter`): rshmem-gemm's mainloops, unchanged, run with the hooks of this
-//! crate, which decide the tile order, wait for data from peers before a tile reads it, and
-//! send or reduce partial tiles in the epilogue. No kernels of its own: `kernels/ops`' `tp90`
+//! `Ops::gemm_reduce_scatter`): rshmem-gemm's mainloops, unchanged, run with the schedules and
+//! epilogues of this crate, which decide the tile order, wait for data from peers before a
+//! tile reads it, and send or reduce partial tiles in the epilogue. No kernels of its own: `kernels/ops`' `tp90`
 //! (sm_90a, the wgmma mainloop) and `tp80` (sm_80 and sm_90, the mma.sync one)
 //! instantiate them; a user's own fused kernel can too.
 //!
@@ -15,9 +15,9 @@
 //!   calls.
 //! * [`order`]: the tile orders (own chunk first for the all-gather, own rows last for the
 //!   reduce-scatter).
-//! * [`ag`]: [`AgHooks`], all-gather + GEMM (the chunks of A arrive by copy engine).
-//! * [`rs`]: [`RsHooks`] and [`rs::fixup`], GEMM + reduce-scatter (partial tiles are stored
-//!   to their owner in the epilogue and reduced there).
+//! * [`ag`]: [`AgSchedule`], all-gather + GEMM (the chunks of A arrive by copy engine).
+//! * [`rs`]: [`RsSchedule`], [`RsEpilogue`] and [`rs::fixup`], GEMM + reduce-scatter (partial
+//!   tiles are stored to their owner in the epilogue and reduced there).
 //!
 //! Each module states the ordering argument for what it does: why a tile never reads a chunk
 //! before it arrived ([`ag`]), why a reduction never reads a partial before it is complete
@@ -25,16 +25,17 @@
 //! of one call (or one launch of a graph) is taken for another's ([`barrier`]).
 //!
 //! ```ignore
-//! use rshmem_gemm::{hooks::StoreC, sm90};
-//! use rshmem_tp::{AgHooks, TpCall};
+//! use rshmem_gemm::{sm90, StoreC};
+//! use rshmem_tp::{AgSchedule, TpCall};
 //! #[kernel(launch_bounds(384, 1))]
 //! pub unsafe fn my_ag_gemm(map_a: *const TensorMap, map_b: *const TensorMap, c: *mut bf16,
 //!                          flags: *const u64, call: TpCall) {
 //!     // SAFETY: the flags buffer, after the call's barrier (the contract).
 //!     let call = unsafe { call.load_epoch(flags) };
-//!     let hooks = AgHooks::<true> { call, bm: sm90::BM, flags, out: StoreC { c, ldc: call.n } };
+//!     let schedule = AgSchedule::<true> { call, bm: sm90::BM, flags };
+//!     let epilogue = StoreC { c, ldc: call.n };
 //!     // SAFETY: the launch and the maps as sm90::gemm requires; the flags buffer (the contract).
-//!     unsafe { sm90::gemm::<bf16, _, false>(map_a, map_b, call.problem(), hooks) }
+//!     unsafe { sm90::gemm::<bf16, _, _, false>(map_a, map_b, call.problem(), schedule, epilogue) }
 //! }
 //! ```
 
@@ -50,6 +51,6 @@ pub mod flags;
 pub mod order;
 pub mod rs;
 
-pub use ag::AgHooks;
+pub use ag::AgSchedule;
 pub use call::TpCall;
-pub use rs::RsHooks;
+pub use rs::{RsEpilogue, RsSchedule};

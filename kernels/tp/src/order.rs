@@ -1,5 +1,5 @@
 //! The order in which a fused GEMM walks its tiles: the plain GEMM's group-M order
-//! ([`rshmem_gemm::hooks::grouped`]) over the bands (rows of tiles) rotated to start at a
+//! ([`rshmem_gemm::schedule::grouped`]) over the bands (rows of tiles) rotated to start at a
 //! chosen band, so that each PE begins where its data is ready and ends where it has to wait.
 //!
 //! * All-gather + GEMM ([`ag_first_band`]): rank `r` starts at the first band that lies wholly
@@ -24,7 +24,7 @@
 //! ```
 
 use crate::call::TpCall;
-use rshmem_gemm::hooks::grouped;
+use rshmem_gemm::schedule::grouped;
 
 /// Tile `t` of `tiles_m x tiles_n` in group-M order over the bands rotated to start at band
 /// `first`: every tile exactly once for `t < tiles_m * tiles_n`.

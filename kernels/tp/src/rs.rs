@@ -1,12 +1,13 @@
-//! GEMM + reduce-scatter: [`RsHooks`], the hooks that make rshmem-gemm's mainloops compute
+//! GEMM + reduce-scatter: [`RsSchedule`] and [`RsEpilogue`], which make rshmem-gemm's
+//! mainloops compute
 //! this PE's partial product `A_r · B_r` (its share of K) and reduce it across the team, each
 //! rank keeping its chunk of rows of the sum; and [`fixup`], the pass that reduces the rows of
 //! tiles that straddle two chunks.
 //!
 //! **Where partial tiles go.** Every PE computes every tile of its `m x n` partial product.
 //! Each rank owns a workspace of `size` slots of `rows() x n` bf16 (slot `s`: rank `s`'s
-//! partial of this rank's rows). A row goes (decided once per row by [`Hooks::row`], the values then stored by
-//! [`Hooks::store`]):
+//! partial of this rank's rows). A row goes (decided once per row by [`Epilogue::row`], the
+//! values then stored by [`Epilogue::store`]):
 //!
 //! * if the row is this rank's and its band (the tile's 128 rows) lies wholly in this rank's
 //!   chunk: nowhere — the epilogue adds the peers' partials of it from the workspace to its
@@ -16,14 +17,14 @@
 //!   includes this rank's own rows in a band that straddles two chunks, which go to its own
 //!   slot.
 //!
-//! After its last store of a tile, one thread ([`Hooks::tile_done`], after the block's
+//! After its last store of a tile, one thread ([`Epilogue::tile_done`], after the block's
 //! consumer barrier) publishes the tile to every other rank whose rows it holds with
 //! `rshmem_coll::signal::signal`: a system-scope release store of the epoch into
 //! `flags[tile_slot(rank, tile)]` on that rank (cumulative: it covers the other consumer
 //! threads' stores, ordered before it by the barrier).
 //!
 //! **Why a reduction never reads a partial before it is complete.** A rank adds peer `q`'s
-//! partial of a tile only after [`Hooks::before_epilogue`] of that tile, where every consumer
+//! partial of a tile only after [`Epilogue::before_epilogue`] of that tile, where every consumer
 //! thread waits for `flags[tile_slot(q, tile)] >= epoch` and acquires
 //! (`rshmem_coll::signal::wait`). Rank
 //! `q` set that flag in its `tile_done` of the same tile, after the barrier that follows every
@@ -61,14 +62,36 @@ use rshmem_device::bf16;
 use rshmem_device::half::Half;
 use rshmem_device::shmem;
 use rshmem_device::thread;
-use rshmem_gemm::hooks::{Hooks, OutElem, Tile};
+use rshmem_gemm::{Epilogue, OutElem, Schedule, Tile};
 
-/// The reduce-scatter GEMM's hooks (see the module docs), made by [`RsHooks::new`].
+/// The reduce-scatter GEMM's tile order: every band that meets this rank's chunk after every
+/// band that does not ([`order::rs_first_band`]; why: the module docs).
 #[derive(Clone, Copy, Debug)]
-pub struct RsHooks {
+pub struct RsSchedule {
+    /// The call.
+    pub call: TpCall,
+    /// Rows per tile of the mainloop that runs the schedule.
+    pub bm: u32,
+}
+
+impl Schedule for RsSchedule {
+    #[inline(always)]
+    fn tile(&self, t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
+        order::rotated(
+            t,
+            tiles_m,
+            tiles_n,
+            order::rs_first_band(&self.call, self.bm),
+        )
+    }
+}
+
+/// The reduce-scatter GEMM's epilogue (see the module docs), made by [`RsEpilogue::new`].
+#[derive(Clone, Copy, Debug)]
+pub struct RsEpilogue {
     /// The call (`m`: all rows of the partial product; `k`: this rank's share of K).
     call: TpCall,
-    /// Rows per tile of the mainloop that runs the hooks.
+    /// Rows per tile of the mainloop that runs the epilogue.
     bm: u32,
     /// Columns per tile of that mainloop.
     bn: u32,
@@ -85,7 +108,7 @@ pub struct RsHooks {
     rows: NonZeroU32,
 }
 
-/// Where [`RsHooks`] sends one row of a tile ([`Hooks::row`]): to `dest`, after adding the
+/// Where [`RsEpilogue`] sends one row of a tile ([`Epilogue::row`]): to `dest`, after adding the
 /// `peers` partials of the row in the workspace (slot 0's row at `slots`, slot `q` `q` slots
 /// on, this rank's own skipped).
 #[derive(Clone, Copy, Debug)]
@@ -126,8 +149,8 @@ unsafe fn load2(p: *const bf16, both: bool, pair_aligned: bool) -> [f32; 2] {
     }
 }
 
-impl RsHooks {
-    /// The hooks of a mainloop with `bm x bn` tiles for `call`, over this PE's copies of the
+impl RsEpilogue {
+    /// The epilogue of a mainloop with `bm x bn` tiles for `call`, over this PE's copies of the
     /// symmetric flag buffer (at least `flags::words(size, tiles)` words) and workspace
     /// (`size` slots of `rows() x n` bf16), writing this rank's rows of the sum to `out`
     /// (`rows() x n`).
@@ -152,6 +175,15 @@ impl RsHooks {
                 // The host checks m >= size > 0; a call without rows has no kernel to run.
                 None => thread::trap(),
             },
+        }
+    }
+
+    /// The tile order the epilogue's waits rely on (the module docs).
+    #[inline(always)]
+    pub fn schedule(&self) -> RsSchedule {
+        RsSchedule {
+            call: self.call,
+            bm: self.bm,
         }
     }
 
@@ -188,7 +220,7 @@ impl RsHooks {
     }
 }
 
-/// See [`RsHooks::whole_rows`].
+/// See [`RsEpilogue::whole_rows`].
 #[inline(always)]
 pub const fn whole_rows(call: &TpCall, bm: u32) -> (u32, u32) {
     let (start, end) = (call.first_row(call.rank), call.first_row(call.rank + 1));
@@ -197,18 +229,8 @@ pub const fn whole_rows(call: &TpCall, bm: u32) -> (u32, u32) {
     (lo, hi)
 }
 
-impl Hooks for RsHooks {
+impl Epilogue for RsEpilogue {
     const TILE_DONE: bool = true;
-
-    #[inline(always)]
-    fn tile(&self, t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
-        order::rotated(
-            t,
-            tiles_m,
-            tiles_n,
-            order::rs_first_band(&self.call, self.bm),
-        )
-    }
 
     #[inline(always)]
     unsafe fn before_epilogue(&self, tile: Tile) {
@@ -320,19 +342,19 @@ impl Hooks for RsHooks {
 }
 
 /// Reduces the rows of this rank's chunk that lie in bands straddling two chunks (those
-/// outside [`RsHooks::whole_rows`]): waits for every peer's flags of those tiles, then writes
+/// outside [`RsEpilogue::whole_rows`]): waits for every peer's flags of those tiles, then writes
 /// `bf16(Σ_s slot s)` for each of their elements. Run after the GEMM, on the same stream; a
 /// no-op when every band of the chunk lies wholly in it. Every thread of a 1-D launch calls it
-/// with the same `hooks` (any grid: blocks share the rows).
+/// with the same `epilogue` (any grid: blocks share the rows).
 ///
 /// # Safety
 ///
-/// `hooks` are those of this PE's GEMM of the call, which has finished; every thread of the
+/// `epilogue` is that of this PE's GEMM of the call, which has finished; every thread of the
 /// block calls it (it meets at a block barrier).
-pub unsafe fn fixup(hooks: &RsHooks) {
-    let c = &hooks.call;
+pub unsafe fn fixup(epilogue: &RsEpilogue) {
+    let c = &epilogue.call;
     let (start, end) = (c.first_row(c.rank), c.first_row(c.rank + 1));
-    let (lo, hi) = hooks.whole_rows();
+    let (lo, hi) = epilogue.whole_rows();
     // The straddling rows: start..lo and hi..end, or the whole chunk when no band fits.
     let (a, b) = if hi <= lo {
         ((start, end), (end, end))
@@ -340,12 +362,12 @@ pub unsafe fn fixup(hooks: &RsHooks) {
         ((start, lo.min(end)), (hi.max(start), end))
     };
     let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
-    let (tiles, tiles_n) = (hooks.tiles(), hooks.tiles_n());
+    let (tiles, tiles_n) = (epilogue.tiles(), epilogue.tiles_n());
     // Those rows lie in the chunk's first and last band (the same band for a short chunk):
     // wait for every peer's partial of each of them that straddles two chunks.
-    let bands = [start / hooks.bm, (end - 1) / hooks.bm];
+    let bands = [start / epilogue.bm, (end - 1) / epilogue.bm];
     let straddles = |band: u32| {
-        let (first, last) = c.owners(band * hooks.bm, hooks.bm);
+        let (first, last) = c.owners(band * epilogue.bm, epilogue.bm);
         first != last
     };
     let waits = c.size * tiles_n * 2;
@@ -354,7 +376,7 @@ pub unsafe fn fixup(hooks: &RsHooks) {
         let (q, j, band) = (w / (2 * tiles_n), w / 2 % tiles_n, bands[(w % 2) as usize]);
         if q != c.rank && straddles(band) {
             let id = band * tiles_n + j;
-            let flag = hooks
+            let flag = epilogue
                 .flags
                 .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
             // SAFETY: the slot lies in the buffer, which only signals write; rank q signals it
@@ -382,11 +404,11 @@ pub unsafe fn fixup(hooks: &RsHooks) {
         for s in 0..c.size {
             // SAFETY: in the workspace; published and acquired above (slot `rank`: our own
             // GEMM's, finished).
-            sum += unsafe { hooks.recv.add(hooks.slot_at(s, lr, col)).read() }.to_f32_exact();
+            sum += unsafe { epilogue.recv.add(epilogue.slot_at(s, lr, col)).read() }.to_f32_exact();
         }
         // SAFETY: C holds rows() rows of n.
         unsafe {
-            hooks
+            epilogue
                 .out
                 .add(lr as usize * n as usize + col as usize)
                 .write(bf16::from_f32_rn(sum))

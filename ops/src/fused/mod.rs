@@ -5,7 +5,7 @@
 //! [`Ops::all_gather_gemm`](crate::Ops::all_gather_gemm) and
 //! [`Ops::gemm_reduce_scatter`](crate::Ops::gemm_reduce_scatter) compute and communicate at
 //! once: the GEMM is rshmem-gemm's (the Hopper wgmma kernel on sm_90, the mma.sync one
-//! elsewhere) with the hooks of `rshmem-tp`, which wait for peers' data tile by tile or send
+//! elsewhere) with the schedules and epilogues of `rshmem-tp`, which wait for peers' data tile by tile or send
 //! partial tiles to their owners. bf16 in, f32 accumulation, bf16 out.
 //!
 //! # Rules of a fused call

@@ -1,5 +1,5 @@
 //! Launching your own kernels on rshmem's GEMM mainloops ([`rshmem_gemm::sm90::gemm`],
-//! [`rshmem_gemm::sm80::gemm`]) with your own hooks: [`Sm90Launch`] and [`Sm80Launch`] give
+//! [`rshmem_gemm::sm80::gemm`]) with your own schedule and epilogue: [`Sm90Launch`] and [`Sm80Launch`] give
 //! such a kernel its launch configuration and, for sm90, its operands' tensor maps in the form
 //! the kernel takes ([`Sm90Maps`]), so that no kernel crate copies the mainloops' constants
 //! or writes a `TiledSpec`. [`Ops::gemm`](crate::Ops::gemm) launches its own kernels from the
@@ -130,7 +130,7 @@ impl<'s> Sm90Launch<'s> {
 
     /// The launch: `min(tiles, multiprocessors)` persistent blocks of [`sm90::THREADS`]
     /// threads with [`sm90::SHARED_BYTES`] of dynamic shared memory. Add
-    /// [`LaunchConfig::cooperative`] when the hooks wait for other blocks or PEs.
+    /// [`LaunchConfig::cooperative`] when the schedule or epilogue waits for other blocks or PEs.
     pub fn config(&self) -> LaunchConfig {
         self.config
     }

@@ -1,0 +1,178 @@
+//! What becomes of each tile of C: the [`Epilogue`] a mainloop is given, and the one every
+//! plain GEMM uses ([`StoreC`]).
+//!
+//! A mainloop computes one tile of C at a time into registers; its epilogue may hold the
+//! tile's stores back ([`Epilogue::before_epilogue`]: a GEMM + reduce-scatter waits there for
+//! the peers' partial tiles), works out each row's context once ([`Epilogue::row`]), adds
+//! what the row has to add ([`Epilogue::addend`]), receives the finished values
+//! ([`Epilogue::store`], two adjacent columns at a time) and hears when every thread has
+//! stored a tile ([`Epilogue::tile_done`]: a GEMM + reduce-scatter signals the peer there).
+
+use crate::tile::Tile;
+use rshmem_device::half::{bf16, f16, Half};
+
+/// What a GEMM does with its tiles of C. Every method says where the mainloops call it; they
+/// call it there and nowhere else.
+pub trait Epilogue: Copy {
+    /// Whether the mainloop calls [`Epilogue::tile_done`]: it costs a barrier of the consumer
+    /// threads per tile, so it is off unless the epilogue needs it.
+    const TILE_DONE: bool = false;
+
+    /// Called by each consumer thread once per tile, after the tile's mainloop and before its
+    /// first [`Epilogue::store`] of the tile (whether or not it stores any value of it): where a
+    /// GEMM + reduce-scatter waits for the peers' partial tiles it adds in its stores.
+    /// Default: nothing.
+    ///
+    /// # Safety
+    ///
+    /// What the implementation's own contract requires (a wait on a signal must be for
+    /// one that will come, without waiting for anything this tile's block still has to do).
+    #[inline(always)]
+    unsafe fn before_epilogue(&self, tile: Tile) {
+        let _ = tile;
+    }
+
+    /// What [`Epilogue::store`] needs to know of one row of C (where the row goes, which PE
+    /// owns it), worked out once per row by [`Epilogue::row`]. A thread's fragment holds few
+    /// rows (2 per tile on sm90, 8 on sm80) and many columns, and the epilogue is unrolled
+    /// over the columns: a decision made per row inside `store` was repeated at every one of
+    /// those stores (the reduce-scatter kernel was 15 k SASS instructions, 6 times the plain
+    /// GEMM's, and 1.8 times slower than it on one PE: docs/fused.md).
+    type Row: Copy;
+
+    /// The context of `row` (`row < m`) for this tile's stores of it; called by each consumer
+    /// thread before its first [`Epilogue::store`] of the row, after [`Epilogue::before_epilogue`].
+    ///
+    /// # Safety
+    ///
+    /// What the implementation requires (as for [`Epilogue::store`]).
+    unsafe fn row(&self, row: u32) -> Self::Row;
+
+    /// How many addends [`Epilogue::addend`] has for this row: values the epilogue adds to the
+    /// accumulators before it stores them (a residual; the peers' partial products of a
+    /// reduce-scatter). The sm90 epilogue adds them in one pass over its fragment per addend,
+    /// so the per-addend code is not repeated at every store. Default: none.
+    #[inline(always)]
+    fn addends(&self, row: Self::Row) -> u32 {
+        let _ = row;
+        0
+    }
+
+    /// Addend `a` (`a < addends(row)`) at `(row, col)` and, when `both`, `(row, col + 1)`;
+    /// the same bounds as [`Epilogue::store`]. Called before the stores of the row, after
+    /// [`Epilogue::before_epilogue`]. Default: zeros (never called when `addends` is 0).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Epilogue::store`].
+    #[inline(always)]
+    unsafe fn addend(&self, row: Self::Row, a: u32, col: u32, both: bool) -> [f32; 2] {
+        let _ = (row, a, col, both);
+        [0.0; 2]
+    }
+
+    /// C's values at `(row, col)` and, when `both`, `(row, col + 1)`: `v[0]` and `v[1]`, with
+    /// `row` the context [`Epilogue::row`] gave for the row. The row `< m`, `col < n` and
+    /// `col + 1 < n` when `both`; `col` is even. Every value of C is given to exactly one
+    /// call, by one of the tile's consumer threads.
+    ///
+    /// # Safety
+    ///
+    /// What the implementation requires (pointers valid for the problem's C); `row` came from
+    /// [`Epilogue::row`] of this epilogue value.
+    unsafe fn store(&self, row: Self::Row, col: u32, v: [f32; 2], both: bool);
+
+    /// Called once per tile when [`Epilogue::TILE_DONE`] is set, by one consumer thread, after
+    /// every consumer thread has returned from its [`Epilogue::store`] calls of `tile` (their
+    /// writes happen before, at block scope: fence wider before publishing them).
+    ///
+    /// # Safety
+    ///
+    /// What the implementation requires.
+    #[inline(always)]
+    unsafe fn tile_done(&self, tile: Tile) {
+        let _ = tile;
+    }
+}
+
+/// Output element types: f32, bf16 and f16 (rounded to nearest even).
+pub trait OutElem: Copy + 'static {
+    /// Stores `v` at `p` and `p + 1` (`both`) or `v[0]` at `p`; `pair_aligned` says `p` is
+    /// aligned for both at once.
+    ///
+    /// # Safety
+    ///
+    /// `p` (and `p + 1` when `both`) are valid for writes.
+    unsafe fn store2(p: *mut Self, v: [f32; 2], both: bool, pair_aligned: bool);
+}
+
+impl OutElem for f32 {
+    #[inline(always)]
+    unsafe fn store2(p: *mut f32, v: [f32; 2], both: bool, pair_aligned: bool) {
+        // SAFETY: the caller's contract; `pair_aligned` means 8-byte aligned.
+        unsafe {
+            if both && pair_aligned {
+                // One 8-byte store (`[f32; 2]` is only 4-aligned: it would be two).
+                p.cast::<u64>()
+                    .write(u64::from(v[0].to_bits()) | u64::from(v[1].to_bits()) << 32);
+            } else {
+                p.write(v[0]);
+                if both {
+                    p.add(1).write(v[1]);
+                }
+            }
+        }
+    }
+}
+
+macro_rules! half_out {
+    ($($t:ty),*) => {$(
+        impl OutElem for $t {
+            #[inline(always)]
+            unsafe fn store2(p: *mut $t, v: [f32; 2], both: bool, pair_aligned: bool) {
+                let (lo, hi) = (<$t>::from_f32_rn(v[0]), <$t>::from_f32_rn(v[1]));
+                // SAFETY: the caller's contract; `pair_aligned` means 4-byte aligned.
+                unsafe {
+                    if both && pair_aligned {
+                        // One 4-byte store (`[$t; 2]` is only 2-aligned: it would be two).
+                        p.cast::<u32>()
+                            .write(u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16);
+                    } else {
+                        p.write(lo);
+                        if both {
+                            p.add(1).write(hi);
+                        }
+                    }
+                }
+            }
+        }
+    )*};
+}
+half_out!(bf16, f16);
+
+/// The plain epilogue: C row-major with rows `ldc` elements apart, converted to `T`.
+#[derive(Clone, Copy, Debug)]
+pub struct StoreC<T: OutElem> {
+    /// C's first element.
+    pub c: *mut T,
+    /// Elements between rows of C (at least n).
+    pub ldc: u32,
+}
+
+impl<T: OutElem> Epilogue for StoreC<T> {
+    /// The row's first element.
+    type Row = *mut T;
+
+    #[inline(always)]
+    unsafe fn row(&self, row: u32) -> *mut T {
+        // In C (`c` holds m rows of `ldc`) for the rows the mainloops ask for.
+        self.c.wrapping_add(row as usize * self.ldc as usize)
+    }
+
+    #[inline(always)]
+    unsafe fn store(&self, row: *mut T, col: u32, v: [f32; 2], both: bool) {
+        // SAFETY: in C (the mainloop's bounds and this epilogue's contract: `row` is a row of C
+        // and `col < n`); an even `ldc` keeps the even column's pair aligned.
+        unsafe { T::store2(row.add(col as usize), v, both, self.ldc % 2 == 0) }
+    }
+}

@@ -1,0 +1,100 @@
+//! The consumers' epilogue: one tile's values from the accumulators through the
+//! [`Epilogue`], while the producer already loads the next tile.
+
+use super::smem::Smem;
+use crate::epilogue::Epilogue;
+use crate::tile::{Problem, Tile};
+use rshmem_device::hopper::wgmma::WgmmaAcc;
+
+/// Hands this warpgroup's 64 rows (from `row0`) of `tile`, in `acc`, to `epilogue`: the
+/// tile's wait, each of the thread's two rows' context, the addends (one straight-line pass
+/// over the fragment per addend), the stores masked to C; then, when the epilogue asks for
+/// it, the consumers' barrier and `tile_done` on one thread. `done` counts the tiles this
+/// block's consumers finished (the barrier's phase).
+///
+/// # Safety
+///
+/// Every consumer thread, together, once per tile, with `smem` initialised; the epilogue's
+/// own contract.
+#[inline(always)]
+pub(super) unsafe fn store_tile<E: Epilogue>(
+    smem: Smem,
+    epilogue: &E,
+    acc: &mut WgmmaAcc<128>,
+    problem: Problem,
+    tile: Tile,
+    (row0, lane_tid): (u32, u32),
+    done: u32,
+) {
+    // SAFETY: the epilogue's contract; every consumer thread, before its stores of `tile`.
+    unsafe { epilogue.before_epilogue(tile) };
+    let (m, n) = (problem.m, problem.n);
+    // The thread's two rows (registers i with (i / 2) % 2 = 0 and 1), each worked out by the
+    // epilogue once; a row past m gets the last row's context and stores nothing.
+    let row_of = |half: u32| tile.m0 + row0 + WgmmaAcc::<128>::coords(lane_tid, 2 * half).0;
+    // SAFETY: rows < m, as the epilogue's contract asks.
+    let rows = unsafe {
+        [
+            epilogue.row(row_of(0).min(m - 1)),
+            epilogue.row(row_of(1).min(m - 1)),
+        ]
+    };
+    // The addends: one straight-line pass over the fragment per addend (registers 2p and
+    // 2p + 1 hold columns c and c + 1 of row half p % 2).
+    let most = epilogue.addends(rows[0]).max(epilogue.addends(rows[1]));
+    if most > 0 {
+        let regs = acc.regs();
+        for a in 0..most {
+            unroll!(hi in [0, 1, 2, 3, 4, 5, 6, 7] {
+                unroll!(lo in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    let i = 2 * (8 * hi + lo);
+                    let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i as u32);
+                    let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
+                    let ctx = rows[i / 2 % 2];
+                    if row < m && col < n && a < epilogue.addends(ctx) {
+                        // SAFETY: in C's bounds, `a` below the row's addends, as the
+                        // epilogue's contract asks.
+                        let add = unsafe { epilogue.addend(ctx, a, col, col + 1 < n) };
+                        regs[i] += add[0];
+                        regs[i + 1] += add[1];
+                    }
+                });
+            });
+        }
+    }
+    let mut pending = 0.0f32;
+    acc.for_each(|i, v| {
+        if i % 2 == 0 {
+            pending = v;
+            return;
+        }
+        let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i - 1);
+        let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
+        if row < m && col < n {
+            // SAFETY: in C's bounds, as the epilogue's contract asks; `rows[..]` is this
+            // row's context (coords' row is row_of((i / 2) % 2)).
+            unsafe {
+                epilogue.store(
+                    rows[((i - 1) / 2 % 2) as usize],
+                    col,
+                    [pending, v],
+                    col + 1 < n,
+                )
+            };
+        }
+    });
+    if E::TILE_DONE {
+        // Every consumer waits, so that no thread's arrival for the next tile can count
+        // towards this one.
+        // SAFETY: all consumer threads arrive once per tile.
+        unsafe {
+            smem.epilogue().arrive();
+            smem.epilogue().wait_parity(done & 1);
+        }
+        if lane_tid == 0 && row0 == 0 {
+            // SAFETY: the epilogue's contract; every consumer's stores of `tile` precede the
+            // barrier's completion.
+            unsafe { epilogue.tile_done(tile) };
+        }
+    }
+}

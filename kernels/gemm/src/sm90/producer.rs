@@ -1,0 +1,59 @@
+//! The producer: one thread of warpgroup 0 issuing the TMA loads of every k-step.
+
+use super::smem::Smem;
+use super::{A_BYTES, BK, BM, BN, B_KN_BOX_BYTES, STAGES, STAGE_BYTES};
+use crate::pipeline::PipelineState;
+use crate::schedule::{Schedule, TileScheduler};
+use rshmem_device::hopper::{tma, TensorMap};
+
+/// For each of the block's tiles and each of its `k_steps`, once the consumers have released
+/// the next stage, the TMA loads of A's [`BM`] x [`BK`] box and B's (one N x K box, or four
+/// K x N boxes side by side along N), completing on the stage's "full" barrier.
+///
+/// # Safety
+///
+/// One thread of the block, with `smem` initialised; the maps as [`super::gemm`] requires;
+/// `tiles` this block's walk (the consumers walk the same tiles).
+#[inline(always)]
+pub(super) unsafe fn produce<S: Schedule, const B_KN: bool>(
+    smem: Smem,
+    map_a: *const TensorMap,
+    map_b: *const TensorMap,
+    k_steps: u32,
+    tiles: TileScheduler<S, BM, BN>,
+) {
+    // SAFETY: the maps are in global memory (the caller's contract).
+    unsafe {
+        tma::fence_tensormap_acquire(map_a);
+        tma::fence_tensormap_acquire(map_b);
+    }
+    let schedule = *tiles.schedule();
+    let mut state = PipelineState::<STAGES>::producer_start();
+    for tile in tiles {
+        // SAFETY: the schedule's contract.
+        unsafe { schedule.before_loads(tile) };
+        for kt in 0..k_steps {
+            let (s, full) = (state.stage(), smem.full(state.stage()));
+            // SAFETY: stage `s` lies in the launch's shared memory; it is refilled only once
+            // every consumer released its previous round; the boxes are STAGE_BYTES (TMA
+            // counts zero-filled bytes too).
+            unsafe {
+                smem.empty(s).wait_parity(state.phase());
+                let a = smem.stage(s);
+                full.arrive_expect_tx(STAGE_BYTES);
+                let k0 = (kt * BK) as i32;
+                tma::load_2d(map_a, a, full, k0, tile.m0 as i32);
+                let b = a.add(A_BYTES as usize);
+                if B_KN {
+                    for j in 0..BN / 64 {
+                        let at = b.add((j * B_KN_BOX_BYTES) as usize);
+                        tma::load_2d(map_b, at, full, (tile.n0 + 64 * j) as i32, k0);
+                    }
+                } else {
+                    tma::load_2d(map_b, b, full, k0, tile.n0 as i32);
+                }
+            }
+            state.advance();
+        }
+    }
+}

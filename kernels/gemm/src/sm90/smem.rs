@@ -1,0 +1,78 @@
+//! The block's shared memory, as both roles see it.
+
+use super::{BARRIERS, STAGES, STAGE_BYTES};
+use rshmem_device::hopper::{self, MBarrier};
+use rshmem_device::thread;
+
+/// Barriers `full[STAGES]`, `empty[STAGES]` and the epilogue's at the start of dynamic shared
+/// memory, then the stages, 1024-aligned (the swizzle's), each A's box then B's.
+#[derive(Clone, Copy)]
+pub(super) struct Smem {
+    stages: *mut u8,
+}
+
+impl Smem {
+    /// The layout, its barriers initialised by thread 0 and visible to the block. Called by
+    /// every thread, once.
+    ///
+    /// # Safety
+    ///
+    /// The launch has [`super::SHARED_BYTES`] of dynamic shared memory.
+    #[inline(always)]
+    pub(super) unsafe fn init(consumers: u32) -> Self {
+        // SAFETY: the stages after the barriers, inside SHARED_BYTES.
+        let smem = Self {
+            stages: unsafe { hopper::dynamic_shared_aligned(8 * BARRIERS, 1024) },
+        };
+        if thread::thread_idx_x() == 0 {
+            for s in 0..STAGES {
+                // SAFETY: each barrier initialised once, before any use (the sync below).
+                unsafe {
+                    smem.full(s).init(1);
+                    smem.empty(s).init(consumers);
+                }
+            }
+            // SAFETY: as above.
+            unsafe { smem.epilogue().init(consumers) };
+            hopper::fence_barrier_init();
+        }
+        thread::sync_threads();
+        smem
+    }
+
+    #[inline(always)]
+    fn barrier(&self, i: u32) -> &'static MBarrier {
+        // SAFETY: i < BARRIERS, at the start of the launch's shared memory (`init`'s contract).
+        unsafe { MBarrier::in_dynamic_shared(i) }
+    }
+
+    /// Completes when stage `s`'s copies have landed (the producer arms it).
+    #[inline(always)]
+    pub(super) fn full(&self, s: u32) -> &'static MBarrier {
+        self.barrier(s)
+    }
+
+    /// Completes when every consumer has released stage `s`.
+    #[inline(always)]
+    pub(super) fn empty(&self, s: u32) -> &'static MBarrier {
+        self.barrier(STAGES + s)
+    }
+
+    /// Completes when every consumer has stored a tile ([`crate::Epilogue::TILE_DONE`]).
+    #[inline(always)]
+    pub(super) fn epilogue(&self) -> &'static MBarrier {
+        self.barrier(2 * STAGES)
+    }
+
+    /// Stage `s`'s first byte.
+    #[inline(always)]
+    pub(super) fn stage(&self, s: u32) -> *mut u8 {
+        self.stages.wrapping_add((s * STAGE_BYTES) as usize)
+    }
+
+    /// Stage `s`'s shared-memory address (what descriptors hold).
+    #[inline(always)]
+    pub(super) fn stage_address(&self, s: u32) -> u32 {
+        hopper::shared_address(self.stages) + s * STAGE_BYTES
+    }
+}

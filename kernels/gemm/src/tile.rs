@@ -1,0 +1,37 @@
+//! The problem a mainloop solves and the tiles it cuts C into.
+
+use rshmem_device::KernelArg;
+
+/// The shape of `C (m x n) = A (m x k) · B (k x n)`; a kernel argument (what the host's
+/// launch helpers, `rshmem::ops::Sm90Launch::problem`, give).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Rows of A and C.
+    pub m: u32,
+    /// Columns of B and C.
+    pub n: u32,
+    /// The reduction length; a multiple of 8.
+    pub k: u32,
+}
+
+// SAFETY: `#[repr(C)]` of three `u32`s (12 bytes, no padding): the same bytes and meaning on
+// the host and the device.
+unsafe impl KernelArg for Problem {}
+
+/// One output tile: its place in the schedule and its first row and column of C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// Its index in the schedule (0..tiles).
+    pub index: u32,
+    /// Row of C of its first row.
+    pub m0: u32,
+    /// Column of C of its first column.
+    pub n0: u32,
+}
+
+/// The tiles of `problem` for tiles of `bm x bn`: (along M, along N).
+#[inline(always)]
+pub const fn tiles(problem: Problem, bm: u32, bn: u32) -> (u32, u32) {
+    (problem.m.div_ceil(bm), problem.n.div_ceil(bn))
+}
