@@ -298,6 +298,20 @@ impl<'a, T: Pod> From<&'a mut SymRangeMut<'_, T>> for SymRangeMut<'a, T> {
     }
 }
 
+// Exclusive borrows read too: where a `&SymBuffer` parameter took `&mut buf` (a coercion),
+// an `impl Into<SymRange>` one still does.
+impl<'a, T: Pod> From<&'a mut SymBuffer<'_, T>> for SymRange<'a, T> {
+    fn from(buf: &'a mut SymBuffer<'_, T>) -> Self {
+        SymRange::from(&*buf)
+    }
+}
+
+impl<'a, T: Pod> From<&'a mut SymRangeMut<'_, T>> for SymRange<'a, T> {
+    fn from(r: &'a mut SymRangeMut<'_, T>) -> Self {
+        r.as_range()
+    }
+}
+
 impl<'a, T: Pod> From<&'a SymRangeMut<'_, T>> for SymRange<'a, T> {
     fn from(r: &'a SymRangeMut<'_, T>) -> Self {
         r.as_range()
