@@ -23,22 +23,23 @@ fn main() -> Result<()> {
         let mut sym_buf = shmem.alloc_zeroed::<i32>(N)?;
         let mut got = shmem.alloc_zeroed::<i32>(1)?;
 
-        // SAFETY: `sym_buf` holds N i32s, as `hello_fill` writes.
+        // SAFETY: `hello_fill` writes its first N elements, all of `sym_buf`'s.
         unsafe {
             module.launch::<hello::hello_fill>(
                 LaunchConfig::for_num_elems(N as u32, 256),
-                (sym_buf.as_mut_ptr(), N as u32),
+                (&mut sym_buf, N as u32),
             )?
         };
         // Without this barrier a PE could read its neighbour's buffer before it is filled.
         shmem.barrier_all()?;
 
         let from = (me + 1) % n;
-        // SAFETY: `sym_buf` is symmetric with N > 0 elements; `got` holds one i32.
+        // SAFETY: `hello_read` reads element 0 of `sym_buf` on PE `from` and writes one
+        // element of `got`.
         unsafe {
             module.launch::<hello::hello_read>(
                 LaunchConfig::new(1, 1),
-                (sym_buf.as_ptr(), 0, from as i32, got.as_mut_ptr()),
+                (&sym_buf, 0, from as i32, &mut got),
             )?
         };
         let value = got.to_vec()?[0];

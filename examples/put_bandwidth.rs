@@ -95,18 +95,11 @@ fn main() -> Result<()> {
             seed_buf.copy_from_host(&[now.subsec_nanos() as i32, 0])?;
         }
         shmem.barrier_all()?;
-        // SAFETY: `seed_buf` is symmetric with 2 i32s: element 0 is read from PE 0 into
-        // element 1 locally.
+        // Element 0 is read from PE 0 into element 1 locally.
+        let (first, second) = seed_buf.range_mut(..)?.split_at_mut(1)?;
+        // SAFETY: `hello_read` reads element 0 of `first` (on PE 0) and writes one of `second`.
         unsafe {
-            module.launch::<hello::hello_read>(
-                LaunchConfig::new(1, 1),
-                (
-                    seed_buf.as_ptr(),
-                    0,
-                    0,
-                    seed_buf.as_mut_ptr().wrapping_add(1),
-                ),
-            )?
+            module.launch::<hello::hello_read>(LaunchConfig::new(1, 1), (first, 0, 0, second))?
         };
         let seed = seed_buf.to_vec()?[1] as u64;
         let data = random_bytes(max, seed);

@@ -17,11 +17,9 @@ fn main() -> Result<()> {
         let module = shmem.load(&IMAGE)?;
         let mut dst = shmem.alloc_from(&[-1i32])?;
         shmem.barrier_all()?;
-        // SAFETY: `dst` is one symmetric i32; every PE launches the (collective) kernel.
-        unsafe {
-            module
-                .launch::<ring::ring>(LaunchConfig::new(1, 1).cooperative(), (dst.as_mut_ptr(),))?
-        };
+        // SAFETY: `ring` writes element 0 of `dst` (on the right neighbour); every PE
+        // launches the (collective) kernel.
+        unsafe { module.launch::<ring::ring>(LaunchConfig::new(1, 1).cooperative(), (&mut dst,))? };
         let got = dst.to_vec()?[0];
         let left = (me + n - 1) % n;
         println!("PE {me}: received {got} from PE {left}");

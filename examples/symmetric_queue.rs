@@ -17,13 +17,10 @@ fn shared_seed(shmem: &Shmem, module: &Module<'_>) -> Result<u64> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
     let mut buf = shmem.alloc_from(&[now.subsec_nanos() as i32, 0])?;
     shmem.barrier_all()?;
-    // SAFETY: two symmetric i32s: PE 0's first is read into this PE's second.
-    unsafe {
-        module.launch::<hello::hello_read>(
-            LaunchConfig::new(1, 1),
-            (buf.as_ptr(), 0, 0, buf.as_mut_ptr().wrapping_add(1)),
-        )?
-    };
+    // PE 0's first element is read into this PE's second.
+    let (first, second) = buf.range_mut(..)?.split_at_mut(1)?;
+    // SAFETY: `hello_read` reads element 0 of `first` (on PE 0) and writes one of `second`.
+    unsafe { module.launch::<hello::hello_read>(LaunchConfig::new(1, 1), (first, 0, 0, second))? };
     let seed = buf.to_vec()?[1] as u32 as u64;
     shmem.barrier_all()?;
     Ok(seed)
@@ -43,22 +40,23 @@ fn main() -> Result<()> {
         let forty_two = shmem.alloc_from(&[42])?;
         let mut got = shmem.alloc_from(&[-1])?;
         if me == 0 {
-            // SAFETY: one i32 to push; the queue outlives the launch.
+            // SAFETY: `queue_push` reads 1 element of `forty_two`; the queue outlives the
+            // launch.
             unsafe {
                 module.launch::<queue::queue_push>(
                     LaunchConfig::new(1, 1),
-                    (q.handle(), forty_two.as_ptr(), 1),
+                    (q.handle(), &forty_two, 1),
                 )?
             };
             println!("PE 0: pushed 42 ({})", q.snapshot()?);
         }
         shmem.barrier_all()?;
         if me == 1 {
-            // SAFETY: room for one i32.
+            // SAFETY: `queue_pop` writes 1 element of `got`.
             unsafe {
                 module.launch::<queue::queue_pop>(
                     LaunchConfig::new(1, 1),
-                    (q.handle(), got.as_mut_ptr(), 1),
+                    (q.handle(), &mut got, 1),
                 )?
             };
             let v = got.to_vec()?[0];
@@ -87,12 +85,7 @@ fn main() -> Result<()> {
         unsafe {
             module.launch::<queue::queue_pipeline>(
                 LaunchConfig::new(1, 64).cooperative(),
-                (
-                    mailboxes.handle(),
-                    src_buf.as_ptr(),
-                    count,
-                    out.as_mut_ptr(),
-                ),
+                (mailboxes.handle(), &src_buf, count, &mut out),
             )?
         };
         shmem.barrier_all()?;

@@ -171,10 +171,9 @@ fn main() -> Result<()> {
         let stream = shmem.stream();
         let gelu_cfg = LaunchConfig::new(((m * cols).div_ceil(256) as u32).min(1024), 256);
         let run_gelu = |y: &mut rshmem::SymBuffer<'_, bf16>| -> rshmem::Result<()> {
-            // SAFETY: `y` holds m x cols bf16, only this kernel touches it meanwhile.
-            unsafe {
-                module.launch::<gelu::gelu_bf16>(gelu_cfg, (y.as_mut_ptr(), (m * cols) as u64))
-            }
+            // SAFETY: `gelu_bf16` touches its first m x cols elements, all of `y`'s; only this
+            // kernel touches it meanwhile.
+            unsafe { module.launch::<gelu::gelu_bf16>(gelu_cfg, (y, (m * cols) as u64)) }
         };
 
         // One pass, checked layer by layer.

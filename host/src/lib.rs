@@ -72,6 +72,7 @@ mod shmem;
 pub mod stream;
 mod stream_ops;
 mod sym_buffer;
+mod sym_range;
 mod team;
 mod tensor_map;
 
@@ -88,14 +89,14 @@ pub use queue::{
 pub use select::Backend;
 pub use shmem::Shmem;
 pub use stream::{Stream, StreamKey};
-pub use stream_ops::SymRange;
 pub use sym_buffer::SymBuffer;
+pub use sym_range::{SymRange, SymRangeMut};
 pub use team::TeamHandle;
 pub use tensor_map::TensorMap;
 
 pub use bytemuck::Pod;
 pub use rshmem_device::shmem::{ReduceOp, Team};
-pub use rshmem_device::{Kernel, KernelArg, KernelArgs};
+pub use rshmem_device::{IntoKernelArg, IntoKernelArgs, Kernel, KernelArg, KernelArgs};
 
 /// Embeds the kernels built by rshmem-builder for the crate `$name` (the name given to
 /// `Builder::new`), as a [`KernelImage`].

@@ -5,7 +5,7 @@ use crate::contract::{
 };
 use crate::shmem::Shmem;
 use crate::stream::Stream;
-use rshmem_device::Kernel;
+use rshmem_device::{IntoKernelArgs, Kernel};
 
 impl Shmem {
     /// Loads a kernel image on this PE (cubin for this GPU, else PTX; NVSHMEM version
@@ -50,12 +50,24 @@ impl<'s> Module<'s> {
     /// parameters. Returns once queued; [`Shmem::synchronize`] (or a buffer copy) waits and
     /// reports failures.
     ///
+    /// `args` is a tuple of one value per parameter: the parameter's own type, or for a
+    /// pointer (or `SymSlice`) parameter a symmetric buffer or range of its element type,
+    /// which stands for its address ([`IntoKernelArg`](rshmem_device::IntoKernelArg)): `&buf`
+    /// or `buf.range(..)?` for `*const T`, `&mut buf` or `buf.range_mut(..)?` for `*mut T`.
+    ///
     /// # Safety
     ///
     /// The kernel dereferences what `args` point to: the pointers must be valid for what the
     /// kernel does with them (symmetric where it accesses peers), for as long as it runs, and
-    /// a collective kernel must be launched on every PE.
-    pub unsafe fn launch<K: Kernel>(&self, config: LaunchConfig, args: K::Args) -> Result<()> {
+    /// a collective kernel must be launched on every PE. A buffer or range passed for a
+    /// pointer is valid for its own elements (a kernel that stays inside them needs no more),
+    /// and the buffer outlives the kernel (dropping it waits for the PE's work); what the
+    /// kernel reads or writes past them is the caller's to check.
+    pub unsafe fn launch<K: Kernel>(
+        &self,
+        config: LaunchConfig,
+        args: impl IntoKernelArgs<K::Args>,
+    ) -> Result<()> {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.launch_on::<K>(&self.shmem.stream(), config, args) }
     }
@@ -72,8 +84,9 @@ impl<'s> Module<'s> {
         &self,
         stream: &Stream<'_>,
         config: LaunchConfig,
-        args: K::Args,
+        args: impl IntoKernelArgs<K::Args>,
     ) -> Result<()> {
+        let args = args.into_kernel_args();
         stream.same_pe("Module::launch_on", self.shmem)?;
         self.image.check_has(K::NAME)?;
         if config.grid_blocks() == 0 || config.block_threads() == 0 {

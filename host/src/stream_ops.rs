@@ -5,7 +5,7 @@
 //! queued: [`Stream::synchronize`], [`Shmem::synchronize`] (or a buffer copy to the host)
 //! waits for them and reports failures.
 //!
-//! Buffers are given as [`SymRange`]s, element ranges of [`SymBuffer`]s checked when made
+//! Buffers are given as [`SymRange`]s, element ranges of [`SymBuffer`](crate::SymBuffer)s checked when made
 //! (`&buf` is the whole buffer); every length and team rank is checked before anything is
 //! queued, and a failed check queues nothing ([`Error::InvalidArgument`]).
 //!
@@ -37,108 +37,9 @@
 use crate::contract::{CollElem, CollOp, ElemKind, Error, Result};
 use crate::shmem::Shmem;
 use crate::stream::Stream;
-use crate::sym_buffer::SymBuffer;
+use crate::sym_range::SymRange;
 use bytemuck::Pod;
 use rshmem_device::shmem::{ReduceOp, Team};
-use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
-
-/// A range of elements of a [`SymBuffer`], checked to lie inside it: what on-stream
-/// operations read and write. Made by [`SymBuffer::range`], or from `&buf` for the whole
-/// buffer.
-///
-/// A shared view: symmetric memory is written by peers, kernels and on-stream operations
-/// whatever the host holds (no Rust reference to it ever exists), as on a GPU; completion is
-/// what [`Shmem::synchronize`] and barriers order.
-#[derive(Clone, Copy)]
-pub struct SymRange<'a, T: Pod> {
-    addr: u64,
-    len: usize,
-    _buf: PhantomData<&'a T>,
-}
-
-impl<T: Pod> SymRange<'_, T> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the slice has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Its first element's local symmetric address (a device address on GPUs).
-    pub fn as_ptr(&self) -> *const T {
-        self.addr as *const T
-    }
-
-    fn bytes(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
-
-    /// Whether the two slices share a byte.
-    fn overlaps(&self, other: &Self) -> bool {
-        let (a, b) = (self.addr, other.addr);
-        !self.is_empty()
-            && !other.is_empty()
-            && a < b + other.bytes() as u64
-            && b < a + self.bytes() as u64
-    }
-}
-
-impl<T: Pod> std::fmt::Debug for SymRange<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SymRange")
-            .field("addr", &format_args!("{:#x}", self.addr))
-            .field("len", &self.len)
-            .field("type", &std::any::type_name::<T>())
-            .finish()
-    }
-}
-
-impl<'a, T: Pod> From<&'a SymBuffer<'_, T>> for SymRange<'a, T> {
-    fn from(buf: &'a SymBuffer<'_, T>) -> Self {
-        SymRange {
-            addr: buf.as_ptr() as u64,
-            len: buf.len(),
-            _buf: PhantomData,
-        }
-    }
-}
-
-impl<T: Pod> SymBuffer<'_, T> {
-    /// The elements `range` of this buffer, for on-stream operations; an
-    /// [`Error::InvalidArgument`] if the range does not lie inside it.
-    pub fn range(&self, range: impl RangeBounds<usize>) -> Result<SymRange<'_, T>> {
-        let len = self.len();
-        let start = match range.start_bound() {
-            Bound::Included(&s) => Some(s),
-            Bound::Excluded(&s) => s.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let end = match range.end_bound() {
-            Bound::Included(&e) => e.checked_add(1),
-            Bound::Excluded(&e) => Some(e),
-            Bound::Unbounded => Some(len),
-        };
-        match (start, end) {
-            (Some(start), Some(end)) if start <= end && end <= len => Ok(SymRange {
-                addr: self.as_ptr() as u64 + (start * std::mem::size_of::<T>()) as u64,
-                len: end - start,
-                _buf: PhantomData,
-            }),
-            _ => Err(Error::InvalidArgument {
-                call: "SymBuffer::range",
-                message: format!(
-                    "range ({:?}, {:?}) is not inside the buffer's {len} elements",
-                    range.start_bound(),
-                    range.end_bound()
-                ),
-            }),
-        }
-    }
-}
 
 impl Stream<'_> {
     /// Copies `src` (this PE's elements) into `dest` on PE `pe` (`nvshmemx_putmem_on_stream`),

@@ -182,6 +182,33 @@ pub unsafe fn block_put_mismatch(dst: *mut u8, src: *const u8) {
     shmem::putmem::<Block>(dst, src, bytes, shmem::my_pe());
 }
 
+/// `dst[i] = src[i] + k` for `i < n`.
+///
+/// # Safety
+///
+/// `dst` and `src` hold `n` elements; the grid covers them.
+#[kernel]
+pub unsafe fn add_into(dst: *mut u32, src: *const u32, n: u32, k: u32) {
+    let i = thread::index_1d();
+    if i < n {
+        *dst.add(i as usize) = *src.add(i as usize) + k;
+    }
+}
+
+/// `out[0] = view.len()`, `out[1] = view[0]`, `out[2] = view[len - 1]` (bounds-checked).
+///
+/// # Safety
+///
+/// `out` holds 3 elements; `view` is not empty.
+#[kernel]
+pub unsafe fn view_ends(view: rshmem_device::view::SymSlice<u32>, out: *mut u32) {
+    if thread::index_1d() == 0 {
+        *out = view.len() as u32;
+        *out.add(1) = view.read(0);
+        *out.add(2) = view.read(view.len() - 1);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Harness
 
@@ -203,6 +230,8 @@ static LOCAL: KernelImage = KernelImage {
         "wait_all",
         "ring_scoped",
         "block_put_mismatch",
+        "add_into",
+        "view_ends",
     ],
     targets: &[],
 };
@@ -320,6 +349,56 @@ fn hello_fills_and_reads_the_neighbour() {
         })
         .unwrap();
     }
+}
+
+#[test]
+fn buffers_and_ranges_are_kernel_arguments() {
+    on_sim(1, |shmem| {
+        const POISON: u32 = 0xDEAD_BEEF;
+        let module = shmem.load(&LOCAL)?;
+        let src = shmem.alloc_from(&(0..16).collect::<Vec<u32>>())?;
+        let mut dst = shmem.alloc_from(&[POISON; 16])?;
+        let cfg = LaunchConfig::new(1, 32);
+        // The whole buffers, as `*mut u32` and `*const u32`; the literals infer as u32.
+        // SAFETY: both hold 16 elements.
+        unsafe { module.launch::<add_into>(cfg, (&mut dst, &src, 16, 1))? };
+        ensure!(dst.to_vec()? == (1..17).collect::<Vec<u32>>());
+        // Ranges: dst[4..8] = src[10..14] + 100, nothing else written.
+        let mut out = dst.range_mut(4..8)?;
+        // SAFETY: both ranges hold 4 elements. `&mut out` reborrows the range.
+        unsafe { module.launch::<add_into>(cfg, (&mut out, src.range(10..14)?, 4, 100))? };
+        // SAFETY: as above, and `out` by value.
+        unsafe { module.launch::<add_into>(cfg, (out, src.range(10..)?, 1, 200))? };
+        let want: Vec<u32> = (0..16)
+            .map(|i| match i {
+                4 => 210,
+                5..8 => i + 6 + 100,
+                _ => i + 1,
+            })
+            .collect();
+        ensure!(dst.to_vec()? == want, "{:?}", dst.to_vec()?);
+        // A range as a bounds-checked view: its own length and first element.
+        let mut ends = shmem.alloc_zeroed::<u32>(3)?;
+        // SAFETY: `ends` holds 3; the view is not empty.
+        unsafe { module.launch::<view_ends>(cfg, (src.range(3..9)?, &mut ends))? };
+        ensure!(ends.to_vec()? == [6, 3, 8], "{:?}", ends.to_vec()?);
+        // SAFETY: as above, the whole buffer.
+        unsafe { module.launch::<view_ends>(cfg, (&src, ends.range_mut(..)?))? };
+        ensure!(ends.to_vec()? == [16, 0, 15], "{:?}", ends.to_vec()?);
+        // A range is checked when made: past the end is an error naming the call.
+        let e = dst.range_mut(10..17).unwrap_err().to_string();
+        ensure!(
+            e.contains("SymBuffer::range_mut") && e.contains("16 elements"),
+            "{e}"
+        );
+        let e = src.range(2..6)?.range(3..5).unwrap_err().to_string();
+        ensure!(
+            e.contains("SymRange::range") && e.contains("range's 4 elements"),
+            "{e}"
+        );
+        Ok(())
+    })
+    .unwrap();
 }
 
 #[test]

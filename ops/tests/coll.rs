@@ -16,6 +16,7 @@ use coll_cases::{check_reduced, data, TestElem};
 use common::Outcome;
 use rshmem::{bf16, f16, Backend, ReduceOp, Shmem, Team};
 use rshmem_ops::{Algorithm, NormElem, Ops};
+use std::ops::Range;
 
 per_backend! {
     every_collective_type_size_team_algorithm => [2, 3, 4];
@@ -25,6 +26,7 @@ per_backend! {
     large_messages => [2];
     errors_name_the_mismatch => [2];
     collectives_in_graphs => [2, 3];
+    sub_ranges_in_one_call => [2, 3];
 }
 
 /// Every algorithm a test forces in turn (`Auto` included).
@@ -424,5 +426,154 @@ fn collectives_in_graphs(shmem: &Shmem) -> Outcome {
         drop(graph);
     }
     ops.set_algorithm(Algorithm::Auto);
+    Ok(())
+}
+
+/// Whether `got` holds `want`'s bits everywhere outside `inside` (what a call on that range
+/// must leave as it was).
+fn untouched<T: bytemuck::Pod>(what: &str, got: &[T], want: &[T], inside: Range<usize>) -> Outcome {
+    let bits = |v: &T| bytemuck::bytes_of(v).to_vec();
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if !inside.contains(&i) && bits(g) != bits(w) {
+            return Err(
+                format!("{what}: element {i}, outside the range {inside:?}, changed").into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checks `got[at + i]` against the reduction over members of `all[r][from_r + i]` for
+/// `i < count`.
+fn check_range<T: coll_cases::TestElem>(
+    what: &str,
+    op: ReduceOp,
+    got: &[T],
+    at: usize,
+    all: &[Vec<T>],
+    from: impl Fn(usize) -> usize,
+    count: usize,
+) -> Outcome {
+    let mut terms = vec![<T as bytemuck::Zeroable>::zeroed(); all.len()];
+    for i in 0..count {
+        for (r, (t, d)) in terms.iter_mut().zip(all).enumerate() {
+            *t = d[from(r) + i];
+        }
+        check_reduced(
+            || format!("{what}, element {}", at + i),
+            op,
+            got[at + i],
+            &terms,
+        )?;
+    }
+    Ok(())
+}
+
+/// Sub-ranges of larger buffers, each op in one call: the in-place all-reduce of elements
+/// 4096..8192 of a 12288-element buffer (every algorithm), an all-reduce between misaligned
+/// offsets (2 and 6 bytes past 16-byte boundaries), reduce-scatters and all-gathers from and
+/// into ranges (in place: the rank's chunk is found relative to the range). Every element
+/// outside the ranges keeps its value: a call that ignored an offset would reduce or write
+/// the elements from 0 instead.
+fn sub_ranges_in_one_call(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let seed = common::agreed_seed(shmem)?;
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let (sum, max) = (ReduceOp::Sum, ReduceOp::Max);
+
+    let (len, range) = (12288, 4096..8192);
+    for (k, algo) in EVERY_ALGORITHM.into_iter().enumerate() {
+        ops.set_algorithm(algo);
+        let s = seed ^ (k as u64) << 48;
+        let all: Vec<Vec<f32>> = (0..n).map(|r| data::<f32>(s, r, len)).collect();
+        let mut buf = shmem.alloc_from(&all[me])?;
+        let part = buf.range_mut(range.clone())?;
+        ops.all_reduce_in_place(&stream, Team::WORLD, part, range.len(), sum)?;
+        let got = buf.to_vec()?;
+        let what = format!("{algo:?} in place on {range:?}");
+        untouched(&what, &got, &all[me], range.clone())?;
+        check_range(
+            &what,
+            sum,
+            &got,
+            range.start,
+            &all,
+            |_| range.start,
+            range.len(),
+        )?;
+
+        // Out of place between misaligned offsets of bf16 buffers.
+        let count = 1001;
+        let all: Vec<Vec<bf16>> = (0..n).map(|r| data::<bf16>(s, r, count + 8)).collect();
+        let src = shmem.alloc_from(&all[me])?;
+        let poison = vec![<bf16 as coll_cases::TestElem>::poison(); count + 8];
+        let mut dst = shmem.alloc_from(&poison)?;
+        let (from, to) = (src.range(1..1 + count)?, dst.range_mut(3..3 + count)?);
+        ops.all_reduce(&stream, Team::WORLD, from, to, count, sum)?;
+        let got = dst.to_vec()?;
+        let what = format!("{algo:?} bf16 from 1.. into 3..");
+        untouched(&what, &got, &poison, 3..3 + count)?;
+        check_range(&what, sum, &got, 3, &all, |_| 1, count)?;
+        if !matches!(algo, Algorithm::Lamport) {
+            // A reduce-scatter from elements 5.. into elements 2.., and in place on 3..
+            let count = 37;
+            let all: Vec<Vec<f32>> = (0..n)
+                .map(|r| data::<f32>(s ^ 9, r, n * count + 9))
+                .collect();
+            let src = shmem.alloc_from(&all[me])?;
+            let poison = vec![-1.5f32; count + 6];
+            let mut dst = shmem.alloc_from(&poison)?;
+            let from = src.range(5..5 + n * count)?;
+            ops.reduce_scatter(&stream, Team::WORLD, from, dst.range_mut(2..)?, count, max)?;
+            let got = dst.to_vec()?;
+            let what = format!("{algo:?} reduce_scatter from 5.. into 2..");
+            untouched(&what, &got, &poison, 2..2 + count)?;
+            check_range(&what, max, &got, 2, &all, |_| 5 + me * count, count)?;
+
+            let mut buf = shmem.alloc_from(&all[me])?;
+            let part = buf.range_mut(3..3 + n * count)?;
+            ops.reduce_scatter_in_place(&stream, Team::WORLD, part, count, max)?;
+            let got = buf.to_vec()?;
+            let what = format!("{algo:?} reduce_scatter_in_place on 3..");
+            let mine = 3 + me * count..3 + (me + 1) * count;
+            untouched(&what, &got, &all[me], mine.clone())?;
+            check_range(&what, max, &got, mine.start, &all, |_| mine.start, count)?;
+        }
+    }
+    ops.set_algorithm(Algorithm::Auto);
+
+    // All-gathers: from elements 7.. into elements 1.., and in place on 4..
+    let count = 29;
+    let all: Vec<Vec<i64>> = (0..n)
+        .map(|r| data::<i64>(seed ^ 5, r, n * count + 10))
+        .collect();
+    let src = shmem.alloc_from(&all[me])?;
+    let poison = vec![-7i64; n * count + 5];
+    let mut dst = shmem.alloc_from(&poison)?;
+    let into = dst.range_mut(1..1 + n * count)?;
+    ops.all_gather(&stream, Team::WORLD, src.range(7..7 + count)?, into, count)?;
+    let got = dst.to_vec()?;
+    untouched("all_gather into 1..", &got, &poison, 1..1 + n * count)?;
+    for r in 0..n {
+        if got[1 + r * count..][..count] != all[r][7..7 + count] {
+            return Err(format!("all_gather into 1..: member {r}'s part differs").into());
+        }
+    }
+    let mut buf = shmem.alloc_from(&all[me])?;
+    ops.all_gather_in_place(&stream, Team::WORLD, buf.range_mut(4..)?, count)?;
+    let got = buf.to_vec()?;
+    untouched(
+        "all_gather_in_place on 4..",
+        &got,
+        &all[me],
+        4..4 + n * count,
+    )?;
+    for (r, theirs) in all.iter().enumerate() {
+        let at = 4 + r * count..4 + (r + 1) * count;
+        if got[at.clone()] != theirs[at] {
+            return Err(format!("all_gather_in_place on 4..: member {r}'s part differs").into());
+        }
+    }
     Ok(())
 }

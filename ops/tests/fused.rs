@@ -31,6 +31,7 @@ per_backend! {
     fused_calls_over_split_teams => [4];
     fused_errors_name_the_problem => [2];
     fused_graphs_replay_on_new_data => [2, 3];
+    fused_calls_on_sub_ranges => [2];
 }
 
 /// Poison past C's end.
@@ -97,6 +98,21 @@ fn compare(got: &[bf16], want: &[f64], n: usize, what: &str) {
     );
 }
 
+/// What precedes A and B in their buffers when a case puts them further in (`at`): a value a
+/// GEMM that ignored the offset would read, and which must stay.
+const PREFIX: bf16 = bf16::from_f32_const(3.0);
+
+/// `c` from element `at` on, once the elements before it are checked to be the poison (NaN)
+/// the fill wrote: the call wrote nothing before its C.
+fn before(c: &[bf16], at: usize, what: &str) -> std::result::Result<Vec<bf16>, String> {
+    match c[..at].iter().position(|v| !v.is_nan()) {
+        Some(i) => Err(format!(
+            "{what}: element {i} of C's buffer, before C, was written"
+        )),
+        None => Ok(c[at..].to_vec()),
+    }
+}
+
 /// Distinguishes the data of different teams: the world number of the team's first PE.
 fn team_salt(shmem: &Shmem, team: Team) -> u64 {
     let first = shmem
@@ -132,6 +148,8 @@ struct AllGather<'s> {
     a: SymBuffer<'s, bf16>,
     b: SymBuffer<'s, bf16>,
     c: SymBuffer<'s, bf16>,
+    /// Where A, B and C start in their buffers (the call passes ranges from there on).
+    at: [usize; 3],
     shape: GemmShape,
     /// Rows per rank, N, K (as usize).
     dims: (usize, usize, usize),
@@ -182,16 +200,28 @@ impl Dims {
 impl<'s> AllGather<'s> {
     fn new(
         shmem: &'s Shmem,
+        rows_n_k: (u32, u32, u32),
+        layout: BLayout,
+        options: FusedOptions,
+    ) -> Result<Self> {
+        Self::new_at(shmem, rows_n_k, layout, options, [0; 3])
+    }
+
+    /// A problem whose A, B and C start `at` elements into their buffers.
+    fn new_at(
+        shmem: &'s Shmem,
         (rows, n, k): (u32, u32, u32),
         layout: BLayout,
         options: FusedOptions,
+        at: [usize; 3],
     ) -> Result<Self> {
         let Dims { team_n, rank, m, n } = Dims::of(shmem, rows, n, layout, options);
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         Ok(Self {
-            a: shmem.alloc_zeroed::<bf16>(mu * ku)?,
-            b: shmem.alloc_zeroed::<bf16>(nu * ku)?,
-            c: shmem.alloc_zeroed::<bf16>(mu * nu + TAIL)?,
+            a: shmem.alloc_zeroed::<bf16>(at[0] + mu * ku)?,
+            b: shmem.alloc_zeroed::<bf16>(at[1] + nu * ku)?,
+            c: shmem.alloc_zeroed::<bf16>(at[2] + mu * nu + TAIL)?,
+            at,
             shape: GemmShape::new(m, n, k, layout),
             dims: (rows as usize, nu, ku),
             rank,
@@ -217,23 +247,42 @@ impl FusedCase for AllGather<'_> {
         let mut a_host = vec![bf16::NAN; mu * ku];
         let own = self.rank * ru * ku..(self.rank + 1) * ru * ku;
         a_host[own.clone()].copy_from_slice(&to_bf16(&self.a_all[own]));
-        self.a.copy_from_host(&a_host)?;
-        self.b.copy_from_host(&to_bf16(&b_mine))?;
-        self.c.copy_from_host(&vec![bf16::NAN; mu * nu + TAIL])?;
+        let [at_a, at_b, at_c] = self.at;
+        self.a
+            .copy_from_host(&[vec![PREFIX; at_a], a_host].concat())?;
+        self.b
+            .copy_from_host(&[vec![PREFIX; at_b], to_bf16(&b_mine)].concat())?;
+        self.c
+            .copy_from_host(&vec![bf16::NAN; at_c + mu * nu + TAIL])?;
         self.want = matmul(&self.a_all, &b_mine, (mu, nu, ku), self.shape.b_layout);
         Ok(())
     }
 
     fn call(&mut self, ops: &Ops<'_>, stream: &Stream<'_>, options: FusedOptions) -> Result<()> {
         let Self { a, b, c, shape, .. } = self;
+        let [at_a, at_b, at_c] = self.at;
+        let (a, b, c) = (a.range_mut(at_a..)?, b.range(at_b..)?, c.range_mut(at_c..)?);
         ops.all_gather_gemm_with(stream, a, b, c, *shape, options)
     }
 
-    /// C and the gathered A.
+    /// C and the gathered A, and what is before them in their buffers.
     fn check(&self, call: &str) -> Outcome {
         let what = format!("{}, {call}", self.what);
-        compare(&self.c.to_vec()?, &self.want, self.dims.1, &what);
+        let [at_a, _, at_c] = self.at;
+        compare(
+            &before(&self.c.to_vec()?, at_c, &what)?,
+            &self.want,
+            self.dims.1,
+            &what,
+        );
         let gathered = self.a.to_vec()?;
+        if gathered[..at_a]
+            .iter()
+            .any(|v| v.to_bits() != PREFIX.to_bits())
+        {
+            return Err(format!("{what}: A's buffer changed before A").into());
+        }
+        let gathered = &gathered[at_a..];
         assert!(
             gathered
                 .iter()
@@ -251,6 +300,8 @@ struct ReduceScatter<'s> {
     a: SymBuffer<'s, bf16>,
     b: SymBuffer<'s, bf16>,
     c: SymBuffer<'s, bf16>,
+    /// Where A, B and C start in their buffers.
+    at: [usize; 3],
     shape: GemmShape,
     /// Rows per rank, N, K (as usize).
     dims: (usize, usize, usize),
@@ -265,16 +316,28 @@ struct ReduceScatter<'s> {
 impl<'s> ReduceScatter<'s> {
     fn new(
         shmem: &'s Shmem,
+        rows_n_k: (u32, u32, u32),
+        layout: BLayout,
+        options: FusedOptions,
+    ) -> Result<Self> {
+        Self::new_at(shmem, rows_n_k, layout, options, [0; 3])
+    }
+
+    /// A problem whose A, B and C start `at` elements into their buffers.
+    fn new_at(
+        shmem: &'s Shmem,
         (rows, n, k): (u32, u32, u32),
         layout: BLayout,
         options: FusedOptions,
+        at: [usize; 3],
     ) -> Result<Self> {
         let Dims { team_n, rank, m, n } = Dims::of(shmem, rows, n, layout, options);
         let (mu, nu, ku, ru) = (m as usize, n as usize, k as usize, rows as usize);
         Ok(Self {
-            a: shmem.alloc_zeroed::<bf16>(mu * ku)?,
-            b: shmem.alloc_zeroed::<bf16>(nu * ku)?,
-            c: shmem.alloc_zeroed::<bf16>(ru * nu + TAIL)?,
+            a: shmem.alloc_zeroed::<bf16>(at[0] + mu * ku)?,
+            b: shmem.alloc_zeroed::<bf16>(at[1] + nu * ku)?,
+            c: shmem.alloc_zeroed::<bf16>(at[2] + ru * nu + TAIL)?,
+            at,
             shape: GemmShape::new(m, n, k, layout),
             dims: (ru, nu, ku),
             rank,
@@ -304,9 +367,13 @@ impl FusedCase for ReduceScatter<'_> {
             )
         };
         let (a_mine, b_mine) = data(self.rank);
-        self.a.copy_from_host(&to_bf16(&a_mine))?;
-        self.b.copy_from_host(&to_bf16(&b_mine))?;
-        self.c.copy_from_host(&vec![bf16::NAN; ru * nu + TAIL])?;
+        let [at_a, at_b, at_c] = self.at;
+        self.a
+            .copy_from_host(&[vec![PREFIX; at_a], to_bf16(&a_mine)].concat())?;
+        self.b
+            .copy_from_host(&[vec![PREFIX; at_b], to_bf16(&b_mine)].concat())?;
+        self.c
+            .copy_from_host(&vec![bf16::NAN; at_c + ru * nu + TAIL])?;
         self.want = vec![0.0f64; ru * nu];
         let rows = self.rank * ru * ku..(self.rank + 1) * ru * ku;
         for r in 0..self.team_n {
@@ -319,13 +386,16 @@ impl FusedCase for ReduceScatter<'_> {
 
     fn call(&mut self, ops: &Ops<'_>, stream: &Stream<'_>, options: FusedOptions) -> Result<()> {
         let Self { a, b, c, shape, .. } = self;
+        let [at_a, at_b, at_c] = self.at;
+        let (a, b, c) = (a.range(at_a..)?, b.range(at_b..)?, c.range_mut(at_c..)?);
         ops.gemm_reduce_scatter_with(stream, a, b, c, *shape, options)
     }
 
-    /// This rank's rows of the sum.
+    /// This rank's rows of the sum, and the poison before them.
     fn check(&self, call: &str) -> Outcome {
         let what = format!("{}, {call}", self.what);
-        compare(&self.c.to_vec()?, &self.want, self.dims.1, &what);
+        let c = before(&self.c.to_vec()?, self.at[2], &what)?;
+        compare(&c, &self.want, self.dims.1, &what);
         Ok(())
     }
 }
@@ -743,4 +813,45 @@ fn tp_bench_runs_both_ops_on_the_simulator() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Both fused ops on ranges of larger buffers (A, B and C each some elements in, as aligned as
+/// the kernels need), on every kernel: the results, the gathered A, and nothing written before
+/// the ranges. A misaligned range is refused by name.
+fn fused_calls_on_sub_ranges(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    for kernel in kernels(&ops, shmem.n_pes()) {
+        let options = FusedOptions {
+            kernel,
+            ..FusedOptions::default()
+        };
+        for (at, layout) in [([8, 24, 2], BLayout::NK), ([40, 8, 6], BLayout::KN)] {
+            let mut case = AllGather::new_at(shmem, (40, 24, 32), layout, options, at)?;
+            check_calls(shmem, &ops, &mut case, options, 2)?;
+            let mut case = ReduceScatter::new_at(shmem, (40, 24, 32), layout, options, at)?;
+            check_calls(shmem, &ops, &mut case, options, 2)?;
+        }
+    }
+    let stream = shmem.stream();
+    let mut a = shmem.alloc_zeroed::<bf16>(1024)?;
+    let b = shmem.alloc_zeroed::<bf16>(1024)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(1024)?;
+    let shape = GemmShape::new(16, 8, 8, BLayout::NK);
+    let e = ops
+        .all_gather_gemm(&stream, a.range_mut(4..)?, &b, &mut c, shape)
+        .expect_err("A 8 bytes in")
+        .to_string();
+    assert!(
+        e.contains("Ops::all_gather_gemm") && e.contains("`a` starts") && e.contains("16-byte"),
+        "{e}"
+    );
+    let e = ops
+        .gemm_reduce_scatter(&stream, &a, &b, c.range_mut(1..)?, shape)
+        .expect_err("C 2 bytes in")
+        .to_string();
+    assert!(
+        e.contains("Ops::gemm_reduce_scatter") && e.contains("`c` starts") && e.contains("4-byte"),
+        "{e}"
+    );
+    Ok(())
 }

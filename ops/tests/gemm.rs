@@ -21,6 +21,7 @@ per_backend! {
     errors_name_the_problem => [1];
     map_slots_are_reused => [1];
     gemms_in_graphs => [1];
+    sub_ranges_of_larger_buffers => [1];
 }
 
 /// Host conversions of the test's element types.
@@ -82,6 +83,18 @@ fn run_gemm<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
     shape: GemmShape,
     kernel: Kernel,
 ) -> Result<(), rshmem::Error> {
+    run_gemm_at::<In, Out>(shmem, ops, shape, kernel, [0; 3])
+}
+
+/// [`run_gemm`] on A, B and C that start `at` elements into larger buffers (ranges of them):
+/// A and B after elements of another value, C after poison that must stay.
+fn run_gemm_at<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    shape: GemmShape,
+    kernel: Kernel,
+    [at_a, at_b, at_c]: [usize; 3],
+) -> Result<(), rshmem::Error> {
     let GemmShape { m, n, k, b_layout } = shape;
     let a: Vec<f32> = (0..m * k).map(|i| small(i / k, i % k, 1, 2)).collect();
     // b_at(col, kk): B's element of column `col` of C at reduction index `kk`.
@@ -93,20 +106,28 @@ fn run_gemm<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
         BLayout::NK => b_host[(col * k + kk) as usize],
         BLayout::KN => b_host[(kk * n + col) as usize],
     };
-    let ga: SymBuffer<'_, In> =
-        shmem.alloc_from(&a.iter().map(|&v| In::of(v)).collect::<Vec<_>>())?;
-    let gb: SymBuffer<'_, In> =
-        shmem.alloc_from(&b_host.iter().map(|&v| In::of(v)).collect::<Vec<_>>())?;
-    let mut gc = shmem.alloc_from(&vec![Out::poison(); shape.c_len() + TAIL])?;
+    // Elements before a matrix: 5, which a GEMM that ignored the offset would read.
+    let after = |at: usize, m: &[f32]| -> Vec<In> {
+        let five = std::iter::repeat_n(In::of(5.0), at);
+        five.chain(m.iter().map(|&v| In::of(v))).collect()
+    };
+    let ga: SymBuffer<'_, In> = shmem.alloc_from(&after(at_a, &a))?;
+    let gb: SymBuffer<'_, In> = shmem.alloc_from(&after(at_b, &b_host))?;
+    let mut gc = shmem.alloc_from(&vec![Out::poison(); at_c + shape.c_len() + TAIL])?;
     ops.gemm_with(
         &shmem.stream(),
-        &ga,
-        &gb,
-        &mut gc,
+        ga.range(at_a..)?,
+        gb.range(at_b..)?,
+        gc.range_mut(at_c..)?,
         shape,
         GemmOptions { kernel },
     )?;
     let c = gc.to_vec()?;
+    assert!(
+        c[..at_c].iter().all(|v| v.get().is_nan()),
+        "{shape:?} {kernel:?}: a store before C's start (element {at_c})"
+    );
+    let c = &c[at_c..];
     for row in 0..m {
         for col in 0..n {
             let want: f32 = (0..k)
@@ -385,5 +406,69 @@ fn gemms_in_graphs(shmem: &Shmem) -> Outcome {
     ops.gemm_with(&stream, &a, &b, &mut c, new, options(SM90))?;
     assert_eq!(c.to_vec()?[..new.c_len()], reference(&ha, &hb, new));
     assert_eq!(ops.map_slots_pinned(), MAP_SLOTS - 1);
+    Ok(())
+}
+
+/// A GEMM reading A and B and writing C at offsets inside larger buffers, on both kernels and
+/// both layouts; an operand that starts misaligned for the kernels is refused by name, by
+/// `Ops::gemm` and the launch helpers alike.
+fn sub_ranges_of_larger_buffers(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let mut kernels = vec![Kernel::Sm80];
+    if has_sm90(&ops) {
+        kernels.push(SM90);
+    }
+    for &kernel in &kernels {
+        // A 48 bytes in, B 16, C 24 (f32) or 12 (bf16): each as aligned as the kernels need.
+        let nk = GemmShape::new(67, 45, 40, BLayout::NK);
+        run_gemm_at::<bf16, f32>(shmem, &ops, nk, kernel, [24, 8, 6])?;
+        run_gemm_at::<bf16, bf16>(shmem, &ops, nk, kernel, [8, 40, 6])?;
+        let kn = GemmShape::new(33, 24, 16, BLayout::KN);
+        run_gemm_at::<bf16, f32>(shmem, &ops, kn, kernel, [16, 8, 2])?;
+    }
+    let expect = |r: rshmem::Result<()>, words: &[&str]| -> Outcome {
+        let msg = match r {
+            Ok(()) => return Err(format!("expected an error mentioning {words:?}").into()),
+            Err(e) => e.to_string(),
+        };
+        match words.iter().find(|w| !msg.contains(*w)) {
+            Some(w) => Err(format!("the message {msg:?} does not mention {w:?}").into()),
+            None => Ok(()),
+        }
+    };
+    let shape = GemmShape::new(16, 8, 16, BLayout::NK);
+    let a = shmem.alloc_zeroed::<bf16>(shape.a_len() + 8)?;
+    let b = shmem.alloc_zeroed::<bf16>(shape.b_len() + 8)?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; shape.c_len() + 8])?;
+    let stream = shmem.stream();
+    for &kernel in &kernels {
+        let o = GemmOptions { kernel };
+        let r = ops.gemm_with(&stream, a.range(1..)?, &b, &mut c, shape, o);
+        expect(
+            r,
+            &[
+                "Ops::gemm",
+                "`a` starts",
+                "16-byte aligned",
+                "multiple of 8 elements",
+            ],
+        )?;
+        let r = ops.gemm_with(&stream, &a, b.range(4..)?, &mut c, shape, o);
+        expect(r, &["`b` starts", "8 bytes past a multiple of 16"])?;
+        let r = ops.gemm_with(&stream, &a, &b, c.range_mut(1..)?, shape, o);
+        expect(
+            r,
+            &["`c` starts", "8-byte aligned", "multiple of 2 elements"],
+        )?;
+    }
+    if !c.to_vec()?.iter().all(|v| v.is_nan()) {
+        return Err("a refused GEMM wrote C".into());
+    }
+    let r = rshmem_ops::Sm80Launch::new(shmem, &a, b.range(2..)?, shape).map(|_| ());
+    expect(r, &["Sm80Launch::new", "`b` starts"])?;
+    if has_sm90(&ops) {
+        let r = rshmem_ops::Sm90Launch::new(shmem, a.range(3..)?, &b, shape).map(|_| ());
+        expect(r, &["Sm90Launch::new", "`a` starts"])?;
+    }
     Ok(())
 }

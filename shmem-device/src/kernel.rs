@@ -7,7 +7,9 @@
 //!   implements [`Kernel`] with `Args = (*mut i32, u32)`.
 //!
 //! The host launches with `module.launch::<kernels::ring>(config, (ptr, n))`: a wrong
-//! argument type or count is a compile error, on both backends.
+//! argument type or count is a compile error, on both backends. Each element of the tuple is
+//! the parameter's own type or converts into it ([`IntoKernelArg`]): the host crate lets a
+//! symmetric buffer stand for a pointer parameter (`(&mut buf, n)`).
 
 use core::ffi::c_void;
 
@@ -64,13 +66,52 @@ unsafe impl<T: 'static> KernelArg for *mut T {}
 // SAFETY: as `*mut T`.
 unsafe impl<T: 'static> KernelArg for *const T {}
 
-/// A tuple of [`KernelArg`]s, as a kernel's parameter list.
+/// A value the host may pass for a kernel parameter of type `P`: `P` itself (every
+/// [`KernelArg`]), or a type that names what `P` points at — the host crate implements it for
+/// its symmetric buffers and ranges, e.g. `&SymBuffer<T>` for `*const T` and `&mut
+/// SymBuffer<T>` for `*mut T`, so a launch needs no `as_ptr()`.
+///
+/// The conversion makes the value only: what the kernel does with it is still the launch's
+/// `unsafe` contract.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
+    label = "not a `{P}`",
+    note = "a kernel parameter takes its own type; a pointer or `SymSlice` parameter also takes \
+            a symmetric buffer or range of the same element type: `&buf` or `buf.range(..)?` \
+            for `*const T`, `&mut buf` or `buf.range_mut(..)?` for `*mut T` too"
+)]
+pub trait IntoKernelArg<P: KernelArg> {
+    /// The parameter's value.
+    fn into_kernel_arg(self) -> P;
+}
+
+impl<P: KernelArg> IntoKernelArg<P> for P {
+    #[inline(always)]
+    fn into_kernel_arg(self) -> P {
+        self
+    }
+}
+
+/// An argument list for a kernel whose parameters are `A` (a [`KernelArgs`] tuple): a tuple
+/// of as many values, each an [`IntoKernelArg`] of its parameter. What `Module::launch`
+/// takes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an argument list for a kernel whose parameters are `{A}`",
+    note = "pass a tuple with one value per kernel parameter, in order (`(x,)` for one)"
+)]
+pub trait IntoKernelArgs<A> {
+    /// The parameters' values.
+    fn into_kernel_args(self) -> A;
+}
+
+/// A tuple of [`KernelArg`]s, as a kernel's parameter list. Every one is also its own
+/// argument list ([`IntoKernelArgs`]), so code generic over a kernel passes `K::Args` on.
 ///
 /// # Safety
 ///
 /// `COUNT` must equal the number of parameters, and [`KernelArgs::param_ptrs`] must write
 /// one pointer to each field, in order: the GPU launch hands them to `cuLaunchKernel`.
-pub unsafe trait KernelArgs: Copy + 'static {
+pub unsafe trait KernelArgs: Copy + 'static + IntoKernelArgs<Self> {
     /// Number of kernel parameters.
     const COUNT: usize;
     /// Writes a pointer to each parameter into `out[..COUNT]`.
@@ -78,7 +119,7 @@ pub unsafe trait KernelArgs: Copy + 'static {
 }
 
 macro_rules! impl_kernel_args {
-    ($n:expr; $($t:ident . $i:tt),*) => {
+    ($n:expr; $($t:ident <- $u:ident . $i:tt),*) => {
         // SAFETY: `COUNT` is the tuple's arity (the invocation's `$n`), and `param_ptrs`
         // writes a pointer to each field, in order.
         unsafe impl<$($t: KernelArg),*> KernelArgs for ($($t,)*) {
@@ -88,21 +129,34 @@ macro_rules! impl_kernel_args {
                 $(out[$i] = &self.$i as *const $t as *mut c_void;)*
             }
         }
+
+        impl<$($t: KernelArg, $u: IntoKernelArg<$t>),*> IntoKernelArgs<($($t,)*)> for ($($u,)*) {
+            #[inline(always)]
+            #[allow(clippy::unused_unit)]
+            fn into_kernel_args(self) -> ($($t,)*) {
+                ($(self.$i.into_kernel_arg(),)*)
+            }
+        }
     };
 }
 impl_kernel_args!(0;);
-impl_kernel_args!(1; A.0);
-impl_kernel_args!(2; A.0, B.1);
-impl_kernel_args!(3; A.0, B.1, C.2);
-impl_kernel_args!(4; A.0, B.1, C.2, D.3);
-impl_kernel_args!(5; A.0, B.1, C.2, D.3, E.4);
-impl_kernel_args!(6; A.0, B.1, C.2, D.3, E.4, F.5);
-impl_kernel_args!(7; A.0, B.1, C.2, D.3, E.4, F.5, G.6);
-impl_kernel_args!(8; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7);
-impl_kernel_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
-impl_kernel_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
-impl_kernel_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
-impl_kernel_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);
+impl_kernel_args!(1; A <- UA.0);
+impl_kernel_args!(2; A <- UA.0, B <- UB.1);
+impl_kernel_args!(3; A <- UA.0, B <- UB.1, C <- UC.2);
+impl_kernel_args!(4; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3);
+impl_kernel_args!(5; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4);
+impl_kernel_args!(6; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5);
+impl_kernel_args!(7; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5, G <- UG.6);
+impl_kernel_args!(8; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5, G <- UG.6,
+    H <- UH.7);
+impl_kernel_args!(9; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5, G <- UG.6,
+    H <- UH.7, I <- UI.8);
+impl_kernel_args!(10; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5,
+    G <- UG.6, H <- UH.7, I <- UI.8, J <- UJ.9);
+impl_kernel_args!(11; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5,
+    G <- UG.6, H <- UH.7, I <- UI.8, J <- UJ.9, K <- UK.10);
+impl_kernel_args!(12; A <- UA.0, B <- UB.1, C <- UC.2, D <- UD.3, E <- UE.4, F <- UF.5,
+    G <- UG.6, H <- UH.7, I <- UI.8, J <- UJ.9, K <- UK.10, L <- UL.11);
 
 // The tuples above reach `MAX_KERNEL_ARGS` (a longer tuple is not implemented, and
 // `#[kernel]` rejects the signature before its type could be asked for).

@@ -100,7 +100,7 @@ mod panic;
 pub use ::half::{bf16, f16};
 /// The fault mailbox's layout, shared with the host (see the module's documentation).
 pub use contract::fault;
-pub use kernel::{Kernel, KernelArg, KernelArgs};
+pub use kernel::{IntoKernelArg, IntoKernelArgs, Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.
 pub mod prelude {

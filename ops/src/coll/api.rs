@@ -6,7 +6,7 @@ use std::mem::size_of;
 use bytemuck::Pod;
 use rshmem_coll::algo::RmsNormArgs;
 use rshmem_device::shmem::Team;
-use rshmem_host::{Error, LaunchConfig, ReduceOp, Result, Stream, SymBuffer};
+use rshmem_host::{Error, LaunchConfig, ReduceOp, Result, Stream, SymRange, SymRangeMut};
 
 use super::elem::{launch_reduce, launch_rmsnorm, CollElem, Family, NormElem, Op};
 use super::plan::{self, Algorithm, LAMPORT_REGION, PUSH_REGION};
@@ -94,17 +94,20 @@ impl<'s> Ops<'s> {
     /// `dst[0..count] = src₀[0..count] ∘ … ∘ src_{n−1}[0..count]` on every member of `team`
     /// (`∘` = `op`: Sum, Max or Min; sums of floats in f32, of integers wrapping; a NaN
     /// propagates through Max and Min, see the [module docs](super)), queued on
-    /// `stream`. `src` and `dst` are symmetric buffers of this PE (longer is fine).
-    pub fn all_reduce<T: CollElem>(
+    /// `stream`. `src` and `dst` are symmetric buffers of this PE or ranges of them (longer
+    /// than `count` is fine; any offset, the same on every member: see the module docs), so
+    /// `buf.range_mut(4096..8192)?` reduces those elements alone.
+    pub fn all_reduce<'a, T: CollElem>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        src: &SymBuffer<'_, T>,
-        dst: &mut SymBuffer<'_, T>,
+        src: impl Into<SymRange<'a, T>>,
+        dst: impl Into<SymRangeMut<'a, T>>,
         count: usize,
         op: ReduceOp,
     ) -> Result<()> {
         const CALL: &str = "Ops::all_reduce";
+        let (src, mut dst) = (src.into(), dst.into());
         let why = || format!("an all-reduce of {count} elements");
         check_len(CALL, "src", src.len(), count, why)?;
         check_len(CALL, "dst", dst.len(), count, why)?;
@@ -121,15 +124,16 @@ impl<'s> Ops<'s> {
     }
 
     /// [`Ops::all_reduce`] in place: `buf[0..count]` becomes the reduction.
-    pub fn all_reduce_in_place<T: CollElem>(
+    pub fn all_reduce_in_place<'a, T: CollElem>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        buf: &mut SymBuffer<'_, T>,
+        buf: impl Into<SymRangeMut<'a, T>>,
         count: usize,
         op: ReduceOp,
     ) -> Result<()> {
         const CALL: &str = "Ops::all_reduce_in_place";
+        let mut buf = buf.into();
         check_len(CALL, "buf", buf.len(), count, || {
             format!("an all-reduce of {count} elements")
         })?;
@@ -140,16 +144,17 @@ impl<'s> Ops<'s> {
     /// Reduce-scatter: `src` holds `n × count` elements (chunk `r` = elements
     /// `r·count..(r+1)·count`); member `r`'s `dst[0..count]` becomes the reduction of every
     /// member's chunk `r`.
-    pub fn reduce_scatter<T: CollElem>(
+    pub fn reduce_scatter<'a, T: CollElem>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        src: &SymBuffer<'_, T>,
-        dst: &mut SymBuffer<'_, T>,
+        src: impl Into<SymRange<'a, T>>,
+        dst: impl Into<SymRangeMut<'a, T>>,
         count: usize,
         op: ReduceOp,
     ) -> Result<()> {
         const CALL: &str = "Ops::reduce_scatter";
+        let (src, mut dst) = (src.into(), dst.into());
         let (_, n) = self.coll.team(CALL, team)?;
         let total = times(CALL, count, n)?;
         check_len(CALL, "src", src.len(), total, || {
@@ -173,15 +178,16 @@ impl<'s> Ops<'s> {
     /// [`Ops::reduce_scatter`] in place: `buf` holds `n × count` elements, and member `r`'s
     /// result lands in its own chunk `buf[r·count..(r+1)·count]` (NCCL's in-place layout);
     /// the other chunks are left as they were.
-    pub fn reduce_scatter_in_place<T: CollElem>(
+    pub fn reduce_scatter_in_place<'a, T: CollElem>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        buf: &mut SymBuffer<'_, T>,
+        buf: impl Into<SymRangeMut<'a, T>>,
         count: usize,
         op: ReduceOp,
     ) -> Result<()> {
         const CALL: &str = "Ops::reduce_scatter_in_place";
+        let mut buf = buf.into();
         let (rank, n) = self.coll.team(CALL, team)?;
         let total = times(CALL, count, n)?;
         check_len(CALL, "buf", buf.len(), total, || {
@@ -195,15 +201,16 @@ impl<'s> Ops<'s> {
 
     /// All-gather: member `r`'s `src[0..count]` lands in `dst[r·count..(r+1)·count]` on every
     /// member. Any plain element type (the data move as bytes).
-    pub fn all_gather<T: Pod>(
+    pub fn all_gather<'a, T: Pod>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        src: &SymBuffer<'_, T>,
-        dst: &mut SymBuffer<'_, T>,
+        src: impl Into<SymRange<'a, T>>,
+        dst: impl Into<SymRangeMut<'a, T>>,
         count: usize,
     ) -> Result<()> {
         const CALL: &str = "Ops::all_gather";
+        let (src, mut dst) = (src.into(), dst.into());
         let (rank, n) = self.coll.team(CALL, team)?;
         let total = times(CALL, count, n)?;
         check_len(CALL, "src", src.len(), count, || {
@@ -226,14 +233,15 @@ impl<'s> Ops<'s> {
 
     /// [`Ops::all_gather`] in place: `buf` holds `n × count` elements and member `r`'s
     /// contribution is already at `buf[r·count..(r+1)·count]`.
-    pub fn all_gather_in_place<T: Pod>(
+    pub fn all_gather_in_place<'a, T: Pod>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        buf: &mut SymBuffer<'_, T>,
+        buf: impl Into<SymRangeMut<'a, T>>,
         count: usize,
     ) -> Result<()> {
         const CALL: &str = "Ops::all_gather_in_place";
+        let mut buf = buf.into();
         let (rank, n) = self.coll.team(CALL, team)?;
         let total = times(CALL, count, n)?;
         check_len(CALL, "buf", buf.len(), total, || {
@@ -249,15 +257,16 @@ impl<'s> Ops<'s> {
     /// All-gather with a count per member (OpenSHMEM's `collect`): `counts[r]` is member
     /// `r`'s count (the same list on every member); member `r`'s `src[0..counts[r]]` lands in
     /// `dst` after the contributions of members `0..r`, on every member.
-    pub fn all_gather_v<T: Pod>(
+    pub fn all_gather_v<'a, T: Pod>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        src: &SymBuffer<'_, T>,
-        dst: &mut SymBuffer<'_, T>,
+        src: impl Into<SymRange<'a, T>>,
+        dst: impl Into<SymRangeMut<'a, T>>,
         counts: &[usize],
     ) -> Result<()> {
         const CALL: &str = "Ops::all_gather_v";
+        let (src, mut dst) = (src.into(), dst.into());
         let (rank, n) = self.coll.team(CALL, team)?;
         let total = self.check_counts(CALL, counts, n)?;
         check_len(CALL, "src", src.len(), counts[rank], || {
@@ -279,14 +288,15 @@ impl<'s> Ops<'s> {
 
     /// [`Ops::all_gather_v`] in place: member `r`'s contribution is already in `buf` after
     /// those of members `0..r`.
-    pub fn all_gather_v_in_place<T: Pod>(
+    pub fn all_gather_v_in_place<'a, T: Pod>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        buf: &mut SymBuffer<'_, T>,
+        buf: impl Into<SymRangeMut<'a, T>>,
         counts: &[usize],
     ) -> Result<()> {
         const CALL: &str = "Ops::all_gather_v_in_place";
+        let mut buf = buf.into();
         let (rank, n) = self.coll.team(CALL, team)?;
         let total = self.check_counts(CALL, counts, n)?;
         check_len(CALL, "buf", buf.len(), total, || {
@@ -307,19 +317,21 @@ impl<'s> Ops<'s> {
     /// buffers, `weight` holds `hidden`; every member must hold the same `residual` (as
     /// tensor parallelism keeps it). Needs a team reached through peer mappings (one node).
     #[allow(clippy::too_many_arguments)]
-    pub fn all_reduce_rmsnorm<T: NormElem>(
+    pub fn all_reduce_rmsnorm<'a, T: NormElem>(
         &self,
         stream: &Stream<'_>,
         team: Team,
-        x: &SymBuffer<'_, T>,
-        residual: &mut SymBuffer<'_, T>,
-        weight: &SymBuffer<'_, T>,
-        out: &mut SymBuffer<'_, T>,
+        x: impl Into<SymRange<'a, T>>,
+        residual: impl Into<SymRangeMut<'a, T>>,
+        weight: impl Into<SymRange<'a, T>>,
+        out: impl Into<SymRangeMut<'a, T>>,
         rows: usize,
         hidden: usize,
         eps: f32,
     ) -> Result<()> {
         const CALL: &str = "Ops::all_reduce_rmsnorm";
+        let (x, mut residual, weight, mut out) =
+            (x.into(), residual.into(), weight.into(), out.into());
         let (_, n) = self.coll.team(CALL, team)?;
         let total = times(CALL, rows, hidden)?;
         let why = || format!("{rows} rows of {hidden}");

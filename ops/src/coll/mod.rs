@@ -29,6 +29,13 @@
 //! checks its buffers' lengths and its arguments before anything is queued, and says what is
 //! wrong. Sums are taken in team-rank order, so every member gets bitwise the same result.
 //!
+//! **Ranges.** Every buffer argument takes a whole buffer (`&x`, `&mut y`) or a range of one
+//! (`x.range(..)?`, `y.range_mut(4096..8192)?`): the call reads and writes from the range's
+//! first element, and nothing of the buffer outside it. Peers are reached at the same address
+//! as here, so every member passes the same range (the same offset into the same buffer); a
+//! call cannot check that. Any offset works: the kernels move 16-byte packs where every
+//! pointer is 16-byte aligned, single elements elsewhere (slower at a misaligned offset).
+//!
 //! **Reductions of floats** ([`ReduceOp`](rshmem_host::ReduceOp) `Sum`, `Max`, `Min`). A NaN
 //! on any member makes the result a NaN, for `Max` and `Min` as for a sum (`torch.max`'s rule
 //! and IEEE 754-2019's `maximum`/`minimum`; C's `fmaxf` drops it; NVSHMEM's on-stream

@@ -29,13 +29,15 @@
 //! other fused calls by the stream they are launched on (`crate::fused`, "Graphs").
 
 use super::{FusedOptions, AG_CALL, RS_CALL};
-use crate::gemm::shape::{BLayout, GemmShape};
+use crate::gemm::shape::{BLayout, GemmShape, Starts};
 use crate::gemm::Path;
 use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_gemm::{sm80, sm90, Problem};
-use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymBuffer, Team};
+use rshmem_host::{
+    Error, LaunchConfig, Module, Result, Stream, SymBuffer, SymRange, SymRangeMut, Team,
+};
 use rshmem_ops_kernels::tp80::{self as k80, Tp80};
 use rshmem_ops_kernels::tp90::Tp90;
 use rshmem_ops_kernels::Layout;
@@ -110,12 +112,12 @@ fn most_tiles(m: u32, n: u32) -> u32 {
 impl<'s> Ops<'s> {
     /// `C = all_gather(A) · B` over the team of `options.team`, B as `shape.b_layout` says,
     /// queued on `stream` with [`FusedOptions::default`]: see [`Ops::all_gather_gemm_with`].
-    pub fn all_gather_gemm(
+    pub fn all_gather_gemm<'a>(
         &self,
         stream: &Stream<'_>,
-        a: &mut SymBuffer<'_, bf16>,
-        b: &SymBuffer<'_, bf16>,
-        c: &mut SymBuffer<'_, bf16>,
+        a: impl Into<SymRangeMut<'a, bf16>>,
+        b: impl Into<SymRange<'a, bf16>>,
+        c: impl Into<SymRangeMut<'a, bf16>>,
         shape: GemmShape,
     ) -> Result<()> {
         self.all_gather_gemm_with(stream, a, b, c, shape, FusedOptions::default())
@@ -155,15 +157,16 @@ impl<'s> Ops<'s> {
     /// graph is a new call, on the data in the buffers at that launch; the first call of a
     /// shape and buffers cannot be recorded (it may make the workspace and the sm90 path's
     /// tensor maps): make it outside the capture first. See [`crate::fused`], "Graphs".
-    pub fn all_gather_gemm_with(
+    pub fn all_gather_gemm_with<'a>(
         &self,
         stream: &Stream<'_>,
-        a: &mut SymBuffer<'_, bf16>,
-        b: &SymBuffer<'_, bf16>,
-        c: &mut SymBuffer<'_, bf16>,
+        a: impl Into<SymRangeMut<'a, bf16>>,
+        b: impl Into<SymRange<'a, bf16>>,
+        c: impl Into<SymRangeMut<'a, bf16>>,
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
+        let (a, b, mut c) = (a.into(), b.into(), c.into());
         let Start {
             mode,
             team,
@@ -172,7 +175,7 @@ impl<'s> Ops<'s> {
             maps,
             tp80,
             gemm,
-        } = self.start(AG_CALL, stream, (&*a, b, c.len()), shape, options)?;
+        } = self.start(AG_CALL, stream, (a.as_range(), b, &c), shape, options)?;
         let mut st = self.tp_state();
         let flags = self.grow_flags(AG_CALL, mode, &mut st, flags::words(team.size, 0))?;
         let call = self.begin_call(stream, mode, &mut st, shape, team)?;
@@ -226,7 +229,7 @@ impl<'s> Ops<'s> {
             _ => {
                 let tiles = sm80::tiles(call.problem());
                 let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
-                let args = (a.as_ptr(), b.as_ptr(), c_ptr, flags.cast_const(), call);
+                let args = (&a, b, c_ptr, flags.cast_const(), call);
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
                 // multiple of 8, `n` too for B K x N: checked).
                 unsafe {
@@ -246,12 +249,12 @@ impl<'s> Ops<'s> {
 
     /// This rank's rows of `C = Σ_ranks A_r · B_r` over the team of `options.team`, queued on
     /// `stream` with [`FusedOptions::default`]: see [`Ops::gemm_reduce_scatter_with`].
-    pub fn gemm_reduce_scatter(
+    pub fn gemm_reduce_scatter<'a>(
         &self,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, bf16>,
-        b: &SymBuffer<'_, bf16>,
-        c: &mut SymBuffer<'_, bf16>,
+        a: impl Into<SymRange<'a, bf16>>,
+        b: impl Into<SymRange<'a, bf16>>,
+        c: impl Into<SymRangeMut<'a, bf16>>,
         shape: GemmShape,
     ) -> Result<()> {
         self.gemm_reduce_scatter_with(stream, a, b, c, shape, FusedOptions::default())
@@ -282,15 +285,16 @@ impl<'s> Ops<'s> {
     ///
     /// Errors (nothing is queued): as [`Ops::all_gather_gemm_with`]'s, `c` checked against
     /// `m / size x n`. Recorded in a graph capture as [`Ops::all_gather_gemm_with`] is.
-    pub fn gemm_reduce_scatter_with(
+    pub fn gemm_reduce_scatter_with<'a>(
         &self,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, bf16>,
-        b: &SymBuffer<'_, bf16>,
-        c: &mut SymBuffer<'_, bf16>,
+        a: impl Into<SymRange<'a, bf16>>,
+        b: impl Into<SymRange<'a, bf16>>,
+        c: impl Into<SymRangeMut<'a, bf16>>,
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<()> {
+        let (a, b, mut c) = (a.into(), b.into(), c.into());
         let Start {
             mode,
             team,
@@ -299,7 +303,7 @@ impl<'s> Ops<'s> {
             maps,
             tp80,
             gemm,
-        } = self.start(RS_CALL, stream, (a, b, c.len()), shape, options)?;
+        } = self.start(RS_CALL, stream, (a, b, &c), shape, options)?;
         let mut st = self.tp_state();
         let words = flags::words(team.size, most_tiles(shape.m, shape.n));
         let flags = self.grow_flags(RS_CALL, mode, &mut st, words)?;
@@ -341,7 +345,7 @@ impl<'s> Ops<'s> {
                 let config = self
                     .persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES)
                     .cooperative();
-                let args = (a.as_ptr(), b.as_ptr(), out, recv, flags, call);
+                let args = (a, b, out, recv, flags, call);
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
                 // multiple of 8, `n` too for B K x N: checked).
                 unsafe {
@@ -393,10 +397,15 @@ impl<'s> Ops<'s> {
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        (a, b, c_len): (&SymBuffer<'_, bf16>, &SymBuffer<'_, bf16>, usize),
+        (a, b, c): (
+            SymRange<'_, bf16>,
+            SymRange<'_, bf16>,
+            &SymRangeMut<'_, bf16>,
+        ),
         shape: GemmShape,
         options: FusedOptions,
     ) -> Result<Start<'_, 's>> {
+        let c_len = c.len();
         let mode = Mode::of(stream);
         let team = self.team_desc(call, options.team)?;
         check_rows(call, shape, team.size)?;
@@ -405,6 +414,7 @@ impl<'s> Ops<'s> {
             _ => (c_len, shape.m / team.size, "m / size x n"),
         };
         shape.check_in(call, a.len(), b.len(), c_rows)?;
+        Starts::of(&a, &b, Some(c)).check(call)?;
         let path = self.path_for(call, options.kernel)?;
         let maps = match path {
             Path::Sm90 => Some(self.sm90_maps(call, stream, a, b, shape)?),

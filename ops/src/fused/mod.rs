@@ -20,6 +20,11 @@
 //! * **Rows.** `m` is divisible by the team's size `n`; rank `r` of the team owns rows
 //!   `r * m / n .. (r + 1) * m / n` (its chunk). Any `m` (a chunk need not be a whole number of
 //!   tiles), `n` and `k` as [`GemmShape`](crate::GemmShape) allows.
+//! * **Ranges.** `a`, `b` and `c` are buffers or ranges of them (`a.range_mut(off..)?`); a
+//!   matrix starts at its range's first element, A and B 16-byte aligned, C at a multiple of
+//!   two elements ([`Ops::gemm`](crate::Ops::gemm)'s rule; refused otherwise). The all-gather
+//!   copies each chunk into the other ranks' `a` at the address it has here, so every PE
+//!   passes the same range of `a` (the same offset into the same buffer).
 //! * **Peers mapped.** The team's PEs reach each other's memory directly (one node: NVLink or
 //!   one GPU); where `shmem::ptr` finds no mapping the reduce-scatter stores element by element
 //!   through NVSHMEM (correct, slow).

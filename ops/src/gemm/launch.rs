@@ -22,7 +22,7 @@
 //!     // SAFETY: MyGemm runs sm90::gemm (B N x K) on these maps with this config, and stores
 //!     // m x n f32 into c, rows n apart.
 //!     unsafe {
-//!         module.launch::<MyGemm>(gemm.config(), (maps.a, maps.b, c.as_mut_ptr(), p.n, p.m, p.n, p.k))?
+//!         module.launch::<MyGemm>(gemm.config(), (maps.a, maps.b, &mut c, p.n, p.m, p.n, p.k))?
 //!     };
 //!     assert!(c.to_vec()?.iter().all(|&x| x == k as f32));
 //!     Ok(())
@@ -31,10 +31,12 @@
 //! ```
 
 use super::elem::GemmIn;
+use super::shape::Starts;
 use super::shape::{BLayout, GemmShape};
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
 use rshmem_host::{
-    DeviceInfo, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, TensorMap, TiledSpec,
+    DeviceInfo, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, SymRange, SymRangeMut,
+    TensorMap, TiledSpec,
 };
 
 /// A persistent launch over `tiles`: one block per multiprocessor of `info`, fewer when there
@@ -46,16 +48,19 @@ pub fn persistent(info: DeviceInfo, tiles: u32, threads: u32, shared: u32) -> La
 
 /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as [`sm90::gemm`] reads them
 /// (boxes [`sm90::A_BOX`] and [`sm90::B_BOX_NK`] / [`sm90::B_BOX_KN`], 128-byte swizzle):
-/// A's, then B's. Encoded on the host; the kernel reads them from global memory.
-pub fn sm90_maps<In: GemmIn>(
+/// A's, then B's. Encoded on the host; the kernel reads them from global memory. `a` and `b`
+/// are buffers or ranges of them (the matrices start at their first elements, 16-byte
+/// aligned).
+pub fn sm90_maps<'a, In: GemmIn>(
     shmem: &Shmem,
-    a: &SymBuffer<'_, In>,
-    b: &SymBuffer<'_, In>,
+    a: impl Into<SymRange<'a, In>>,
+    b: impl Into<SymRange<'a, In>>,
     shape: GemmShape,
 ) -> Result<[TensorMap; 2]> {
     let GemmShape { m, n, k, b_layout } = shape;
+    let (a, b) = (a.into(), b.into());
     // A row-major `rows x cols` matrix, boxes as the kernel reads them.
-    let encode = |buf: &SymBuffer<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
+    let encode = |buf: SymRange<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
         TensorMap::tiled(
             shmem,
             &TiledSpec {
@@ -88,18 +93,21 @@ pub struct Sm90Launch<'s> {
 }
 
 impl<'s> Sm90Launch<'s> {
-    /// Checks `shape` against `a` and `b` (as [`GemmShape::check`] does), encodes their maps
-    /// and copies them into a new symmetric buffer. Collective, like every allocation: every
-    /// PE calls it, in the same order relative to its other allocations.
+    /// Checks `shape` against `a` and `b` (buffers or ranges of them, as
+    /// [`GemmShape::check`] and [`Ops::gemm`](crate::Ops::gemm) do), encodes their maps and
+    /// copies them into a new symmetric buffer. Collective, like every allocation: every PE
+    /// calls it, in the same order relative to its other allocations.
     ///
-    /// Errors: a shape `Ops::gemm` would refuse, a buffer shorter than it; a device that is
-    /// not sm_90 (the mainloop is `wgmma` + TMA, built for sm_90a; use [`Sm80Launch`]).
-    pub fn new<In: GemmIn>(
+    /// Errors: a shape `Ops::gemm` would refuse, a buffer shorter than it, an operand that
+    /// starts misaligned; a device that is not sm_90 (the mainloop is `wgmma` + TMA, built for
+    /// sm_90a; use [`Sm80Launch`]).
+    pub fn new<'a, In: GemmIn>(
         shmem: &'s Shmem,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
+        a: impl Into<SymRange<'a, In>>,
+        b: impl Into<SymRange<'a, In>>,
         shape: GemmShape,
     ) -> Result<Self> {
+        let (a, b) = (a.into(), b.into());
         const CALL: &str = "Sm90Launch::new";
         let info = shmem.device_info();
         if info.sm != 90 {
@@ -112,7 +120,7 @@ impl<'s> Sm90Launch<'s> {
                 ),
             });
         }
-        check(CALL, shape, a.len(), b.len())?;
+        check(CALL, shape, &a, &b)?;
         let maps = shmem.alloc_from(&sm90_maps(shmem, a, b, shape)?)?;
         let problem = problem(shape);
         let config = persistent(
@@ -167,14 +175,16 @@ pub struct Sm80Launch {
 }
 
 impl Sm80Launch {
-    /// Checks `shape` against `a` and `b` (as [`GemmShape::check`] does). Errors: a shape
-    /// `Ops::gemm` would refuse, a buffer shorter than it; a device older than sm_80.
-    pub fn new<In: GemmIn>(
+    /// Checks `shape` against `a` and `b` (buffers or ranges of them, as [`Sm90Launch::new`]
+    /// does). Errors: a shape `Ops::gemm` would refuse, a buffer shorter than it, an operand
+    /// that starts misaligned; a device older than sm_80.
+    pub fn new<'a, In: GemmIn>(
         shmem: &Shmem,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
+        a: impl Into<SymRange<'a, In>>,
+        b: impl Into<SymRange<'a, In>>,
         shape: GemmShape,
     ) -> Result<Self> {
+        let (a, b) = (a.into(), b.into());
         const CALL: &str = "Sm80Launch::new";
         let info = shmem.device_info();
         if info.sm < 80 {
@@ -187,7 +197,7 @@ impl Sm80Launch {
                 ),
             });
         }
-        check(CALL, shape, a.len(), b.len())?;
+        check(CALL, shape, &a, &b)?;
         let problem = problem(shape);
         Ok(Self {
             config: persistent(
@@ -232,8 +242,14 @@ impl Sm80Launch {
 }
 
 /// The shape's checks against the operands alone (C is the kernel's own business).
-fn check(call: &'static str, shape: GemmShape, a: usize, b: usize) -> Result<()> {
-    shape.check_in(call, a, b, (0, 0, "no C"))
+fn check<In: GemmIn>(
+    call: &'static str,
+    shape: GemmShape,
+    a: &SymRange<'_, In>,
+    b: &SymRange<'_, In>,
+) -> Result<()> {
+    shape.check_in(call, a.len(), b.len(), (0, 0, "no C"))?;
+    Starts::of::<In, In>(a, b, None::<&SymRangeMut<'_, In>>).check(call)
 }
 
 /// The mainloops' form of a shape.

@@ -14,10 +14,10 @@ use crate::Ops;
 use elem::{GemmIn, GemmOut};
 use maps::MapKey;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
-use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymBuffer};
+use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut};
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
-use shape::{BLayout, GemmOptions, GemmShape, Kernel, CALL};
+use shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts, CALL};
 
 /// The sm_90a image of the `gemm90` family (the Hopper GEMM).
 pub static IMAGE90: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-gemm90");
@@ -36,12 +36,12 @@ pub(crate) enum Path {
 impl<'s> Ops<'s> {
     /// `C = A · B` (B as `shape.b_layout` says, A m x k, C m x n, all row-major and dense),
     /// queued on `stream` with [`Kernel::Auto`]: see [`Ops::gemm_with`].
-    pub fn gemm<In: GemmIn, Out: GemmOut<In>>(
+    pub fn gemm<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
-        c: &mut SymBuffer<'_, Out>,
+        a: impl Into<SymRange<'a, In>>,
+        b: impl Into<SymRange<'a, In>>,
+        c: impl Into<SymRangeMut<'a, Out>>,
         shape: GemmShape,
     ) -> Result<()> {
         self.gemm_with(stream, a, b, c, shape, GemmOptions::default())
@@ -51,25 +51,32 @@ impl<'s> Ops<'s> {
     /// PE) after its earlier work; returns once queued. f32 accumulation; an `In` output is
     /// rounded to nearest even. Buffers may be longer than the shape needs.
     ///
+    /// Each operand is a buffer (`&a`, `&mut c`) or a range of one (`a.range(off..)?`,
+    /// `c.range_mut(off..)?`): the matrix starts at the range's first element. A and B must
+    /// start 16-byte aligned (a multiple of 8 bf16/f16 elements into their buffers), C at a
+    /// multiple of two elements.
+    ///
     /// Errors (nothing is launched): a shape with a zero extent, `k` not a multiple of 8, or
-    /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; [`Kernel::Sm90`] on
-    /// a device that is not sm_90. The first GEMM on new operands fills a
+    /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; an operand that
+    /// starts misaligned; [`Kernel::Sm90`] on a device that is not sm_90. The first GEMM on new operands fills a
     /// tensor-map slot, which waits for the PE's launched work ([`maps`]).
     ///
     /// In a graph capture ([`Stream::capture`]) the GEMM is recorded like a launch; on the
     /// sm90 path its operands must have been seen before (the first GEMM on new operands
     /// fills a tensor-map slot from the host, which a graph cannot record: refused with
     /// [`Error::Capture`]; run it once before capturing), and the graph keeps their slot.
-    pub fn gemm_with<In: GemmIn, Out: GemmOut<In>>(
+    pub fn gemm_with<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
-        c: &mut SymBuffer<'_, Out>,
+        a: impl Into<SymRange<'a, In>>,
+        b: impl Into<SymRange<'a, In>>,
+        c: impl Into<SymRangeMut<'a, Out>>,
         shape: GemmShape,
         options: GemmOptions,
     ) -> Result<()> {
+        let (a, b, c) = (a.into(), b.into(), c.into());
         shape.check(a.len(), b.len(), c.len())?;
+        Starts::of(&a, &b, Some(&c)).check(CALL)?;
         match self.path(options.kernel)? {
             Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape),
             Path::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
@@ -111,9 +118,9 @@ impl<'s> Ops<'s> {
     fn sm90<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
-        c: &mut SymBuffer<'_, Out>,
+        a: SymRange<'_, In>,
+        b: SymRange<'_, In>,
+        c: SymRangeMut<'_, Out>,
         shape: GemmShape,
     ) -> Result<()> {
         let module = loaded(&self.gemm90, "sm90")?;
@@ -122,7 +129,7 @@ impl<'s> Ops<'s> {
         let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape)?;
         let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
         let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
-        let args = (map_a, map_b, c.as_mut_ptr(), n, m, n, k);
+        let args = (map_a, map_b, c, n, m, n, k);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
         // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
         // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
@@ -146,8 +153,8 @@ impl<'s> Ops<'s> {
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
+        a: SymRange<'_, In>,
+        b: SymRange<'_, In>,
         shape: GemmShape,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
         let GemmShape { m, n, k, b_layout } = shape;
@@ -188,9 +195,9 @@ impl<'s> Ops<'s> {
     fn sm80<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: &SymBuffer<'_, In>,
-        b: &SymBuffer<'_, In>,
-        c: &mut SymBuffer<'_, Out>,
+        a: SymRange<'_, In>,
+        b: SymRange<'_, In>,
+        c: SymRangeMut<'_, Out>,
         shape: GemmShape,
     ) -> Result<()> {
         use rshmem_gemm::sm80;
@@ -200,7 +207,7 @@ impl<'s> Ops<'s> {
             BLayout::NK => k,
             BLayout::KN => n,
         };
-        let args = (a.as_ptr(), k, b.as_ptr(), ldb, c.as_mut_ptr(), n, m, n, k);
+        let args = (a, k, b, ldb, c, n, m, n, k);
         let tiles = sm80::tiles(rshmem_gemm::Problem { m, n, k });
         let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_80 or later

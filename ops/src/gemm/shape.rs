@@ -10,7 +10,8 @@
 //! assert!(e.to_string().contains("k = 12"), "{e}");
 //! ```
 
-use rshmem_host::{Error, Result};
+use rshmem_host::{Error, Pod, Result, SymRange, SymRangeMut};
+use std::mem::size_of;
 
 /// How B is laid out in memory. A is always M x K row-major and C M x N row-major (rows `k`
 /// and `n` elements apart).
@@ -144,6 +145,69 @@ impl GemmShape {
     }
 }
 
+/// Where the GEMM kernels need an operand to start: A and B at a multiple of 16 bytes (both
+/// kernels copy their rows in 16-byte pieces: TMA's tensor maps and `cp.async` take a 16-byte
+/// aligned start), C at a multiple of two elements (the epilogues store pairs of values).
+/// Buffers start aligned; a range of one may not.
+pub(crate) struct Starts {
+    /// A's and B's first elements' addresses, and the size of their element.
+    pub(crate) a: u64,
+    pub(crate) b: u64,
+    pub(crate) in_size: usize,
+    /// C's first element's address and the size of its element, where the call has a C.
+    pub(crate) c: Option<(u64, usize)>,
+}
+
+impl Starts {
+    /// The starts of `a`, `b` and, where the call has one, `c`.
+    pub(crate) fn of<In: Pod, Out: Pod>(
+        a: &SymRange<'_, In>,
+        b: &SymRange<'_, In>,
+        c: Option<&SymRangeMut<'_, Out>>,
+    ) -> Self {
+        Self {
+            a: a.as_ptr() as u64,
+            b: b.as_ptr() as u64,
+            in_size: size_of::<In>(),
+            c: c.map(|c| (c.as_ptr() as u64, size_of::<Out>())),
+        }
+    }
+
+    /// Checks each operand's start; the error names the call, the operand and the alignment.
+    pub(crate) fn check(&self, call: &'static str) -> Result<()> {
+        let c = self.c.map(|(addr, size)| {
+            (
+                "c",
+                addr,
+                2 * size,
+                size,
+                "the epilogue stores C's values in pairs",
+            )
+        });
+        let tma = "the kernels copy its rows in 16-byte pieces (TMA, cp.async)";
+        let operands = [
+            Some(("a", self.a, 16, self.in_size, tma)),
+            Some(("b", self.b, 16, self.in_size, tma)),
+            c,
+        ];
+        for (name, addr, align, size, why) in operands.into_iter().flatten() {
+            if addr % align as u64 != 0 {
+                return Err(Error::InvalidArgument {
+                    call,
+                    message: format!(
+                        "`{name}` starts at address {addr:#x}, {} bytes past a multiple of \
+                         {align}: {why}, so it must start {align}-byte aligned; start its range \
+                         at a multiple of {} elements into its buffer",
+                        addr % align as u64,
+                        align / size
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +246,36 @@ mod tests {
         assert!(e.contains("k = 12") && e.contains("multiple of 8"), "{e}");
         let e = msg(GemmShape::new(0, 4, 16, BLayout::NK), 999, 999, 999);
         assert!(e.contains("> 0") && e.contains("0 x 4 x 16"), "{e}");
+    }
+
+    #[test]
+    fn misaligned_starts_name_the_operand_and_the_alignment() {
+        let starts = |a, b, c| Starts {
+            a,
+            b,
+            in_size: 2,
+            c: Some((c, 4)),
+        };
+        assert!(starts(0x1000, 0x2010, 0x3008).check(CALL).is_ok());
+        let e = starts(0x1002, 0x2000, 0x3000).check(CALL).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("Ops::gemm") && e.contains("`a`") && e.contains("16-byte aligned"),
+            "{e}"
+        );
+        assert!(e.contains("multiple of 8 elements"), "{e}");
+        let e = starts(0x1000, 0x2008, 0x3000).check(CALL).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`b` starts at address 0x2008, 8 bytes"),
+            "{e}"
+        );
+        let e = starts(0x1000, 0x2000, 0x3004).check("Ops::x").unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("Ops::x") && e.contains("`c`") && e.contains("8-byte aligned"),
+            "{e}"
+        );
+        assert!(e.contains("multiple of 2 elements"), "{e}");
     }
 }
