@@ -82,9 +82,11 @@ pub trait Epilogue: Copy {
     /// [`Epilogue::row`] of this epilogue value.
     unsafe fn store(&self, row: Self::Row, col: u32, v: [f32; 2], both: bool);
 
-    /// Called once per tile when [`Epilogue::TILE_DONE`] is set, by one consumer thread, after
-    /// every consumer thread has returned from its [`Epilogue::store`] calls of `tile` (their
-    /// writes happen before, at block scope: fence wider before publishing them).
+    /// Called once per tile when [`Epilogue::TILE_DONE`] is set, by one thread of the block
+    /// (sm90: a thread of the producer warpgroup, so that the consumers never wait for it;
+    /// sm80: thread 0), after every thread has returned from its [`Epilogue::store`] calls of
+    /// `tile` (their writes happen before, at block scope: release wider before publishing
+    /// them). Tiles come in the block's schedule order.
     ///
     /// # Safety
     ///

@@ -17,8 +17,8 @@
 //!   includes this rank's own rows in a band that straddles two chunks, which go to its own
 //!   slot.
 //!
-//! After its last store of a tile, one thread ([`Epilogue::tile_done`], after the block's
-//! consumer barrier) publishes the tile to every other rank whose rows it holds with
+//! Once every thread of the block has stored a tile, one thread ([`Epilogue::tile_done`],
+//! after the barrier the mainloop meets for it) publishes the tile to every other rank whose rows it holds with
 //! `rshmem_coll::signal::signal`: a system-scope release store of the epoch into
 //! `flags[tile_slot(rank, tile)]` on that rank (cumulative: it covers the other consumer
 //! threads' stores, ordered before it by the barrier).
@@ -332,8 +332,8 @@ impl Epilogue for RsEpilogue {
                     .flags
                     .wrapping_add(flags::tile_slot(c.size, tiles, c.rank, id));
                 // SAFETY: our slot for the tile lies in the owner's flag buffer, which only
-                // signals write; after the consumer barrier every store of the tile happened
-                // before (the mainloop's contract for tile_done), and the signal's release is
+                // signals write; every store of the tile happened before (the mainloop's
+                // contract for tile_done: its barrier), and the signal's release is
                 // cumulative.
                 unsafe { signal::signal(flag, c.epoch, c.world_pe(owner)) };
             }

@@ -9,13 +9,13 @@ use rshmem_device::hopper::wgmma::WgmmaAcc;
 /// Hands this warpgroup's 64 rows (from `row0`) of `tile`, in `acc`, to `epilogue`: the
 /// tile's wait, each of the thread's two rows' context, the addends (one straight-line pass
 /// over the fragment per addend), the stores masked to C; then, when the epilogue asks for
-/// it, the consumers' barrier and `tile_done` on one thread. `done` counts the tiles this
-/// block's consumers finished (the barrier's phase).
+/// [`Epilogue::tile_done`], the arrival that tells the tile-done thread (`tile_done.rs`).
+/// `done` counts the tiles this block's consumers finished before this one.
 ///
 /// # Safety
 ///
 /// Every consumer thread, together, once per tile, with `smem` initialised; the epilogue's
-/// own contract.
+/// own contract; when it asks for `tile_done`, the tile-done thread runs.
 #[inline(always)]
 pub(super) unsafe fn store_tile<E: Epilogue>(
     smem: Smem,
@@ -84,17 +84,18 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
         }
     });
     if E::TILE_DONE {
-        // Every consumer waits, so that no thread's arrival for the next tile can count
-        // towards this one.
-        // SAFETY: all consumer threads arrive once per tile.
+        // `stored` tells tiles apart by the parity of its phase only: its phase `done` may
+        // complete only after the tile-done thread has seen phase `done - 1` complete
+        // (`taken`), which it did long ago unless it is slow. The arrival releases this
+        // thread's stores to the tile-done thread (cta scope; its signal then releases them
+        // wider).
+        // SAFETY: every consumer thread arrives on `stored` once per tile, after the wait on
+        // `taken`, whose phase `done - 1` the tile-done thread completes once per tile.
         unsafe {
-            smem.epilogue().arrive();
-            smem.epilogue().wait_parity(done & 1);
-        }
-        if lane_tid == 0 && row0 == 0 {
-            // SAFETY: the epilogue's contract; every consumer's stores of `tile` precede the
-            // barrier's completion.
-            unsafe { epilogue.tile_done(tile) };
+            if done > 0 {
+                smem.taken().wait_parity((done - 1) & 1);
+            }
+            smem.stored().arrive();
         }
     }
 }

@@ -4,26 +4,30 @@
 //! A block of [`THREADS`] = 3 warpgroups stays on its SM for the whole problem and walks
 //! tiles `blockIdx.x, blockIdx.x + gridDim.x, ...` of the [`Schedule`] ([`TileScheduler`]):
 //!
-//! * warpgroup 0, the **producer** ([`producer`]), gives up registers (`setmaxnreg.dec` to 40) and one
-//!   thread of it issues, for each k-step of each tile, the TMA loads of a [`BM`] x [`BK`]
-//!   box of A and a [`BN`] x [`BK`] box of B (128-byte swizzle) into the next of [`STAGES`]
-//!   stages, once the consumers have released it ("empty" barrier); the copies complete on
-//!   that stage's "full" barrier;
-//! * warpgroups 1 and 2, the **consumers** ([`consumer`], then [`epilogue`]), take more registers (`setmaxnreg.inc` to 232)
-//!   and each computes 64 rows of the 128 x 256 tile: per stage four
+//! * warpgroup 0 gives up registers (`setmaxnreg.dec` to 40); its first thread is the
+//!   **producer** (`producer.rs`): for each k-step of each tile, once the consumers have
+//!   released the next of [`STAGES`] stages ("empty" barrier), the TMA loads of a [`BM`] x
+//!   [`BK`] box of A and a [`BN`] x [`BK`] box of B (128-byte swizzle), completing on the
+//!   stage's "full" barrier;
+//! * warpgroups 1 and 2, the **consumers**, take more registers (`setmaxnreg.inc` to 232)
+//!   and each computes 64 rows of the 128 x 256 tile (`consumer.rs`): per stage four
 //!   `wgmma.m64n256k16` from shared-memory descriptors, keeping one commit group in flight
-//!   (the stage before is released once its group retired), then the tile's epilogue
-//!   through [`Epilogue::store`] straight from the accumulators, while the producer already
-//!   loads the next tile.
+//!   (the stage before is released once its group retired); then the tile's epilogue
+//!   (`epilogue.rs`) through [`Epilogue::store`] straight from the accumulators, while the
+//!   producer already loads the next tile;
+//! * when the epilogue asks for [`Epilogue::tile_done`], one thread of warpgroup 0's second
+//!   warp calls it (`tile_done.rs`) once the consumers have stored the tile: the consumers
+//!   only arrive on a barrier and go on to the next tile.
 //!
 //! Stages and barrier phases run on across tiles (each role's [`PipelineState`] advances
-//! once per k-step), so the pipeline never drains between tiles. TMA's zero fill covers the edges of M, N and K;
-//! the epilogue masks rows and columns outside C.
+//! once per k-step), so the pipeline never drains between tiles. TMA's zero fill covers the
+//! edges of M, N and K; the epilogue masks rows and columns outside C.
 
 mod consumer;
 mod epilogue;
 mod producer;
 mod smem;
+mod tile_done;
 
 use crate::epilogue::Epilogue;
 use crate::pipeline::PipelineState;
@@ -50,8 +54,8 @@ const A_BYTES: u32 = BM * BK * 2;
 const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
 /// Consumer threads, which all arrive on each "empty" barrier.
 const CONSUMERS: u32 = 256;
-/// mbarriers: full[STAGES], empty[STAGES], the epilogue's.
-const BARRIERS: u32 = 2 * STAGES + 1;
+/// mbarriers: full[STAGES], empty[STAGES], the epilogue's "stored" and "taken".
+const BARRIERS: u32 = 2 * STAGES + 2;
 /// Dynamic shared memory a launch needs: barriers, alignment to 1024 (the swizzle's), stages.
 pub const SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 1024 + 8 * BARRIERS;
 
@@ -107,6 +111,9 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
         if tid == 0 {
             // SAFETY: one thread; the maps and schedule as this function's contract says.
             unsafe { producer::produce::<S, B_KN>(smem, map_a, map_b, k_steps, tiles) };
+        } else if E::TILE_DONE && tid == 32 {
+            // SAFETY: one thread of another warp; the epilogue's contract.
+            unsafe { tile_done::announce(smem, &epilogue, tiles) };
         }
         return;
     }

@@ -4,7 +4,7 @@ use super::{BARRIERS, STAGES, STAGE_BYTES};
 use rshmem_device::hopper::{self, MBarrier};
 use rshmem_device::thread;
 
-/// Barriers `full[STAGES]`, `empty[STAGES]` and the epilogue's at the start of dynamic shared
+/// Barriers `full[STAGES]`, `empty[STAGES]`, `stored` and `taken` at the start of dynamic shared
 /// memory, then the stages, 1024-aligned (the swizzle's), each A's box then B's.
 #[derive(Clone, Copy)]
 pub(super) struct Smem {
@@ -33,7 +33,10 @@ impl Smem {
                 }
             }
             // SAFETY: as above.
-            unsafe { smem.epilogue().init(consumers) };
+            unsafe {
+                smem.stored().init(consumers);
+                smem.taken().init(1);
+            }
             hopper::fence_barrier_init();
         }
         thread::sync_threads();
@@ -60,8 +63,14 @@ impl Smem {
 
     /// Completes when every consumer has stored a tile ([`crate::Epilogue::TILE_DONE`]).
     #[inline(always)]
-    pub(super) fn epilogue(&self) -> &'static MBarrier {
+    pub(super) fn stored(&self) -> &'static MBarrier {
         self.barrier(2 * STAGES)
+    }
+
+    /// Completes when the tile-done thread has seen a tile stored.
+    #[inline(always)]
+    pub(super) fn taken(&self) -> &'static MBarrier {
+        self.barrier(2 * STAGES + 1)
     }
 
     /// Stage `s`'s first byte.
