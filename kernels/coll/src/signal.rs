@@ -73,14 +73,31 @@ pub unsafe fn wait(flag: *const u64, value: u64, from: i32) {
     // SAFETY: as above.
     let mapped = !unsafe { shmem::ptr(flag, from) }.is_null();
     if mapped {
-        let mut poll = Poll::new();
-        // SAFETY: the flag is accessed only atomically.
-        while unsafe { atomic::load::<Sys, u64>(flag, Ordering::Relaxed) } < value {
-            poll.pause("rshmem-coll: waiting for a peer's signal");
-        }
+        // SAFETY: as above, `from` is mapped.
+        unsafe { wait_mapped(flag, value) };
     } else {
         // SAFETY: `flag` is a symmetric u64 of this PE.
         unsafe { shmem::signal_wait_until(flag, Cmp::Ge, value) };
+        atomic::fence::<Sys>(Ordering::Acquire);
+    }
+}
+
+/// [`wait`] where the PE that sets the flag is known to reach it through the peer mapping
+/// (`shmem::ptr` not null, checked by the caller once): a spin on the flag, then a
+/// system-scope acquire, with no call into NVSHMEM. Where a kernel's hot loop waits, a call
+/// there costs more than the call: ptxas keeps no value in uniform registers across it, and
+/// the GEMM + reduce-scatter's k-loop lost its uniform datapath to the one in [`wait`].
+///
+/// # Safety
+///
+/// `flag` points at a `u64` of this PE that only signals write, set through the peer mapping
+/// (or by this PE); someone must eventually set it.
+#[inline(always)]
+pub unsafe fn wait_mapped(flag: *const u64, value: u64) {
+    let mut poll = Poll::new();
+    // SAFETY: the flag is accessed only atomically (the caller's contract).
+    while unsafe { atomic::load::<Sys, u64>(flag, Ordering::Relaxed) } < value {
+        poll.pause("rshmem-coll: waiting for a peer's signal");
     }
     atomic::fence::<Sys>(Ordering::Acquire);
 }

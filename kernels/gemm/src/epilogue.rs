@@ -18,9 +18,16 @@ pub trait Epilogue: Copy {
     /// threads per tile, so it is off unless the epilogue needs it.
     const TILE_DONE: bool = false;
 
-    /// Called by each consumer thread once per tile, after the tile's mainloop and before its
-    /// first [`Epilogue::store`] of the tile (whether or not it stores any value of it): where a
-    /// GEMM + reduce-scatter waits for the peers' partial tiles it adds in its stores.
+    /// Whether the mainloop calls [`Epilogue::before_epilogue`] (set it when you implement
+    /// it): on sm90 it runs on a thread outside the consumers, who wait for it on a barrier.
+    const BEFORE_EPILOGUE: bool = false;
+
+    /// Called once per tile when [`Epilogue::BEFORE_EPILOGUE`] is set, before the tile's first
+    /// [`Epilogue::store`]: where a GEMM + reduce-scatter waits for the peers' partial tiles it
+    /// adds in its stores. sm80: by every thread, after the tile's mainloop. sm90: by one
+    /// thread of the producer warpgroup, in the block's schedule order, the consumers waiting
+    /// on a barrier for its return (a wait loop among the consumers cost the next tile's
+    /// k-loop its uniform datapath), so what it acquires is visible to their stores.
     /// Default: nothing.
     ///
     /// # Safety

@@ -279,8 +279,10 @@ pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
         // Epilogue: rows g and g + 8, columns 2t and 2t + 1 of each 16 x 8 fragment. Unrolled
         // by hand: indexed by loop counters, the accumulators would live in local memory.
         let (g, t4) = (lane / 4, lane % 4);
-        // SAFETY: the epilogue's contract; every thread, before its stores of `tile`.
-        unsafe { epilogue.before_epilogue(tile) };
+        if E::BEFORE_EPILOGUE {
+            // SAFETY: the epilogue's contract; every thread, before its stores of `tile`.
+            unsafe { epilogue.before_epilogue(tile) };
+        }
         unroll!(i in [0, 1, 2, 3] {
             unroll!(h in [0, 1] {
                 let r = tile.m0 + warp_m + 16 * i as u32 + g + 8 * h as u32;

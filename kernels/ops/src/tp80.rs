@@ -87,7 +87,8 @@ macro_rules! tp80_kernels {
         ) {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
-            let epilogue = RsEpilogue::new(call, (sm80::BM, sm80::BN), flags, recv, out);
+            // SAFETY: `recv` is the symmetric workspace, after the barrier (the contract).
+            let epilogue = unsafe { RsEpilogue::new(call, (sm80::BM, sm80::BN), flags, recv, out) };
             let ldb = if $kn { call.n } else { call.k };
             // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
             unsafe { sm80::gemm::<bf16, _, _, $kn>(a, call.k, b, ldb, call.problem(), epilogue.schedule(), epilogue) }
@@ -139,7 +140,8 @@ pub unsafe fn rs_fixup(
 ) {
     // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
     let call = unsafe { call.load_epoch(flags) };
-    let epilogue = RsEpilogue::new(call, (bm, bn), flags, recv, out);
+    // SAFETY: as for the GEMM (the contract).
+    let epilogue = unsafe { RsEpilogue::new(call, (bm, bn), flags, recv, out) };
     // SAFETY: this kernel's contract is the fix-up's.
     unsafe { rshmem_tp::rs::fixup(&epilogue) }
 }

@@ -96,7 +96,8 @@ macro_rules! tp90_kernels {
         ) {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
-            let epilogue = RsEpilogue::new(call, (sm90::BM, sm90::BN), flags, recv, out);
+            // SAFETY: `recv` is the symmetric workspace, after the barrier (the contract).
+            let epilogue = unsafe { RsEpilogue::new(call, (sm90::BM, sm90::BN), flags, recv, out) };
             // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
             unsafe { sm90::gemm::<bf16, _, _, $kn>(map_a, map_b, call.problem(), epilogue.schedule(), epilogue) }
         }

@@ -57,7 +57,7 @@ use crate::call::TpCall;
 use crate::flags;
 use crate::order;
 use core::num::NonZeroU32;
-use rshmem_coll::signal;
+use rshmem_coll::{signal, MAX_PEERS};
 use rshmem_device::bf16;
 use rshmem_device::half::Half;
 use rshmem_device::shmem;
@@ -106,6 +106,11 @@ pub struct RsEpilogue {
     /// `call.rows()`, nonzero: dividing by it needs no zero check (and no panic call in the
     /// epilogue, which would make the accumulators spill around it).
     rows: NonZeroU32,
+    /// Each rank's copy of `recv` through the peer mapping (rank `r`'s at `r`), looked up
+    /// once per kernel: a `shmem::ptr` per row was a call in the epilogue, and across a call
+    /// ptxas keeps nothing in uniform registers, so the next tile's k-loop lost the uniform
+    /// datapath (91 SASS instructions against the plain GEMM's 81).
+    peers: [*mut bf16; MAX_PEERS],
 }
 
 /// Where [`RsEpilogue`] sends one row of a tile ([`Epilogue::row`]): to `dest`, after adding the
@@ -154,14 +159,32 @@ impl RsEpilogue {
     /// symmetric flag buffer (at least `flags::words(size, tiles)` words) and workspace
     /// (`size` slots of `rows() x n` bf16), writing this rank's rows of the sum to `out`
     /// (`rows() x n`).
+    ///
+    /// # Safety
+    ///
+    /// `recv` is this PE's copy of a symmetric allocation; the call's barrier has checked
+    /// that every rank is mapped (`crate::barrier`). Traps for a team larger than
+    /// [`MAX_PEERS`] (the host refuses those).
     #[inline(always)]
-    pub fn new(
+    pub unsafe fn new(
         call: TpCall,
         (bm, bn): (u32, u32),
         flags: *mut u64,
         recv: *mut bf16,
         out: *mut bf16,
     ) -> Self {
+        if call.size as usize > MAX_PEERS {
+            thread::trap();
+        }
+        let mut peers = [core::ptr::null_mut(); MAX_PEERS];
+        for (q, peer) in (0..call.size).zip(peers.iter_mut()) {
+            // SAFETY: `recv` is symmetric, `q` a rank of the team (the contract).
+            *peer = unsafe { shmem::ptr(recv, call.world_pe(q)) };
+            if peer.is_null() {
+                // The call's barrier checked that every peer is mapped (`crate::barrier`).
+                thread::trap();
+            }
+        }
         Self {
             call,
             bm,
@@ -175,6 +198,7 @@ impl RsEpilogue {
                 // The host checks m >= size > 0; a call without rows has no kernel to run.
                 None => thread::trap(),
             },
+            peers,
         }
     }
 
@@ -231,6 +255,7 @@ pub const fn whole_rows(call: &TpCall, bm: u32) -> (u32, u32) {
 
 impl Epilogue for RsEpilogue {
     const TILE_DONE: bool = true;
+    const BEFORE_EPILOGUE: bool = true;
 
     #[inline(always)]
     unsafe fn before_epilogue(&self, tile: Tile) {
@@ -246,9 +271,10 @@ impl Epilogue for RsEpilogue {
                     .flags
                     .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
                 // SAFETY: the slot lies in the buffer (q < size, id < tiles), which only
-                // signals write; rank q sets it in its tile_done of this tile, which it
-                // reaches without waiting for us (the module docs).
-                unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
+                // signals write, through rank q's mapping (`new`'s contract); rank q sets it
+                // in its tile_done of this tile, which it reaches without waiting for us
+                // (the module docs).
+                unsafe { signal::wait_mapped(flag, c.epoch) };
             }
         }
     }
@@ -274,15 +300,11 @@ impl Epilogue for RsEpilogue {
         let owner = row / self.rows;
         let lr = row - owner * self.rows.get();
         let at = self.slot_at(c.rank, lr, 0);
-        // SAFETY: `at` (row `lr` of slot `rank`) lies in the symmetric workspace; the owner
-        // is a PE of the job.
-        let mapped = unsafe { shmem::ptr(self.recv.add(at), c.world_pe(owner)) };
-        if mapped.is_null() {
-            // The call's barrier checked that every peer is mapped (`crate::barrier`).
-            thread::trap();
-        }
+        // Row `lr` of slot `rank` in the owner's workspace (`owner < size <= MAX_PEERS`: the
+        // mask only keeps a bounds check, and its panic call, out of the epilogue).
+        let dest = self.peers[owner as usize % MAX_PEERS].wrapping_add(at);
         RsRow {
-            dest: mapped,
+            dest,
             slots: core::ptr::null(),
             peers: 0,
         }

@@ -7,15 +7,16 @@ use crate::tile::{Problem, Tile};
 use rshmem_device::hopper::wgmma::WgmmaAcc;
 
 /// Hands this warpgroup's 64 rows (from `row0`) of `tile`, in `acc`, to `epilogue`: the
-/// tile's wait, each of the thread's two rows' context, the addends (one straight-line pass
+/// wait for the tile-sync thread's `before_epilogue`, each of the thread's two rows' context, the addends (one straight-line pass
 /// over the fragment per addend), the stores masked to C; then, when the epilogue asks for
-/// [`Epilogue::tile_done`], the arrival that tells the tile-done thread (`tile_done.rs`).
+/// [`Epilogue::tile_done`] (or `before_epilogue`), the arrival that tells the tile-sync thread
+/// (`tile_sync.rs`).
 /// `done` counts the tiles this block's consumers finished before this one.
 ///
 /// # Safety
 ///
 /// Every consumer thread, together, once per tile, with `smem` initialised; the epilogue's
-/// own contract; when it asks for `tile_done`, the tile-done thread runs.
+/// own contract; the tile-sync thread runs when the epilogue wants it.
 #[inline(always)]
 pub(super) unsafe fn store_tile<E: Epilogue>(
     smem: Smem,
@@ -26,8 +27,11 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
     (row0, lane_tid): (u32, u32),
     done: u32,
 ) {
-    // SAFETY: the epilogue's contract; every consumer thread, before its stores of `tile`.
-    unsafe { epilogue.before_epilogue(tile) };
+    if E::BEFORE_EPILOGUE {
+        // SAFETY: the tile-sync thread completes `ready`'s phase `done` once it returned from
+        // the tile's `before_epilogue` (and not `done + 1` before our `stored` of this tile).
+        unsafe { smem.ready().wait_parity(done & 1) };
+    }
     let (m, n) = (problem.m, problem.n);
     // The thread's two rows (registers i with (i / 2) % 2 = 0 and 1), each worked out by the
     // epilogue once; a row past m gets the last row's context and stores nothing.
@@ -83,14 +87,14 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
             };
         }
     });
-    if E::TILE_DONE {
+    if super::tile_sync::wanted::<E>() {
         // `stored` tells tiles apart by the parity of its phase only: its phase `done` may
-        // complete only after the tile-done thread has seen phase `done - 1` complete
+        // complete only after the tile-sync thread has seen phase `done - 1` complete
         // (`taken`), which it did long ago unless it is slow. The arrival releases this
-        // thread's stores to the tile-done thread (cta scope; its signal then releases them
+        // thread's stores to the tile-sync thread (cta scope; its signal then releases them
         // wider).
         // SAFETY: every consumer thread arrives on `stored` once per tile, after the wait on
-        // `taken`, whose phase `done - 1` the tile-done thread completes once per tile.
+        // `taken`, whose phase `done - 1` the tile-sync thread completes once per tile.
         unsafe {
             if done > 0 {
                 smem.taken().wait_parity((done - 1) & 1);

@@ -15,9 +15,9 @@
 //!   (the stage before is released once its group retired); then the tile's epilogue
 //!   (`epilogue.rs`) through [`Epilogue::store`] straight from the accumulators, while the
 //!   producer already loads the next tile;
-//! * when the epilogue asks for [`Epilogue::tile_done`], one thread of warpgroup 0's second
-//!   warp calls it (`tile_done.rs`) once the consumers have stored the tile: the consumers
-//!   only arrive on a barrier and go on to the next tile.
+//! * when the epilogue waits before its stores ([`Epilogue::before_epilogue`]) or signals
+//!   after them ([`Epilogue::tile_done`]), one thread of warpgroup 0's second warp does both
+//!   (`tile_sync.rs`): the consumers only wait on and arrive at mbarriers.
 //!
 //! Stages and barrier phases run on across tiles (each role's [`PipelineState`] advances
 //! once per k-step), so the pipeline never drains between tiles. TMA's zero fill covers the
@@ -27,7 +27,7 @@ mod consumer;
 mod epilogue;
 mod producer;
 mod smem;
-mod tile_done;
+mod tile_sync;
 
 use crate::epilogue::Epilogue;
 use crate::pipeline::PipelineState;
@@ -54,8 +54,8 @@ const A_BYTES: u32 = BM * BK * 2;
 const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
 /// Consumer threads, which all arrive on each "empty" barrier.
 const CONSUMERS: u32 = 256;
-/// mbarriers: full[STAGES], empty[STAGES], the epilogue's "stored" and "taken".
-const BARRIERS: u32 = 2 * STAGES + 2;
+/// mbarriers: full[STAGES], empty[STAGES], the epilogue's "stored", "taken" and "ready".
+const BARRIERS: u32 = 2 * STAGES + 3;
 /// Dynamic shared memory a launch needs: barriers, alignment to 1024 (the swizzle's), stages.
 pub const SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 1024 + 8 * BARRIERS;
 
@@ -111,9 +111,9 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
         if tid == 0 {
             // SAFETY: one thread; the maps and schedule as this function's contract says.
             unsafe { producer::produce::<S, B_KN>(smem, map_a, map_b, k_steps, tiles) };
-        } else if E::TILE_DONE && tid == 32 {
+        } else if tile_sync::wanted::<E>() && tid == 32 {
             // SAFETY: one thread of another warp; the epilogue's contract.
-            unsafe { tile_done::announce(smem, &epilogue, tiles) };
+            unsafe { tile_sync::run(smem, &epilogue, tiles) };
         }
         return;
     }

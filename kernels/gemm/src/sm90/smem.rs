@@ -4,7 +4,7 @@ use super::{BARRIERS, STAGES, STAGE_BYTES};
 use rshmem_device::hopper::{self, MBarrier};
 use rshmem_device::thread;
 
-/// Barriers `full[STAGES]`, `empty[STAGES]`, `stored` and `taken` at the start of dynamic shared
+/// Barriers `full[STAGES]`, `empty[STAGES]`, `stored`, `taken` and `ready` at the start of dynamic shared
 /// memory, then the stages, 1024-aligned (the swizzle's), each A's box then B's.
 #[derive(Clone, Copy)]
 pub(super) struct Smem {
@@ -36,6 +36,7 @@ impl Smem {
             unsafe {
                 smem.stored().init(consumers);
                 smem.taken().init(1);
+                smem.ready().init(1);
             }
             hopper::fence_barrier_init();
         }
@@ -67,10 +68,16 @@ impl Smem {
         self.barrier(2 * STAGES)
     }
 
-    /// Completes when the tile-done thread has seen a tile stored.
+    /// Completes when the tile-sync thread has seen a tile stored.
     #[inline(always)]
     pub(super) fn taken(&self) -> &'static MBarrier {
         self.barrier(2 * STAGES + 1)
+    }
+
+    /// Completes when the tile-sync thread has returned from a tile's `before_epilogue`.
+    #[inline(always)]
+    pub(super) fn ready(&self) -> &'static MBarrier {
+        self.barrier(2 * STAGES + 2)
     }
 
     /// Stage `s`'s first byte.
