@@ -531,6 +531,42 @@ fn fused_calls_over_split_teams(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
+/// Nine PEs: one more than the reduce-scatter epilogue's table of mapped peers
+/// (`rshmem_coll::MAX_PEERS`); refused on the host with what the limit is, nothing launched.
+/// The simulator only: the GPU machine has one GPU, and nine PEs sharing it test nothing more.
+#[test]
+fn sim_reduce_scatter_refuses_a_team_past_its_peer_table_9pe() {
+    common::run_case(
+        rshmem::Backend::Sim,
+        9,
+        "sim_reduce_scatter_refuses_a_team_past_its_peer_table_9pe",
+        fused_reduce_scatter_refuses_a_team_past_its_peer_table,
+    )
+}
+
+fn fused_reduce_scatter_refuses_a_team_past_its_peer_table(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let a = shmem.alloc_zeroed::<bf16>(72 * 8)?;
+    let b = shmem.alloc_zeroed::<bf16>(8 * 8)?;
+    let mut c = shmem.alloc_zeroed::<bf16>(8 * 8)?;
+    let e = ops
+        .gemm_reduce_scatter(
+            &stream,
+            &a,
+            &b,
+            &mut c,
+            GemmShape::new(72, 8, 8, BLayout::NK),
+        )
+        .expect_err("9 PEs")
+        .to_string();
+    assert!(
+        e.contains("Ops::gemm_reduce_scatter") && e.contains("9 PEs") && e.contains("at most 8"),
+        "{e}"
+    );
+    Ok(())
+}
+
 fn fused_errors_name_the_problem(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let stream = shmem.stream();

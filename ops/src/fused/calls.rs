@@ -409,6 +409,19 @@ impl<'s> Ops<'s> {
         let mode = Mode::of(stream);
         let team = self.team_desc(call, options.team)?;
         check_rows(call, shape, team.size)?;
+        // The reduce-scatter's epilogue holds its peers' mapped workspaces in a table of
+        // MAX_PEERS (rshmem_tp::RsEpilogue), looked up once per kernel.
+        if call == RS_CALL && team.size as usize > rshmem_coll::MAX_PEERS {
+            return Err(Error::InvalidArgument {
+                call,
+                message: format!(
+                    "a team of {} PEs: the fused reduce-scatter takes at most {} (one node's \
+                     mapped peers, rshmem_coll::MAX_PEERS)",
+                    team.size,
+                    rshmem_coll::MAX_PEERS
+                ),
+            });
+        }
         let c_rows = match call {
             AG_CALL => (c_len, shape.m, "m x n"),
             _ => (c_len, shape.m / team.size, "m / size x n"),
