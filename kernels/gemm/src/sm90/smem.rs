@@ -9,6 +9,8 @@ use rshmem_device::thread;
 #[derive(Clone, Copy)]
 pub(super) struct Smem {
     stages: *mut u8,
+    /// `stages` as a shared-memory address, worked out once.
+    address: u32,
 }
 
 impl Smem {
@@ -21,8 +23,10 @@ impl Smem {
     #[inline(always)]
     pub(super) unsafe fn init(consumers: u32) -> Self {
         // SAFETY: the stages after the barriers, inside SHARED_BYTES.
+        let stages = unsafe { hopper::dynamic_shared_aligned(8 * BARRIERS, 1024) };
         let smem = Self {
-            stages: unsafe { hopper::dynamic_shared_aligned(8 * BARRIERS, 1024) },
+            stages,
+            address: hopper::shared_address(stages),
         };
         if thread::thread_idx_x() == 0 {
             for s in 0..STAGES {
@@ -89,6 +93,6 @@ impl Smem {
     /// Stage `s`'s shared-memory address (what descriptors hold).
     #[inline(always)]
     pub(super) fn stage_address(&self, s: u32) -> u32 {
-        hopper::shared_address(self.stages) + s * STAGE_BYTES
+        self.address + s * STAGE_BYTES
     }
 }
