@@ -121,9 +121,9 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
     unsafe { hopper::setmaxnreg_inc::<232>() };
     let (row0, lane_tid) = ((warpgroup - 1) * 64, tid % 128);
     let mut state = PipelineState::<STAGES>::consumer_start();
-    let mut done = 0u32;
     let mut acc = WgmmaAcc::<128>::zero();
-    for tile in tiles {
+    // `done`: the tiles this block's consumers finished before this one.
+    for (done, tile) in (0u32..).zip(tiles) {
         // SAFETY: both consumer warpgroups, at the producer's position for this tile (both
         // walk the same tiles and k-steps).
         unsafe { consumer::mma_tile::<T, B_KN>(smem, &mut state, k_steps, row0, &mut acc) };
@@ -139,6 +139,5 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
                 done,
             )
         };
-        done += 1;
     }
 }
