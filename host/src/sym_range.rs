@@ -119,6 +119,23 @@ fn sub_range<T>(
     }
 }
 
+/// The unchecked constructors: `len` elements at `addr`, which the caller found inside a
+/// buffer the lifetime borrows.
+macro_rules! raw_constructors {
+    ($($ty:ident),*) => {$(
+        impl<T: Pod> $ty<'_, T> {
+            fn raw(addr: u64, len: usize) -> Self {
+                Self {
+                    addr,
+                    len,
+                    _buf: PhantomData,
+                }
+            }
+        }
+    )*};
+}
+raw_constructors!(SymRange, SymRangeMut);
+
 /// What both range types answer alike.
 macro_rules! range_accessors {
     ($ty:ident) => {
@@ -144,11 +161,7 @@ macro_rules! range_accessors {
             pub fn range(&self, range: impl RangeBounds<usize>) -> Result<SymRange<'_, T>> {
                 let call = concat!(stringify!($ty), "::range");
                 let (addr, len) = sub_range::<T>((call, "range"), self.addr, self.len, range)?;
-                Ok(SymRange {
-                    addr,
-                    len,
-                    _buf: PhantomData,
-                })
+                Ok(SymRange::raw(addr, len))
             }
         }
 
@@ -190,11 +203,7 @@ impl<'a, T: Pod> SymRangeMut<'a, T> {
 
     /// The same elements, shared (for the time of the borrow).
     pub fn as_range(&self) -> SymRange<'_, T> {
-        SymRange {
-            addr: self.addr,
-            len: self.len,
-            _buf: PhantomData,
-        }
+        SymRange::raw(self.addr, self.len)
     }
 
     /// The elements `range` of this range (indices relative to its start), exclusively; an
@@ -206,11 +215,7 @@ impl<'a, T: Pod> SymRangeMut<'a, T> {
             self.len,
             range,
         )?;
-        Ok(SymRangeMut {
-            addr,
-            len,
-            _buf: PhantomData,
-        })
+        Ok(SymRangeMut::raw(addr, len))
     }
 
     /// Splits the range in two at element `mid` (`0..mid` and `mid..`), both exclusive; an
@@ -223,11 +228,7 @@ impl<'a, T: Pod> SymRangeMut<'a, T> {
             });
         }
         let at = self.addr + (mid * std::mem::size_of::<T>()) as u64;
-        let part = |addr, len| SymRangeMut {
-            addr,
-            len,
-            _buf: PhantomData,
-        };
+        let part = |addr, len| SymRangeMut::raw(addr, len);
         Ok((part(self.addr, mid), part(at, self.len - mid)))
     }
 }
@@ -243,11 +244,7 @@ impl<T: Pod> SymBuffer<'_, T> {
             self.len(),
             range,
         )?;
-        Ok(SymRange {
-            addr,
-            len,
-            _buf: PhantomData,
-        })
+        Ok(SymRange::raw(addr, len))
     }
 
     /// The elements `range` of this buffer, borrowed exclusively: for rshmem's ops' outputs
@@ -260,41 +257,25 @@ impl<T: Pod> SymBuffer<'_, T> {
             self.len(),
             range,
         )?;
-        Ok(SymRangeMut {
-            addr,
-            len,
-            _buf: PhantomData,
-        })
+        Ok(SymRangeMut::raw(addr, len))
     }
 }
 
 impl<'a, T: Pod> From<&'a SymBuffer<'_, T>> for SymRange<'a, T> {
     fn from(buf: &'a SymBuffer<'_, T>) -> Self {
-        SymRange {
-            addr: buf.as_ptr() as u64,
-            len: buf.len(),
-            _buf: PhantomData,
-        }
+        SymRange::raw(buf.as_ptr() as u64, buf.len())
     }
 }
 
 impl<'a, T: Pod> From<&'a mut SymBuffer<'_, T>> for SymRangeMut<'a, T> {
     fn from(buf: &'a mut SymBuffer<'_, T>) -> Self {
-        SymRangeMut {
-            addr: buf.as_mut_ptr() as u64,
-            len: buf.len(),
-            _buf: PhantomData,
-        }
+        SymRangeMut::raw(buf.as_mut_ptr() as u64, buf.len())
     }
 }
 
 impl<'a, T: Pod> From<&'a mut SymRangeMut<'_, T>> for SymRangeMut<'a, T> {
     fn from(r: &'a mut SymRangeMut<'_, T>) -> Self {
-        SymRangeMut {
-            addr: r.addr,
-            len: r.len,
-            _buf: PhantomData,
-        }
+        SymRangeMut::raw(r.addr, r.len)
     }
 }
 
@@ -320,11 +301,7 @@ impl<'a, T: Pod> From<&'a SymRangeMut<'_, T>> for SymRange<'a, T> {
 
 impl<'a, T: Pod> From<SymRangeMut<'a, T>> for SymRange<'a, T> {
     fn from(r: SymRangeMut<'a, T>) -> Self {
-        SymRange {
-            addr: r.addr,
-            len: r.len,
-            _buf: PhantomData,
-        }
+        SymRange::raw(r.addr, r.len)
     }
 }
 

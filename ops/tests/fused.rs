@@ -179,6 +179,28 @@ struct Dims {
     n: u32,
 }
 
+/// How a problem of either op is made, its buffers allocated (collective).
+trait NewCase<'s>: Sized {
+    /// A problem whose A, B and C start `at` elements into their buffers.
+    fn new_at(
+        shmem: &'s Shmem,
+        rows_n_k: (u32, u32, u32),
+        layout: BLayout,
+        options: FusedOptions,
+        at: [usize; 3],
+    ) -> Result<Self>;
+
+    /// A problem whose A, B and C start their buffers.
+    fn new(
+        shmem: &'s Shmem,
+        rows_n_k: (u32, u32, u32),
+        layout: BLayout,
+        options: FusedOptions,
+    ) -> Result<Self> {
+        Self::new_at(shmem, rows_n_k, layout, options, [0; 3])
+    }
+}
+
 impl Dims {
     fn of(shmem: &Shmem, rows: u32, n: u32, layout: BLayout, options: FusedOptions) -> Self {
         let team_n = shmem.team_n_pes(options.team).expect("a member");
@@ -197,17 +219,7 @@ impl Dims {
     }
 }
 
-impl<'s> AllGather<'s> {
-    fn new(
-        shmem: &'s Shmem,
-        rows_n_k: (u32, u32, u32),
-        layout: BLayout,
-        options: FusedOptions,
-    ) -> Result<Self> {
-        Self::new_at(shmem, rows_n_k, layout, options, [0; 3])
-    }
-
-    /// A problem whose A, B and C start `at` elements into their buffers.
+impl<'s> NewCase<'s> for AllGather<'s> {
     fn new_at(
         shmem: &'s Shmem,
         (rows, n, k): (u32, u32, u32),
@@ -313,17 +325,7 @@ struct ReduceScatter<'s> {
     want: Vec<f64>,
 }
 
-impl<'s> ReduceScatter<'s> {
-    fn new(
-        shmem: &'s Shmem,
-        rows_n_k: (u32, u32, u32),
-        layout: BLayout,
-        options: FusedOptions,
-    ) -> Result<Self> {
-        Self::new_at(shmem, rows_n_k, layout, options, [0; 3])
-    }
-
-    /// A problem whose A, B and C start `at` elements into their buffers.
+impl<'s> NewCase<'s> for ReduceScatter<'s> {
     fn new_at(
         shmem: &'s Shmem,
         (rows, n, k): (u32, u32, u32),

@@ -1,5 +1,6 @@
 //! `Sm90Launch` and `Sm80Launch`: a kernel on rshmem-gemm's mainloops launched with nothing but
-//! what they give (config, maps, problem, leading dimensions), against a host reference. The
+//! what they give (config, maps or operand views, problem), against a host reference, C a
+//! strided view (rows wider than n, the columns past n poisoned and checked untouched). The
 //! kernels are the ops' own (`kernels/ops`' `gemm90` and `gemm80` families: the mainloops with the
 //! plain epilogue), launched directly as a user's kernel would be. Odd M and N, both B
 //! layouts, more tiles than the simulator's two multiprocessors (the persistent loop); inputs
@@ -43,13 +44,31 @@ fn operands(m: u32, n: u32, k: u32, layout: BLayout) -> (Vec<bf16>, Vec<bf16>, V
     (bf(a), bf(b), c)
 }
 
-fn check_c(got: &[f32], want: &[f64], what: &str) -> Outcome {
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        if f64::from(g) != w {
-            return Err(format!("{what}: C[{i}] = {g}, expected {w}").into());
+/// C (m x n, rows `ld` apart) against `want`; the columns past n must still hold NaN.
+fn check_c(got: &[f32], want: &[f64], (n, ld): (u32, u32), what: &str) -> Outcome {
+    for (r, row) in got.chunks(ld as usize).enumerate() {
+        for (j, &g) in row.iter().enumerate() {
+            let w = want
+                .get(r * n as usize + j)
+                .copied()
+                .filter(|_| j < n as usize);
+            match w {
+                Some(w) if f64::from(g) != w => {
+                    return Err(format!("{what}: C[{r}, {j}] = {g}, expected {w}").into())
+                }
+                None if !g.is_nan() => {
+                    return Err(format!("{what}: C[{r}, {j}] (past n) written: {g}").into())
+                }
+                _ => {}
+            }
         }
     }
     Ok(())
+}
+
+/// C's leading dimension in these tests: wider than n (and even, as the stores want).
+fn ld_of(n: u32) -> u32 {
+    n + 6
 }
 
 /// Shapes with odd edges and more tiles than the simulator's two multiprocessors.
@@ -69,19 +88,20 @@ fn sm90_launch_computes_the_gemm(shmem: &Shmem) -> Outcome {
             };
             let (a, b, want) = operands(m, n, k, layout);
             let (a, b) = (shmem.alloc_from(&a)?, shmem.alloc_from(&b)?);
-            let mut c = shmem.alloc_from(&vec![f32::NAN; (m * n) as usize])?;
+            let ld = ld_of(n);
+            let mut c = shmem.alloc_from(&vec![f32::NAN; (m * ld) as usize])?;
             let shape = GemmShape::new(m, n, k, layout);
             let gemm = Sm90Launch::new(shmem, &a, &b, shape)?;
-            let (cfg, maps, p) = (gemm.config(), gemm.maps(), gemm.problem());
+            let (cfg, p) = (gemm.config(), gemm.problem());
             let tiles = m.div_ceil(128) * n.div_ceil(256);
             let sms = shmem.device_info().multiprocessors;
             assert_eq!(cfg.grid, (tiles.min(sms), 1, 1), "{m} x {n}");
             assert_eq!(cfg.block, (rshmem_gemm::sm90::THREADS, 1, 1));
             assert_eq!(cfg.shared_mem_bytes, rshmem_gemm::sm90::SHARED_BYTES);
             assert_eq!((p.m, p.n, p.k, gemm.tiles()), (m, n, k, tiles));
-            let args = (maps.a, maps.b, c.as_mut_ptr(), p.n, p.m, p.n, p.k);
+            let args = (gemm.maps(), p, c.matrix_mut_ld(m, n, ld)?);
             // SAFETY: the ops' sm90 kernels are sm90::gemm with B_KN as named, launched with
-            // the helper's config and maps of `a` and `b`; c holds m x n with rows n apart.
+            // the helper's config and maps of `a` and `b`; c's view holds m x n.
             unsafe {
                 match layout {
                     BLayout::NK => module
@@ -90,7 +110,8 @@ fn sm90_launch_computes_the_gemm(shmem: &Shmem) -> Outcome {
                         .launch::<rshmem_ops_kernels::gemm90::gemm90_bf16_f32_kn>(cfg, args)?,
                 }
             };
-            check_c(&c.to_vec()?, &want, &format!("sm90 {m}x{n}x{k} {layout:?}"))?;
+            let what = format!("sm90 {m}x{n}x{k} {layout:?}");
+            check_c(&c.to_vec()?, &want, (n, ld), &what)?;
         }
     }
     Ok(())
@@ -107,7 +128,8 @@ fn sm80_launch_computes_the_gemm(shmem: &Shmem) -> Outcome {
             };
             let (a, b, want) = operands(m, n, k, layout);
             let (a, b) = (shmem.alloc_from(&a)?, shmem.alloc_from(&b)?);
-            let mut c = shmem.alloc_from(&vec![f32::NAN; (m * n) as usize])?;
+            let ld = ld_of(n);
+            let mut c = shmem.alloc_from(&vec![f32::NAN; (m * ld) as usize])?;
             let gemm = Sm80Launch::new(shmem, &a, &b, GemmShape::new(m, n, k, layout))?;
             let (cfg, p) = (gemm.config(), gemm.problem());
             let tiles = m.div_ceil(128) * n.div_ceil(128);
@@ -116,21 +138,19 @@ fn sm80_launch_computes_the_gemm(shmem: &Shmem) -> Outcome {
             assert_eq!(cfg.block, (rshmem_gemm::sm80::THREADS, 1, 1));
             assert_eq!(cfg.shared_mem_bytes, rshmem_gemm::sm80::SHARED_BYTES);
             assert_eq!(gemm.tiles(), tiles);
-            let ldb = if layout == BLayout::KN { n } else { k };
-            assert_eq!((gemm.lda(), gemm.ldb()), (k, ldb));
-            let args = (
-                a.as_ptr(),
-                gemm.lda(),
-                b.as_ptr(),
-                gemm.ldb(),
-                c.as_mut_ptr(),
-                p.n,
-                p.m,
-                p.n,
-                p.k,
+            let (b_rows, b_cols) = GemmShape::new(m, n, k, layout).b_dims();
+            let (ga, gb) = (gemm.a(), gemm.b());
+            assert_eq!(
+                (ga.as_ptr(), ga.rows(), ga.cols(), ga.ld()),
+                (a.as_ptr(), m, k, k)
             );
+            assert_eq!(
+                (gb.as_ptr(), gb.rows(), gb.cols()),
+                (b.as_ptr(), b_rows, b_cols)
+            );
+            let args = (ga, gb, p, c.matrix_mut_ld(m, n, ld)?);
             // SAFETY: the ops' sm80 kernels are sm80::gemm with B_KN as named, launched with
-            // the helper's config; a, b hold the shape (checked), c m x n with rows n apart.
+            // the helper's config and operand views (checked); c's view holds m x n.
             unsafe {
                 match layout {
                     BLayout::NK => module
@@ -139,7 +159,8 @@ fn sm80_launch_computes_the_gemm(shmem: &Shmem) -> Outcome {
                         .launch::<rshmem_ops_kernels::gemm80::gemm80_bf16_f32_kn>(cfg, args)?,
                 }
             };
-            check_c(&c.to_vec()?, &want, &format!("sm80 {m}x{n}x{k} {layout:?}"))?;
+            let what = format!("sm80 {m}x{n}x{k} {layout:?}");
+            check_c(&c.to_vec()?, &want, (n, ld), &what)?;
         }
     }
     Ok(())
@@ -161,6 +182,16 @@ fn launches_refuse_what_the_gemm_refuses(shmem: &Shmem) -> Outcome {
         .unwrap_err()
         .to_string();
     assert!(e.contains("k = 60") && e.contains("multiple of 8"), "{e}");
+    // The views a kernel's C takes check their extent and leading dimension.
+    let mut c = shmem.alloc_zeroed::<f32>(64 * 64)?;
+    let e = c.matrix_mut_ld(64, 64, 63).unwrap_err().to_string();
+    assert!(
+        e.contains("leading dimension 63 is less than the 64 columns"),
+        "{e}"
+    );
+    let e = c.matrix_mut_ld(64, 60, 65).unwrap_err().to_string();
+    assert!(e.contains("needs 4155 elements, the range has 4096"), "{e}");
+    assert!(c.range_mut(1..)?.matrix_mut(64, 64).is_err());
     let e = Sm90Launch::new(shmem, &a, &b, short)
         .err()
         .unwrap()

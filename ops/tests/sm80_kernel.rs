@@ -18,8 +18,10 @@ mod common;
 
 use common::Outcome;
 use rshmem::device::half::{bf16, f16, Half};
+use rshmem::device::matrix::{Matrix, MatrixMut};
 use rshmem::device::Kernel;
 use rshmem::{LaunchConfig, Module, Shmem};
+use rshmem_gemm::Problem;
 use rshmem_ops_kernels::gemm80::{self as k, sm80};
 
 per_backend! {
@@ -103,7 +105,7 @@ impl In for f16 {
 }
 
 /// The kernels' argument tuple.
-type Args<I, O> = (*const I, u32, *const I, u32, *mut O, u32, u32, u32, u32);
+type Args<I, O> = (Matrix<I>, Matrix<I>, Problem, MatrixMut<O>);
 
 /// An exact small value from a random word: `-4..=4` times `2^-2..=2^1`.
 fn value(r: u32) -> f32 {
@@ -144,24 +146,21 @@ fn case<I: In, O: Out, K: Kernel<Args = Args<I, O>>>(
         let tiles = m.div_ceil(sm80::BM as usize) * n.div_ceil(sm80::BN as usize);
         let grid = (tiles as u32).min(4);
         let config = LaunchConfig::new(grid, sm80::THREADS).shared_mem(sm80::SHARED_BYTES);
+        let (mu, nu, ku) = (m as u32, n as u32, kk as u32);
+        let args = (
+            abuf.matrix_ld(mu, ku, lda as u32)?,
+            bbuf.matrix_ld(b_rows as u32, b_cols as u32, ldb as u32)?,
+            Problem {
+                m: mu,
+                n: nu,
+                k: ku,
+            },
+            cbuf.matrix_mut_ld(mu, nu, ldc as u32)?,
+        );
         // SAFETY: k a multiple of 8, A and B 16-byte aligned allocations with rows a multiple
-        // of 8 apart holding the matrices, C m rows of ldc >= n; the launch is the kernel's.
-        unsafe {
-            module.launch::<K>(
-                config,
-                (
-                    abuf.as_ptr(),
-                    lda as u32,
-                    bbuf.as_ptr(),
-                    ldb as u32,
-                    cbuf.as_mut_ptr(),
-                    ldc as u32,
-                    m as u32,
-                    n as u32,
-                    kk as u32,
-                ),
-            )?
-        };
+        // of 8 apart holding the matrices (the views, checked), C's view m x n; the launch is
+        // the kernel's.
+        unsafe { module.launch::<K>(config, args)? };
         let got = cbuf.to_vec()?;
         let at_b = |kx: usize, col: usize| {
             if b_kn {

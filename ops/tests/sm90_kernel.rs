@@ -10,8 +10,10 @@
 mod common;
 
 use common::Outcome;
+use rshmem::device::matrix::MatrixMut;
 use rshmem::{bf16, f16, Swizzle};
 use rshmem::{Backend, LaunchConfig, Shmem, SymBuffer, TensorMap, TiledSpec, TmaType};
+use rshmem_gemm::{Problem, Sm90Maps};
 use rshmem_ops_kernels::gemm90::{self as k, sm90};
 
 per_backend! {
@@ -100,7 +102,11 @@ fn check(shmem: &Shmem, (m, n, kk): (u32, u32, u32), kn: bool, f16_in: bool) -> 
         ($kernel:ident, $c:expr) => {
             // SAFETY: maps of `ga` (m x kk) and `gb` in its layout, of the kernel's input
             // type; C holds m rows of n (and guard rows); the launch is sm90's shape.
-            unsafe { module.launch::<k::$kernel>(cfg, (pa, pb, $c, n, m, n, kk))? }
+            unsafe {
+                let c = MatrixMut::from_raw_parts($c, m, n, n);
+                let maps = Sm90Maps { a: pa, b: pb };
+                module.launch::<k::$kernel>(cfg, (maps, Problem { m, n, k: kk }, c))?
+            }
         };
     }
     match (f16_in, kn) {
@@ -176,9 +182,11 @@ fn launch_bound_is_checked(shmem: &Shmem) -> Outcome {
     let module = shmem.load(&rshmem_ops::gemm::IMAGE90)?;
     let cfg = LaunchConfig::new(1, 512).shared_mem(sm90::SHARED_BYTES);
     let null = std::ptr::null();
+    let maps = Sm90Maps { a: null, b: null };
     // SAFETY: refused before launch (the test's point); nothing is dereferenced.
     let err = unsafe {
-        module.launch::<k::gemm90_bf16_f32_nk>(cfg, (null, null, std::ptr::null_mut(), 8, 8, 8, 8))
+        let c = MatrixMut::from_raw_parts(std::ptr::null_mut(), 8, 8, 8);
+        module.launch::<k::gemm90_bf16_f32_nk>(cfg, (maps, Problem { m: 8, n: 8, k: 8 }, c))
     }
     .expect_err("512 threads must be refused");
     let msg = err.to_string();

@@ -83,6 +83,7 @@ pub mod debug;
 pub mod half;
 pub mod hopper;
 pub mod kernel;
+pub mod matrix;
 pub mod mma;
 pub mod queue;
 pub mod shmem;
@@ -106,6 +107,7 @@ pub use kernel::{IntoKernelArg, IntoKernelArgs, Kernel, KernelArg, KernelArgs};
 pub mod prelude {
     pub use crate::half::{bf16, f16, Half};
     pub use crate::kernel;
+    pub use crate::matrix::{Matrix, MatrixMut};
     pub use crate::queue::SymQueue;
     pub use crate::shmem::{self, Block, Cmp, Scope, SignalOp, Team, Thread, Warp};
     pub use crate::thread::{self, Dim3};

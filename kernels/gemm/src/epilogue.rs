@@ -10,6 +10,7 @@
 
 use crate::tile::Tile;
 use rshmem_device::half::{bf16, f16, Half};
+use rshmem_device::matrix::MatrixMut;
 
 /// What a GEMM does with its tiles of C. Every method says where the mainloops call it; they
 /// call it there and nowhere else.
@@ -159,13 +160,11 @@ macro_rules! half_out {
 }
 half_out!(bf16, f16);
 
-/// The plain epilogue: C row-major with rows `ldc` elements apart, converted to `T`.
+/// The plain epilogue: C, converted to `T`, into the matrix `c` (at least m x n).
 #[derive(Clone, Copy, Debug)]
 pub struct StoreC<T: OutElem> {
-    /// C's first element.
-    pub c: *mut T,
-    /// Elements between rows of C (at least n).
-    pub ldc: u32,
+    /// C.
+    pub c: MatrixMut<T>,
 }
 
 impl<T: OutElem> Epilogue for StoreC<T> {
@@ -174,14 +173,14 @@ impl<T: OutElem> Epilogue for StoreC<T> {
 
     #[inline(always)]
     unsafe fn row(&self, row: u32) -> *mut T {
-        // In C (`c` holds m rows of `ldc`) for the rows the mainloops ask for.
-        self.c.wrapping_add(row as usize * self.ldc as usize)
+        // In C (`c` holds m rows) for the rows the mainloops ask for.
+        self.c.row(row)
     }
 
     #[inline(always)]
     unsafe fn store(&self, row: *mut T, col: u32, v: [f32; 2], both: bool) {
         // SAFETY: in C (the mainloop's bounds and this epilogue's contract: `row` is a row of C
-        // and `col < n`); an even `ldc` keeps the even column's pair aligned.
-        unsafe { T::store2(row.add(col as usize), v, both, self.ldc % 2 == 0) }
+        // and `col < n`); an even leading dimension keeps the even column's pair aligned.
+        unsafe { T::store2(row.add(col as usize), v, both, self.c.ld() % 2 == 0) }
     }
 }

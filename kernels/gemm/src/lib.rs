@@ -21,17 +21,18 @@
 //! * [`sm80`]: Ampere and later: `cp.async` + `ldmatrix` + `mma.sync` on 128 x 128 tiles, B
 //!   either N x K or K x N.
 //!
-//! Layouts: A is M x K row-major with rows `lda` elements apart; C is M x N row-major.
+//! Layouts: A is M x K row-major, C M x N row-major, each a typed view with its own leading
+//! dimension (`rshmem_device::matrix::{Matrix, MatrixMut}`).
 //! M and N are arbitrary; K must be a multiple of 8 (TMA needs 16-byte row strides; the
 //! `sm80` kernel copies 16-byte chunks). Edges are handled inside (zero-filled loads, masked
 //! stores), never by padding.
 //!
 //! ```ignore
-//! use rshmem_gemm::{sm90, GroupM, Problem, StoreC};
+//! use rshmem_gemm::{sm90, GroupM, Problem, Sm90Maps, StoreC};
 //! #[kernel(launch_bounds(384, 1))]
-//! pub unsafe fn my_gemm(map_a: *const TensorMap, map_b: *const TensorMap, c: *mut bf16, m: u32, n: u32, k: u32) {
+//! pub unsafe fn my_gemm(maps: Sm90Maps, problem: Problem, c: MatrixMut<bf16>) {
 //!     // SAFETY: the launch is sm90::THREADS threads with sm90::SHARED_BYTES (the caller's contract).
-//!     unsafe { sm90::gemm::<bf16, _, _, false>(map_a, map_b, Problem { m, n, k }, GroupM, StoreC { c, ldc: n }) }
+//!     unsafe { sm90::gemm::<bf16, _, _, false>(maps.a, maps.b, problem, GroupM, StoreC { c }) }
 //! }
 //! ```
 

@@ -6,8 +6,8 @@
 //!
 //! ```ignore
 //! #[kernel(launch_bounds(384, 1))]
-//! pub unsafe fn my_gemm(maps: Sm90Maps, problem: Problem, c: *mut bf16) {
-//!     let epilogue = StoreC { c, ldc: problem.n };
+//! pub unsafe fn my_gemm(maps: Sm90Maps, problem: Problem, c: MatrixMut<bf16>) {
+//!     let epilogue = StoreC { c };
 //!     // SAFETY: launched with Sm90Launch's config and maps (B N x K).
 //!     unsafe { sm90::gemm::<bf16, _, _, false>(maps.a, maps.b, problem, GroupM, epilogue) }
 //! }

@@ -38,6 +38,7 @@ use crate::epilogue::Epilogue;
 use crate::schedule::{Schedule, TileScheduler};
 use crate::tile::Problem;
 use rshmem_device::half::{bf16, f16};
+use rshmem_device::matrix::Matrix;
 use rshmem_device::mma::{
     commit_group, cp_async_cg_zfill, ldmatrix, ldmatrix_trans, mma_sync, wait_group, FragA, FragB,
     FragC, Operand, M16N8K16,
@@ -158,24 +159,22 @@ unsafe fn copy_tile<const ROWS: u32, const COLS: u32, const DST_LD: u32>(
 ///
 /// * The launch is 1-D blocks of [`THREADS`] threads (any 1-D grid: blocks share the tiles)
 ///   with [`SHARED_BYTES`] of dynamic shared memory, of code built for sm_80 or later.
-/// * `problem.k` is a multiple of 8; `a` and `b` are 16-byte aligned and `lda`, `ldb` are
-///   multiples of 8; A's elements `(r, c)` for `r < m`, `c < k` are readable at
-///   `a[r * lda + c]`, B's at `b[r * ldb + c]` for `r < n`, `c < k` (`B_KN = false`) or
-///   `r < k`, `c < n` (`B_KN = true`), in global memory that nothing writes while the kernel
-///   runs.
+/// * `problem.k` is a multiple of 8; `a` and `b` start 16-byte aligned, their leading
+///   dimensions are multiples of 8, A holds at least `m x k` and B `n x k` (`B_KN = false`)
+///   or `k x n` (`B_KN = true`) of `problem`, in global memory that nothing writes while the
+///   kernel runs.
 /// * `schedule` and `epilogue` are valid for the problem (their own contracts).
 #[inline(always)]
 pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
-    a: *const T,
-    lda: u32,
-    b: *const T,
-    ldb: u32,
+    a: Matrix<T>,
+    b: Matrix<T>,
     problem: Problem,
     schedule: S,
     epilogue: E,
 ) {
     let Problem { m, n, k } = problem;
-    let (a, b) = (a.cast::<u16>(), b.cast::<u16>());
+    let (lda, ldb) = (a.ld(), b.ld());
+    let (a, b) = (a.as_ptr().cast::<u16>(), b.as_ptr().cast::<u16>());
     let tid = thread::thread_idx_x();
     let lane = tid % 32;
     let warp = tid / 32;

@@ -12,8 +12,8 @@ use rshmem_device::{bf16, f16};
 pub use rshmem_gemm::sm80;
 use rshmem_gemm::{GroupM, Problem, StoreC};
 
-/// The arguments of every kernel here: `(a, lda, b, ldb, c, ldc, m, n, k)`.
-pub type Args<In, Out> = (*const In, u32, *const In, u32, *mut Out, u32, u32, u32, u32);
+/// The arguments of every kernel here: `(a, b, problem, c)`.
+pub type Args<In, Out> = (Matrix<In>, Matrix<In>, Problem, MatrixMut<Out>);
 
 /// The sm_80 GEMM computing `Self` (C's element type) from inputs `In`, B K x N when `B_KN`,
 /// else N x K. Implemented by this module's table, one impl per kernel.
@@ -25,29 +25,18 @@ pub trait Gemm80<In, const B_KN: bool>: Sized {
 
 macro_rules! sm80_gemms {
     ($($name:ident: $in:ty => $out:ty, $kn:tt;)*) => {$(
-        #[doc = concat!("C (m x n, rows `ldc` apart) of `", stringify!($out), "` = A (m x k, rows `lda` \
-            apart) times ", sm80_gemms!(@b $kn), ", inputs of `", stringify!($in), "`.")]
+        #[doc = concat!("C (m x n) of `", stringify!($out), "` = A (m x k) times ",
+            sm80_gemms!(@b $kn), ", inputs of `", stringify!($in), "`.")]
         ///
         /// # Safety
         ///
         /// The contract of [`sm80::gemm`] (launch shape, alignment and extents of A and B, `k`
-        /// a multiple of 8); `c` is valid for writes of `m` rows of `ldc >= n` elements.
+        /// a multiple of 8, for `problem`); `c` is valid for writes of its elements, at least
+        /// `problem.m x problem.n`.
         #[kernel(launch_bounds(256, 2))]
-        pub unsafe fn $name(
-            a: *const $in,
-            lda: u32,
-            b: *const $in,
-            ldb: u32,
-            c: *mut $out,
-            ldc: u32,
-            m: u32,
-            n: u32,
-            k: u32,
-        ) {
+        pub unsafe fn $name(a: Matrix<$in>, b: Matrix<$in>, problem: Problem, c: MatrixMut<$out>) {
             // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
-            unsafe {
-                sm80::gemm::<$in, _, _, $kn>(a, lda, b, ldb, Problem { m, n, k }, GroupM, StoreC { c, ldc })
-            }
+            unsafe { sm80::gemm::<$in, _, _, $kn>(a, b, problem, GroupM, StoreC { c }) }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]
@@ -55,8 +44,8 @@ macro_rules! sm80_gemms {
             type Kernel = $name;
         }
     )*};
-    (@b false) => { "Bᵀ (B n x k, rows `ldb` apart)" };
-    (@b true) => { "B (k x n, rows `ldb` apart)" };
+    (@b false) => { "Bᵀ (B n x k)" };
+    (@b true) => { "B (k x n)" };
 }
 
 sm80_gemms! {

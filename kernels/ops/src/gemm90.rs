@@ -11,22 +11,13 @@
 //! assert_eq!(<<f32 as Gemm90<bf16, false>>::Kernel as Kernel>::NAME, "gemm90_bf16_f32_nk");
 //! ```
 
-use rshmem_device::hopper::TensorMap;
 use rshmem_device::prelude::*;
 use rshmem_device::{bf16, f16};
 pub use rshmem_gemm::sm90;
-use rshmem_gemm::{GroupM, Problem, StoreC};
+use rshmem_gemm::{GroupM, Problem, Sm90Maps, StoreC};
 
-/// The arguments of every kernel here: `(map_a, map_b, c, ldc, m, n, k)`.
-pub type Args<Out> = (
-    *const TensorMap,
-    *const TensorMap,
-    *mut Out,
-    u32,
-    u32,
-    u32,
-    u32,
-);
+/// The arguments of every kernel here: `(maps, problem, c)`.
+pub type Args<Out> = (Sm90Maps, Problem, MatrixMut<Out>);
 
 /// The sm_90a GEMM computing `Self` (C's element type) from inputs `In`, B K x N when `B_KN`
 /// (wgmma's MN-major B), else N x K. Implemented by this module's table, one impl per kernel.
@@ -39,27 +30,17 @@ pub trait Gemm90<In, const B_KN: bool>: Sized {
 macro_rules! sm90_gemms {
     ($($name:ident: $in:ty => $out:ty, $kn:literal;)*) => {$(
         #[doc = concat!("`C = A · B`: A (m x k) of `", stringify!($in), "`, B k x n (`B_KN = ", stringify!($kn),
-            "`) or n x k, through the tensor maps `map_a` and `map_b` ([`sm90::A_BOX`]); C (m x n, rows `ldc` \
-             apart) of `", stringify!($out), "`.")]
+            "`) or n x k, through the tensor maps `maps`; C (at least m x n) of `", stringify!($out), "`.")]
         ///
         /// # Safety
         ///
         /// The contract of [`sm90::gemm`] (launch shape, maps of this element type in global
-        /// memory); `c` is valid for writes of `m` rows of `ldc >= n` elements.
+        /// memory, `problem` theirs); `c` is valid for writes of its elements, at least
+        /// `problem.m x problem.n`.
         #[kernel(launch_bounds(384, 1))]
-        pub unsafe fn $name(
-            map_a: *const TensorMap,
-            map_b: *const TensorMap,
-            c: *mut $out,
-            ldc: u32,
-            m: u32,
-            n: u32,
-            k: u32,
-        ) {
+        pub unsafe fn $name(maps: Sm90Maps, problem: Problem, c: MatrixMut<$out>) {
             // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
-            unsafe {
-                sm90::gemm::<$in, _, _, $kn>(map_a, map_b, Problem { m, n, k }, GroupM, StoreC { c, ldc })
-            }
+            unsafe { sm90::gemm::<$in, _, _, $kn>(maps.a, maps.b, problem, GroupM, StoreC { c }) }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]

@@ -43,6 +43,28 @@ pub trait Tp80 {
     type ReduceScatter: rshmem_device::Kernel<Args = RsArgs>;
 }
 
+/// A (m x k) and B (n x k, or k x n when `B_KN`) of `call`, dense, as the mainloop takes them.
+///
+/// # Safety
+///
+/// `a` and `b` hold those elements.
+#[inline(always)]
+unsafe fn operands<const B_KN: bool>(
+    a: *const bf16,
+    b: *const bf16,
+    call: TpCall,
+) -> (Matrix<bf16>, Matrix<bf16>) {
+    let (m, n, k) = (call.m, call.n, call.k);
+    let (b_rows, b_cols) = if B_KN { (k, n) } else { (n, k) };
+    // SAFETY: the caller's.
+    unsafe {
+        (
+            Matrix::from_raw_parts(a, m, k, k),
+            Matrix::from_raw_parts(b, b_rows, b_cols, b_cols),
+        )
+    }
+}
+
 macro_rules! tp80_kernels {
     ($($ag:ident, $rs:ident: $kn:tt;)*) => {$(
         #[doc = concat!("`C = all_gather(A) · B` on sm_80+, B ", tp80_kernels!(@b $kn),
@@ -60,10 +82,12 @@ macro_rules! tp80_kernels {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
             let schedule = AgSchedule::<false> { call, bm: sm80::BM, flags };
-            let epilogue = StoreC { c, ldc: call.n };
-            let ldb = if $kn { call.n } else { call.k };
+            // SAFETY: `c` holds m x n (the contract).
+            let epilogue = StoreC { c: unsafe { MatrixMut::from_raw_parts(c, call.m, call.n, call.n) } };
+            // SAFETY: a and b hold the problem's A and B (the contract).
+            let (a, b) = unsafe { operands::<$kn>(a, b, call) };
             // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
-            unsafe { sm80::gemm::<bf16, _, _, $kn>(a, call.k, b, ldb, call.problem(), schedule, epilogue) }
+            unsafe { sm80::gemm::<bf16, _, _, $kn>(a, b, call.problem(), schedule, epilogue) }
         }
 
         #[doc = concat!("This rank's rows of `Σ A_r · B_r` on sm_80+, B ", tp80_kernels!(@b $kn),
@@ -89,9 +113,10 @@ macro_rules! tp80_kernels {
             let call = unsafe { call.load_epoch(flags) };
             // SAFETY: `recv` is the symmetric workspace, after the barrier (the contract).
             let epilogue = unsafe { RsEpilogue::new(call, (sm80::BM, sm80::BN), flags, recv, out) };
-            let ldb = if $kn { call.n } else { call.k };
+            // SAFETY: a and b hold the problem's A and B (the contract).
+            let (a, b) = unsafe { operands::<$kn>(a, b, call) };
             // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
-            unsafe { sm80::gemm::<bf16, _, _, $kn>(a, call.k, b, ldb, call.problem(), epilogue.schedule(), epilogue) }
+            unsafe { sm80::gemm::<bf16, _, _, $kn>(a, b, call.problem(), epilogue.schedule(), epilogue) }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]

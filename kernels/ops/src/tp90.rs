@@ -70,7 +70,8 @@ macro_rules! tp90_kernels {
             // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
             let call = unsafe { call.load_epoch(flags) };
             let schedule = AgSchedule::<true> { call, bm: sm90::BM, flags };
-            let epilogue = StoreC { c, ldc: call.n };
+            // SAFETY: `c` holds m x n (the contract).
+            let epilogue = StoreC { c: unsafe { MatrixMut::from_raw_parts(c, call.m, call.n, call.n) } };
             // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
             unsafe { sm90::gemm::<bf16, _, _, $kn>(map_a, map_b, call.problem(), schedule, epilogue) }
         }

@@ -12,19 +12,22 @@
 //! type MyGemm = rshmem_ops_kernels::gemm90::gemm90_bf16_f32_nk;
 //! rshmem_host::run(|shmem| -> rshmem_host::Result<()> {
 //!     let module = shmem.load(&rshmem_ops::gemm::IMAGE90)?; // on an sm_90 GPU or the simulator
-//!     let (m, n, k) = (130, 40, 64);
-//!     let a = shmem.alloc_from(&vec![bf16::ONE; m * k])?; // m x k
-//!     let b = shmem.alloc_from(&vec![bf16::ONE; n * k])?; // n x k
-//!     let mut c = shmem.alloc_zeroed::<f32>(m * n)?;
-//!     let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+//!     let (m, n, k) = (130u32, 40u32, 64u32);
+//!     let a = shmem.alloc_from(&vec![bf16::ONE; (m * k) as usize])?; // m x k
+//!     let b = shmem.alloc_from(&vec![bf16::ONE; (n * k) as usize])?; // n x k
+//!     // C: the left 40 columns of a 130 x 48 matrix (rows 48 apart), the rest untouched.
+//!     let mut c = shmem.alloc_zeroed::<f32>((m * 48) as usize)?;
+//!     let shape = GemmShape::new(m, n, k, BLayout::NK);
 //!     let gemm = Sm90Launch::new(shmem, &a, &b, shape)?; // collective: it allocates the maps
-//!     let (maps, p) = (gemm.maps(), gemm.problem());
 //!     // SAFETY: MyGemm runs sm90::gemm (B N x K) on these maps with this config, and stores
-//!     // m x n f32 into c, rows n apart.
+//!     // m x n f32 into its view of c.
 //!     unsafe {
-//!         module.launch::<MyGemm>(gemm.config(), (maps.a, maps.b, &mut c, p.n, p.m, p.n, p.k))?
+//!         let c = c.matrix_mut_ld(m, n, 48)?;
+//!         module.launch::<MyGemm>(gemm.config(), (gemm.maps(), gemm.problem(), c))?
 //!     };
-//!     assert!(c.to_vec()?.iter().all(|&x| x == k as f32));
+//!     let c = c.to_vec()?;
+//!     assert!(c.chunks(48).all(|row| row[..40].iter().all(|&x| x == k as f32)));
+//!     assert!(c.chunks(48).all(|row| row[40..].iter().all(|&x| x == 0.0)));
 //!     Ok(())
 //! })
 //! .unwrap();
@@ -33,6 +36,7 @@
 use super::elem::GemmIn;
 use super::shape::Starts;
 use super::shape::{BLayout, GemmShape};
+use rshmem_device::matrix::Matrix;
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
 use rshmem_host::{
     DeviceInfo, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, SymRange, SymRangeMut,
@@ -57,7 +61,7 @@ pub fn sm90_maps<'a, In: GemmIn>(
     b: impl Into<SymRange<'a, In>>,
     shape: GemmShape,
 ) -> Result<[TensorMap; 2]> {
-    let GemmShape { m, n, k, b_layout } = shape;
+    let GemmShape { m, k, b_layout, .. } = shape;
     let (a, b) = (a.into(), b.into());
     // A row-major `rows x cols` matrix, boxes as the kernel reads them.
     let encode = |buf: SymRange<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
@@ -73,10 +77,12 @@ pub fn sm90_maps<'a, In: GemmIn>(
             },
         )
     };
-    let map_b = match b_layout {
-        BLayout::NK => encode(b, n, k, sm90::B_BOX_NK)?,
-        BLayout::KN => encode(b, k, n, sm90::B_BOX_KN)?,
+    let (b_rows, b_cols) = shape.b_dims();
+    let b_box = match b_layout {
+        BLayout::NK => sm90::B_BOX_NK,
+        BLayout::KN => sm90::B_BOX_KN,
     };
+    let map_b = encode(b, b_rows, b_cols, b_box)?;
     Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
 }
 
@@ -165,20 +171,22 @@ impl<'s> Sm90Launch<'s> {
     }
 }
 
-/// What a kernel on [`sm80::gemm`] needs from the host: its launch configuration (the
-/// operands are plain pointers, A's rows `k` apart, B's `k` (N x K) or `n` (K x N)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sm80Launch {
+/// What a kernel on [`sm80::gemm`] needs from the host: its launch configuration and its
+/// operands as the mainloop takes them ([`Matrix`] views of A, m x k, and B, n x k or k x n;
+/// device addresses of the buffers `new` was given, valid while they live).
+#[derive(Clone, Copy, Debug)]
+pub struct Sm80Launch<In> {
     config: LaunchConfig,
     problem: Problem,
-    ldb: u32,
+    a: Matrix<In>,
+    b: Matrix<In>,
 }
 
-impl Sm80Launch {
+impl<In: GemmIn> Sm80Launch<In> {
     /// Checks `shape` against `a` and `b` (buffers or ranges of them, as [`Sm90Launch::new`]
     /// does). Errors: a shape `Ops::gemm` would refuse, a buffer shorter than it, an operand
     /// that starts misaligned; a device older than sm_80.
-    pub fn new<'a, In: GemmIn>(
+    pub fn new<'a>(
         shmem: &Shmem,
         a: impl Into<SymRange<'a, In>>,
         b: impl Into<SymRange<'a, In>>,
@@ -199,6 +207,7 @@ impl Sm80Launch {
         }
         check(CALL, shape, &a, &b)?;
         let problem = problem(shape);
+        let (b_rows, b_cols) = shape.b_dims();
         Ok(Self {
             config: persistent(
                 info,
@@ -207,10 +216,8 @@ impl Sm80Launch {
                 sm80::SHARED_BYTES,
             ),
             problem,
-            ldb: match shape.b_layout {
-                BLayout::NK => shape.k,
-                BLayout::KN => shape.n,
-            },
+            a: a.matrix(shape.m, shape.k)?.as_matrix(),
+            b: b.matrix(b_rows, b_cols)?.as_matrix(),
         })
     }
 
@@ -230,14 +237,14 @@ impl Sm80Launch {
         sm80::tiles(self.problem)
     }
 
-    /// Elements between rows of A (`k`).
-    pub fn lda(&self) -> u32 {
-        self.problem.k
+    /// A (m x k, dense), a kernel argument.
+    pub fn a(&self) -> Matrix<In> {
+        self.a
     }
 
-    /// Elements between rows of B: `k` for N x K, `n` for K x N.
-    pub fn ldb(&self) -> u32 {
-        self.ldb
+    /// B (n x k, or k x n, dense), a kernel argument.
+    pub fn b(&self) -> Matrix<In> {
+        self.b
     }
 }
 

@@ -127,9 +127,10 @@ impl<'s> Ops<'s> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape)?;
-        let tiles = sm90::tiles(rshmem_gemm::Problem { m, n, k });
-        let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
-        let args = (map_a, map_b, c, n, m, n, k);
+        let problem = rshmem_gemm::Problem { m, n, k };
+        let config = self.persistent(sm90::tiles(problem), sm90::THREADS, sm90::SHARED_BYTES);
+        let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
+        let args = (maps, problem, c.matrix_mut(m, n)?);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
         // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
         // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
@@ -203,16 +204,17 @@ impl<'s> Ops<'s> {
         use rshmem_gemm::sm80;
         let module = loaded(&self.gemm80, "sm80")?;
         let GemmShape { m, n, k, b_layout } = shape;
-        let ldb = match b_layout {
-            BLayout::NK => k,
-            BLayout::KN => n,
-        };
-        let args = (a, k, b, ldb, c, n, m, n, k);
-        let tiles = sm80::tiles(rshmem_gemm::Problem { m, n, k });
-        let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
+        let (b_rows, b_cols) = shape.b_dims();
+        let problem = rshmem_gemm::Problem { m, n, k };
+        let args = (
+            a.matrix(m, k)?,
+            b.matrix(b_rows, b_cols)?,
+            problem,
+            c.matrix_mut(m, n)?,
+        );
+        let config = self.persistent(sm80::tiles(problem), sm80::THREADS, sm80::SHARED_BYTES);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_80 or later
-        // checked by `path`); `a` holds m x k, `b` n x k (rows `ldb` apart) and `c` m x n,
-        // checked. The buffers outlive the kernel: dropping or host-copying them waits for
+        // checked by `path`); `a` holds m x k, `b` n x k (or k x n) and `c` m x n, checked. The buffers outlive the kernel: dropping or host-copying them waits for
         // the PE's work.
         unsafe {
             match b_layout {

@@ -81,6 +81,15 @@ impl GemmShape {
         self.m as usize * self.n as usize
     }
 
+    /// B's rows and columns as laid out: `(n, k)` for [`BLayout::NK`], `(k, n)` for
+    /// [`BLayout::KN`].
+    pub const fn b_dims(&self) -> (u32, u32) {
+        match self.b_layout {
+            BLayout::NK => (self.n, self.k),
+            BLayout::KN => (self.k, self.n),
+        }
+    }
+
     /// Floating-point operations of the GEMM, `2 m n k`.
     pub const fn flops(&self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
@@ -116,14 +125,14 @@ impl GemmShape {
                 k.next_multiple_of(8)
             )));
         }
-        let (b_dims, b_what) = match b_layout {
-            BLayout::NK => ("n x k", (n, k)),
-            BLayout::KN => ("k x n", (k, n)),
+        let b_dims = match b_layout {
+            BLayout::NK => "n x k",
+            BLayout::KN => "k x n",
         };
         let c_need = c_rows as usize * n as usize;
         for (name, len, dims, (r, c), need) in [
             ("a", a, "m x k", (m, k), self.a_len()),
-            ("b", b, b_dims, b_what, self.b_len()),
+            ("b", b, b_dims, self.b_dims(), self.b_len()),
             ("c", c, c_dims, (c_rows, n), c_need),
         ] {
             if len < need {

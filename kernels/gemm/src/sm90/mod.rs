@@ -121,9 +121,12 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
     unsafe { hopper::setmaxnreg_inc::<232>() };
     let (row0, lane_tid) = ((warpgroup - 1) * 64, tid % 128);
     let mut state = PipelineState::<STAGES>::consumer_start();
+    let mut done = 0u32;
     let mut acc = WgmmaAcc::<128>::zero();
-    // `done`: the tiles this block's consumers finished before this one.
-    for (done, tile) in (0u32..).zip(tiles) {
+    // A counter, not `(0..).zip(tiles)`: with the zip the k-loop's stage state moved to
+    // vector registers (87 non-uniform instructions instead of 83, SASS of gemm90).
+    #[allow(clippy::explicit_counter_loop)]
+    for tile in tiles {
         // SAFETY: both consumer warpgroups, at the producer's position for this tile (both
         // walk the same tiles and k-steps).
         unsafe { consumer::mma_tile::<T, B_KN>(smem, &mut state, k_steps, row0, &mut acc) };
@@ -139,5 +142,6 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
                 done,
             )
         };
+        done += 1;
     }
 }
