@@ -7,8 +7,12 @@
 //!
 //! ```text
 //! RSHMEM_BACKEND=gpu RSHMEM_NPES=1 NVSHMEM_SYMMETRIC_SIZE=4G \
-//!     gemm_bench --dir /tmp/x --m 4096 --n 4096 --k 4096 [--kn] [--kernel auto|sm90|sm80]
+//!     gemm_bench --dir /tmp/x --m 4096 --n 4096 --k 4096 [--kn] [--kernel auto|sm90|sm80] \
+//!     [--pad-bytes P]
 //! ```
+//!
+//! `--pad-bytes P` allocates P bytes of the symmetric heap before A, B and C, which moves them
+//! (and so their L2 slices and DRAM channels): a GEMM's speed differs by placement alone.
 //!
 //! On the simulator it runs too (small shapes only: every simulated GPU thread is a host
 //! thread), which is how it is tested without a GPU.
@@ -26,11 +30,13 @@ struct Args {
     kernel: Kernel,
     warmup: usize,
     iters: usize,
+    pad_bytes: usize,
 }
 
 fn parse() -> Result<Args> {
     let (mut dir, mut m, mut n, mut k) = (None, 0u32, 0u32, 0u32);
     let (mut layout, mut kernel, mut warmup, mut iters) = (BLayout::NK, Kernel::Auto, 3, 20);
+    let mut pad_bytes = 0;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -43,6 +49,7 @@ fn parse() -> Result<Args> {
             "--kn" => layout = BLayout::KN,
             "--warmup" => warmup = value()?.parse()?,
             "--iters" => iters = value()?.parse()?,
+            "--pad-bytes" => pad_bytes = value()?.parse()?,
             "--kernel" => {
                 kernel = match value()?.as_str() {
                     "auto" => Kernel::Auto,
@@ -53,7 +60,7 @@ fn parse() -> Result<Args> {
             }
             other => bail!(
                 "unknown argument {other:?}: use --dir DIR --m M --n N --k K [--kn] \
-                 [--kernel auto|sm90|sm80] [--warmup W] [--iters I]"
+                 [--kernel auto|sm90|sm80] [--warmup W] [--iters I] [--pad-bytes P]"
             ),
         }
     }
@@ -64,6 +71,7 @@ fn parse() -> Result<Args> {
         kernel,
         warmup,
         iters,
+        pad_bytes,
     })
 }
 
@@ -86,6 +94,7 @@ fn read_bf16(path: &Path, len: usize) -> Result<Vec<bf16>> {
 fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let shape = args.shape;
     let ops = Ops::new(shmem)?;
+    let _pad = shmem.alloc_zeroed::<u8>(args.pad_bytes.max(1))?;
     let a = shmem.alloc_from(&read_bf16(&args.dir.join("a.bin"), shape.a_len())?)?;
     let b = shmem.alloc_from(&read_bf16(&args.dir.join("b.bin"), shape.b_len())?)?;
     let mut c = shmem.alloc_zeroed::<bf16>(shape.c_len())?;
