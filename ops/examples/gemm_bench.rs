@@ -94,7 +94,10 @@ fn read_bf16(path: &Path, len: usize) -> Result<Vec<bf16>> {
 fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let shape = args.shape;
     let ops = Ops::new(shmem)?;
-    let _pad = shmem.alloc_zeroed::<u8>(args.pad_bytes.max(1))?;
+    let _pad = match args.pad_bytes {
+        0 => None,
+        p => Some(shmem.alloc_zeroed::<u8>(p)?),
+    };
     let a = shmem.alloc_from(&read_bf16(&args.dir.join("a.bin"), shape.a_len())?)?;
     let b = shmem.alloc_from(&read_bf16(&args.dir.join("b.bin"), shape.b_len())?)?;
     let mut c = shmem.alloc_zeroed::<bf16>(shape.c_len())?;

@@ -80,6 +80,7 @@ pub mod atomic;
 mod backend;
 mod contract;
 pub mod debug;
+pub mod global;
 pub mod half;
 pub mod hopper;
 pub mod kernel;

@@ -9,6 +9,7 @@
 //! stored a tile ([`Epilogue::tile_done`]: a GEMM + reduce-scatter signals the peer there).
 
 use crate::tile::Tile;
+use rshmem_device::global;
 use rshmem_device::half::{bf16, f16, Half};
 use rshmem_device::matrix::MatrixMut;
 
@@ -107,12 +108,15 @@ pub trait Epilogue: Copy {
 
 /// Output element types: f32, bf16 and f16 (rounded to nearest even).
 pub trait OutElem: Copy + 'static {
-    /// Stores `v` at `p` and `p + 1` (`both`) or `v[0]` at `p`; `pair_aligned` says `p` is
-    /// aligned for both at once.
+    /// Stores `v` at `p` and `p + 1` (`both`) or `v[0]` at `p`, with `st.global`
+    /// (`rshmem_device::global`: what the PTX had before C came through a struct);
+    /// `pair_aligned` says
+    /// `p` is aligned for both at once.
     ///
     /// # Safety
     ///
-    /// `p` (and `p + 1` when `both`) are valid for writes.
+    /// `p` (and `p + 1` when `both`) are valid for writes, in global memory (C, or a peer's
+    /// mapping of a symmetric buffer).
     unsafe fn store2(p: *mut Self, v: [f32; 2], both: bool, pair_aligned: bool);
 }
 
@@ -123,12 +127,12 @@ impl OutElem for f32 {
         unsafe {
             if both && pair_aligned {
                 // One 8-byte store (`[f32; 2]` is only 4-aligned: it would be two).
-                p.cast::<u64>()
-                    .write(u64::from(v[0].to_bits()) | u64::from(v[1].to_bits()) << 32);
+                let pair = u64::from(v[0].to_bits()) | u64::from(v[1].to_bits()) << 32;
+                global::store(p.cast::<u64>(), pair);
             } else {
-                p.write(v[0]);
+                global::store(p, v[0]);
                 if both {
-                    p.add(1).write(v[1]);
+                    global::store(p.add(1), v[1]);
                 }
             }
         }
@@ -145,12 +149,12 @@ macro_rules! half_out {
                 unsafe {
                     if both && pair_aligned {
                         // One 4-byte store (`[$t; 2]` is only 2-aligned: it would be two).
-                        p.cast::<u32>()
-                            .write(u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16);
+                        let pair = u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16;
+                        global::store(p.cast::<u32>(), pair);
                     } else {
-                        p.write(lo);
+                        global::store(p.cast::<u16>(), lo.to_bits());
                         if both {
-                            p.add(1).write(hi);
+                            global::store(p.add(1).cast::<u16>(), hi.to_bits());
                         }
                     }
                 }

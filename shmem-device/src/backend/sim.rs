@@ -456,6 +456,25 @@ pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
     unsafe { ptr.write(v) }
 }
 
+/// `global::store`'s forms: plain host writes (the simulator has one address space).
+macro_rules! store_global {
+    ($($name:ident: $t:ty;)*) => {$(
+        /// # Safety
+        ///
+        /// As `global::store`.
+        #[inline(always)]
+        pub(crate) unsafe fn $name(ptr: *mut $t, v: $t) {
+            // SAFETY: the caller's contract.
+            unsafe { ptr.write(v) }
+        }
+    )*};
+}
+store_global! {
+    store_global_u16: u16;
+    store_global_u32: u32;
+    store_global_u64: u64;
+}
+
 /// After a failed poll (`thread::Poll`): spins, yields the host thread, then sleeps 50 µs
 /// per poll (the simulator's own waits do the same); every 64 polls
 /// it checks whether the job failed (ending this thread, blaming the failed PE) or the wait

@@ -215,3 +215,31 @@ pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
         )
     };
 }
+
+/// `st.global.b{16,32,64}`: one plain store through a generic address known to be global
+/// (`cvta.to.global` first, which ptxas folds away).
+macro_rules! store_global {
+    ($($name:ident: $t:ty, $reg:ident, $bits:literal;)*) => {$(
+        /// # Safety
+        ///
+        /// As `global::store`.
+        #[inline(always)]
+        pub(crate) unsafe fn $name(ptr: *mut $t, v: $t) {
+            // SAFETY: the caller's contract (a valid, aligned global address; no racing
+            // access).
+            unsafe {
+                core::arch::asm!(
+                    concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.global.b", $bits, " [g], {v}; }}"),
+                    p = in(reg64) ptr,
+                    v = in($reg) v,
+                    options(nostack, preserves_flags)
+                )
+            };
+        }
+    )*};
+}
+store_global! {
+    store_global_u16: u16, reg16, "16";
+    store_global_u32: u32, reg32, "32";
+    store_global_u64: u64, reg64, "64";
+}
