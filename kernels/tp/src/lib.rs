@@ -33,7 +33,8 @@
 //!     // SAFETY: the flags buffer, after the call's barrier (the contract).
 //!     let call = unsafe { call.load_epoch(flags) };
 //!     let schedule = AgSchedule::<true> { call, bm: sm90::BM, flags };
-//!     let epilogue = StoreC { c, ldc: call.n };
+//!     // SAFETY: `c` holds m x n (the contract).
+//!     let epilogue = StoreC { c: unsafe { MatrixMut::from_raw_parts(c, call.m, call.n, call.n) } };
 //!     // SAFETY: the launch and the maps as sm90::gemm requires; the flags buffer (the contract).
 //!     unsafe { sm90::gemm::<bf16, _, _, false>(map_a, map_b, call.problem(), schedule, epilogue) }
 //! }
