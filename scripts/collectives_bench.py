@@ -20,16 +20,20 @@ back-to-back calls (k = 20 up to 1 MiB, 5 up to 16 MiB, 2 above); per call the m
 CUDA graph, replayed per repetition. Bus bandwidth is NCCL's (size / time x 2(n-1)/n for the
 all-reduce, x (n-1)/n for the others).
 
-With one GPU the rshmem PEs share it (RSHMEM_GPU_OVERSUBSCRIBE=1: their kernels time-slice)
-and NCCL cannot put two ranks on one GPU, so the torch rows run on one rank: a smoke test of
-the whole pipeline WHOSE NUMBERS MEAN NOTHING (the script says so in its output and JSON).
+With one GPU the rshmem PEs share it and NCCL cannot put two ranks on one GPU, so the torch
+rows run on one rank. Without MPS (RSHMEM_GPU_OVERSUBSCRIBE=1: the PEs' kernels time-slice) that
+is a smoke test of the whole pipeline WHOSE NUMBERS MEAN NOTHING; under MPS (a control daemon
+answers: scripts/mps.sh) the PEs' kernels run at once, each on its share of the SMs, and the
+rshmem rows are SAME-GPU numbers: local HBM for every peer, no NVLink, a lower bound on the
+protocols' own cost (flags, barriers, Lamport), not a peer comparison. Both say so in the
+output and the JSON ("sharing": "timeslice" / "mps").
 
 Prints tables (latency per size and op, plain and under graphs; rshmem's best and Auto against
 the best torch baseline) and writes every row to $OUT/collectives_bench.json when $OUT is set
 (scripts/plot_collectives.py draws it).
 
   device run: python3 .gpu/scripts/collectives_bench.py [--npes N] [--bin PATH] [--sizes B,...]
-              [--iters 20] [--no-graphs] [--no-baselines]
+              [--iters 20] [--no-graphs] [--no-baselines] [--ops all_reduce,...] [--no-nvshmem]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -53,10 +57,19 @@ def bus_factor(op, n):
     return 2.0 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
 
 
+def mps_running():
+    """Whether an MPS control daemon answers (rshmem's launcher then shares the GPU under it)."""
+    try:
+        return subprocess.run(["nvidia-cuda-mps-control"], input="get_default_active_thread_percentage\n",
+                              capture_output=True, text=True, timeout=5).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def bench_env(npes, ngpu):
     env = dict(os.environ)
     env.update(RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
-    if npes > ngpu:
+    if npes > ngpu and not mps_running():
         env["RSHMEM_GPU_OVERSUBSCRIBE"] = "1"
     # 256 MiB buffers in and out (x2 for the NVSHMEM rows), the workspace, NVSHMEM's own.
     env.setdefault("NVSHMEM_SYMMETRIC_SIZE", "3G")
@@ -70,8 +83,8 @@ def bench_env(npes, ngpu):
     return env
 
 
-def run_rshmem(binary, npes, ngpu, sizes, iters, graphs, timeout):
-    cmd = [binary, "--sizes", ",".join(map(str, sizes)), "--iters", str(iters)]
+def run_rshmem(binary, npes, ngpu, sizes, iters, graphs, timeout, extra=()):
+    cmd = [binary, "--sizes", ",".join(map(str, sizes)), "--iters", str(iters), *extra]
     if not graphs:
         cmd.append("--no-graphs")
     p = subprocess.run(cmd, env=bench_env(npes, ngpu), capture_output=True, text=True,
@@ -252,6 +265,8 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--ops", help="rshmem's ops, comma-separated (the binary's --ops; default all)")
+    ap.add_argument("--no-nvshmem", action="store_true", help="no NVSHMEM rows (the binary's)")
     ap.add_argument("--timeout", type=int, default=540)
     args = ap.parse_args()
     if args.iters < 20:
@@ -263,11 +278,20 @@ def main():
     if smoke and not args.sizes:
         sizes = [8, 64 << 10, 1 << 20, 16 << 20]
     graphs = not args.no_graphs
-    banner = ("SMOKE TEST: %d PEs share %d GPU; torch runs on 1 rank. THESE NUMBERS MEAN NOTHING "
-              "(kernels of different PEs time-slice)." % (npes, ngpu)) if smoke else ""
+    sharing = ("mps" if mps_running() else "timeslice") if smoke else "none"
+    if sharing == "mps":
+        banner = ("SAME GPU UNDER MPS: %d PEs share %d GPU, each on 1/%d of its SMs; every peer is local "
+                  "HBM, no NVLink: the rshmem rows are a lower bound on the protocols' cost, not a peer "
+                  "comparison; torch runs on 1 rank." % (npes, ngpu, -(-npes // ngpu)))
+    elif smoke:
+        banner = ("SMOKE TEST: %d PEs share %d GPU; torch runs on 1 rank. THESE NUMBERS MEAN NOTHING "
+                  "(kernels of different PEs time-slice)." % (npes, ngpu))
+    else:
+        banner = ""
     print("GPU:", torch.cuda.get_device_name(), "x", ngpu, "| torch", torch.__version__,
           "| PEs:", npes, "|", banner)
-    rows = run_rshmem(args.bin, npes, ngpu, sizes, args.iters, graphs, args.timeout)
+    extra = (["--ops", args.ops] if args.ops else []) + (["--no-nvshmem"] if args.no_nvshmem else [])
+    rows = run_rshmem(args.bin, npes, ngpu, sizes, args.iters, graphs, args.timeout, extra)
     for r in rows:
         print(json.dumps(r), flush=True)
     if not args.no_baselines:
@@ -291,7 +315,7 @@ def main():
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "collectives_bench.json"), "w") as f:
-            json.dump({"smoke": smoke, "gpu": torch.cuda.get_device_name(), "ngpu": ngpu,
+            json.dump({"smoke": smoke, "sharing": sharing, "gpu": torch.cuda.get_device_name(), "ngpu": ngpu,
                        "npes": npes, "rows": rows}, f, indent=1)
     sys.exit(1 if failed or any("error" in r and r.get("impl") == "rshmem" for r in rows) else 0)
 

@@ -50,13 +50,21 @@ nvidia-smi topo -m | head -4
 echo "NVSHMEM at $NVS"
 
 NGPU=$(nvidia-smi -L | grep -c '^GPU')
+# GPU_SHARING (one GPU only): `mps` (default) runs the PEs sharing it under MPS, in NVSHMEM's
+# full multi-process mode (scripts/mps.sh starts the daemon and stops it at exit);
+# `timeslice` without MPS (RSHMEM_GPU_OVERSUBSCRIBE=1: NVSHMEM's limited mode).
+MPS=0
 if [ "$NGPU" -lt 2 ]; then
-    # One GPU: one PE per GPU, then 2 PEs sharing it (NVSHMEM's limited multi-process-per-GPU
-    # mode) to exercise the multi-PE paths; no bandwidth comparison (it needs NVLink).
-    echo "only $NGPU GPU: smoke mode"
+    # One GPU: one PE per GPU, then 2 PEs sharing it to exercise the multi-PE paths; no
+    # bandwidth comparison (it needs NVLink).
+    echo "only $NGPU GPU: smoke mode, PEs sharing it: ${GPU_SHARING:=mps}"
     step hello_1pe env RSHMEM_NPES=1 $BIN/hello_symmetric
     step ring_1pe env RSHMEM_NPES=1 $BIN/ring
-    export RSHMEM_GPU_OVERSUBSCRIBE=1
+    if [ "$GPU_SHARING" = mps ]; then
+        source "$(dirname "$0")/mps.sh" && mps_start && MPS=1
+    else
+        export RSHMEM_GPU_OVERSUBSCRIBE=1
+    fi
 fi
 
 # 1. The seed's programs, in Rust end to end, and the queue example (seed + pipeline), on
@@ -162,7 +170,7 @@ fi
 # torch symmetric memory and NVSHMEM (one PE per GPU; on one GPU, 2 PEs sharing it: a smoke test
 # whose numbers mean nothing, as the script says). $OUT/collectives_bench.json, collectives.png.
 if want collectives; then
-    CB_NPES=$((NGPU >= 2 ? NGPU : 2))
+    CB_NPES=${CB_NPES:-$((NGPU >= 2 ? NGPU : 2))}
     step all_reduce_example env RSHMEM_NPES=$CB_NPES $BIN/all_reduce
     STEP_TIMEOUT=${COLL_TIMEOUT:-540} step collectives_bench python3 .gpu/scripts/collectives_bench.py \
         --npes $CB_NPES --bin $BIN/collectives_bench ${COLL_ARGS:-}
@@ -179,8 +187,9 @@ run_tests() {
         [[ $(basename "$t") =~ ${BINS:-.} ]] || continue
         for name in $("$t" --list --ignored 2>/dev/null | sed -n 's/^\(gpu::[^:]*\): test$/\1/p' | grep -E -- "${TESTS:-.}"); do
             pes=$(sed -n 's/.*_\([0-9]\)pe$/\1/p' <<<"$name")
-            # One shared GPU: 2 and 3 PEs are enough; otherwise no more PEs than GPUs.
-            if [ -n "$pes" ] && { [ "$NGPU" -lt 2 ] && [ "$pes" -gt 3 ] ||
+            # One shared GPU: up to 4 PEs under MPS, 3 time-sliced; otherwise no more PEs than
+            # GPUs.
+            if [ -n "$pes" ] && { [ "$NGPU" -lt 2 ] && [ "$pes" -gt $((MPS ? 4 : 3)) ] ||
                 { [ "$NGPU" -ge 2 ] && [ "$pes" -gt "$NGPU" ]; }; }; then continue; fi
             log="$OUT/$(basename "$t").${name#gpu::}.log"
             t0=$SECONDS
@@ -191,6 +200,8 @@ run_tests() {
             if [ $st != ok ]; then
                 # The panic's message is on the line after "panicked at".
                 grep -a -A1 -E "panicked at" "$log" | grep -a -v -E "panicked at|^--" | cut -c1-400 | sort -u | head -4 | sed 's/^/    /'
+                # A job ended mid-kernel can leave the MPS server failing every later client.
+                [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
             fi
         done
     done
@@ -205,7 +216,7 @@ want tests && run_tests
 # culprit), the launcher names PE k and lists the others as ended). Each job is a child process
 # of the test; a test holds several jobs, hence the longer per-test bound.
 if want faults; then
-    export RSHMEM_FAULT_MAX_NPES=$((NGPU >= 2 ? (NGPU < 4 ? NGPU : 4) : 3))
+    export RSHMEM_FAULT_MAX_NPES=$((NGPU >= 2 ? (NGPU < 4 ? NGPU : 4) : (MPS ? 4 : 3)))
     BINS='^test-(fault_suite|faults|checked)$' PER_TEST_TIMEOUT=${FAULTS_TEST_TIMEOUT:-240} run_tests
     # What the errors say, as a user reads them: one case of each kind, output not captured.
     for c in test-checked:gpu::assertion_text_reaches_the_error_2pe test-checked:gpu::bad_pe_traps_naming_the_call_2pe \

@@ -6,14 +6,17 @@
 #
 #   device run (carry .gpu): bash .gpu/scripts/gpu-one-h200.sh [SLICE...]
 #
-# SLICEs (default: all, in this order): graphs gemm fused coll overhead regress tp1 examples
-# collectives tp faults
+# SLICEs (default: all, in this order): graphs gemm fused coll overhead regress teams tp1
+# examples collectives tp faults
+# The PEs sharing the GPU run under MPS (gpu-check.sh starts it; GPU_SHARING=timeslice for
+# NVSHMEM's limited mode without it): 2 to 4 PEs, every split-team case included.
 # Each slice writes its logs under $OUT/<slice>/ (gpu-check.sh's logs.tar.gz) and its test lines
 # to $OUT/<slice>/tests.txt.
 set -uo pipefail
 G=.gpu/scripts/gpu-check.sh
 OUT=${OUT:-/tmp/rshmem-out}
-SLICES=${*:-graphs gemm fused coll overhead regress tp1 examples collectives tp faults}
+SLICES=${*:-graphs gemm fused coll overhead regress teams tp1 examples collectives tp faults}
+# Named only: latency2 latency4 (the collectives' same-GPU latency under MPS).
 slice() { # name, budget seconds, env assignments..., -- parts...
     local name=$1 budget=$2; shift 2
     local envs=()
@@ -28,15 +31,20 @@ slice() { # name, budget seconds, env assignments..., -- parts...
 slice graphs 70 BINS=test-graphs PER_TEST_TIMEOUT=40 -- tests
 slice gemm 40 BINS='test-(gemm|streams)' TESTS='gemms_in_graphs|put_signal' PER_TEST_TIMEOUT=40 -- tests
 slice fused 120 BINS=test-fused PER_TEST_TIMEOUT=60 -- tests
-slice coll 200 BINS=test-coll TESTS='_2pe|_3pe' PER_TEST_TIMEOUT=120 -- tests
+slice coll 200 BINS=test-coll TESTS='_[234]pe' PER_TEST_TIMEOUT=120 -- tests
 # The launch-overhead example (graphs PART): meaningful with one PE on one GPU.
 slice overhead 60 -- graphs
 # The API suites of the fixtures and examples images (regressions after merges).
 slice regress 240 BINS='test-(basics|views|streams|queue|suite|graphs)' PER_TEST_TIMEOUT=60 -- tests
+# Host-side team splits and NVSHMEM's collectives: refused time-sliced, run under MPS.
+slice teams 150 BINS=test-teams PER_TEST_TIMEOUT=60 -- tests
 # The fused ops on ONE PE at full shapes: the fused machinery's cost over the GEMM alone.
 slice tp1 180 -- tp_1pe
 slice examples 60 -- examples
 slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_TIMEOUT=60 -- collectives
+# Under MPS: the small all-reduces' latency, 2 and 4 PEs (same-GPU numbers: the protocols' cost).
+slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
+slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives
 slice tp 70 -- tp
 # faults: the fault suite (9 tests, 2 jobs each) and the GPU blame test (15 jobs on one GPU)
 # take about 3-4 minutes with PEs sharing the GPU; run this slice on its own call.

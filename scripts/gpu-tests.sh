@@ -9,7 +9,15 @@ OUT=${OUT:-/tmp/rshmem-out}
 [ -d .gpu/bin ] || python3 -c "import tarfile; tarfile.open('.gpu/bin.tar.xz').extractall('.gpu')"
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
-[ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ] && export RSHMEM_GPU_OVERSUBSCRIBE=1
+# One GPU: its PEs share it under MPS (GPU_SHARING=mps, the default; scripts/mps.sh) or
+# time-sliced (GPU_SHARING=timeslice: RSHMEM_GPU_OVERSUBSCRIBE=1, NVSHMEM's limited mode).
+if [ "$(nvidia-smi -L | grep -c '^GPU')" -lt 2 ]; then
+    if [ "${GPU_SHARING:-mps}" = mps ]; then
+        source "$(dirname "$0")/mps.sh" && mps_start
+    else
+        export RSHMEM_GPU_OVERSUBSCRIBE=1
+    fi
+fi
 bin=$1; shift
 log="$OUT/$bin.full.log"
 timeout -k 10 "${STEP_TIMEOUT:-300}" .gpu/bin/"$bin" --ignored gpu:: --test-threads=1 "$@" >"$log" 2>&1

@@ -78,7 +78,8 @@ mod team;
 mod tensor_map;
 
 pub use contract::{
-    BoxError, CollElem, DeviceInfo, ElemKind, Error, KernelImage, LaunchConfig, Result, TargetImage,
+    BoxError, CollElem, DeviceInfo, ElemKind, Error, GpuSharing, KernelImage, LaunchConfig, Result,
+    TargetImage,
 };
 pub use contract::{Swizzle, TiledSpec, TmaType};
 pub use graph::Graph;

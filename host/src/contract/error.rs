@@ -17,6 +17,12 @@ pub(crate) fn pe_error(pe: usize, err: BoxError) -> Error {
     }
 }
 
+/// The commands that start MPS (writable pipe and log folders; stop it with
+/// `echo quit | nvidia-cuda-mps-control`), for the errors that point to it.
+pub(crate) const MPS_START: &str = "export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe \
+    CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log; mkdir -p $CUDA_MPS_PIPE_DIRECTORY \
+    $CUDA_MPS_LOG_DIRECTORY; nvidia-cuda-mps-control -d";
+
 /// Everything the host runtime can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -118,7 +124,7 @@ pub enum Error {
     },
 
     /// A PE was started for a GPU this node does not have (or does not make visible).
-    #[error("PE {pe} drives GPU {local_rank} of its node, but only {visible} GPU(s) are visible to it (CUDA_VISIBLE_DEVICES={}). Start at most {visible} PEs per node (RSHMEM_NPES), make more GPUs visible, or (for testing) set RSHMEM_GPU_OVERSUBSCRIBE=1 to share them", .cuda_visible_devices.as_deref().unwrap_or("<unset>"))]
+    #[error("PE {pe} drives GPU {local_rank} of its node, but only {visible} GPU(s) are visible to it (CUDA_VISIBLE_DEVICES={}). Start at most {visible} PEs per node (RSHMEM_NPES), make more GPUs visible, or share them: start MPS ({}), under which the PEs of a GPU run at once, each on its share of the SMs, or set RSHMEM_GPU_OVERSUBSCRIBE=1 to time-slice them (for testing: no host-side team splits or collectives there)", .cuda_visible_devices.as_deref().unwrap_or("<unset>"), MPS_START)]
     DeviceUnavailable {
         /// The PE.
         pe: usize,

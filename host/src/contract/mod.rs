@@ -38,8 +38,8 @@ pub(crate) use backend::{
 };
 pub(crate) use coll::CollOp;
 pub use coll::{CollElem, ElemKind};
-pub use device_info::DeviceInfo;
-pub(crate) use error::pe_error;
+pub use device_info::{DeviceInfo, GpuSharing};
+pub(crate) use error::{pe_error, MPS_START};
 pub use error::{BoxError, Error, Result};
 pub(crate) use image::Code;
 pub use image::{KernelImage, TargetImage};

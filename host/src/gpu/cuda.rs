@@ -167,7 +167,29 @@ impl Context {
         ctx.vmm_supported = attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED)? != 0
             && attr(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)? != 0;
         ctx.bind()?;
+        if let Some(share) = ctx.sm_share() {
+            ctx.sm_count = ctx.sm_count.min(share);
+        }
         Ok(Arc::new(ctx))
+    }
+
+    /// The SMs this (current) context may use, where the driver limits it: an MPS client's
+    /// share (`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`), which the device attribute does not show.
+    fn sm_share(&self) -> Option<u32> {
+        // SAFETY: zeroes are a valid value of the plain-data struct.
+        let mut affinity: sys::CUexecAffinityParam = unsafe { std::mem::zeroed() };
+        // SAFETY: one valid out-pointer; this context is current (`bind` above).
+        unsafe {
+            sys::cuCtxGetExecAffinity(
+                &mut affinity,
+                sys::CUexecAffinityType::CU_EXEC_AFFINITY_TYPE_SM_COUNT,
+            )
+        }
+        .result()
+        .ok()?;
+        // SAFETY: the union's one member, written by the call for this type.
+        let count = unsafe { affinity.param.smCount.val };
+        (count > 0).then_some(count)
     }
 
     /// Makes this context current on the calling thread (a no-op if it already is).

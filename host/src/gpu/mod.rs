@@ -42,6 +42,7 @@ mod cuda;
 mod discover;
 mod env;
 mod heap_accounting;
+mod mps;
 mod nvshmem;
 mod pe;
 mod tensor_map;
@@ -74,8 +75,16 @@ pub(crate) fn run(
         Role::Launcher => {
             let visible = cuda::init_driver().map_err(Error::NoGpu)?;
             let npes = npes.unwrap_or(visible);
-            if npes > visible && !oversubscribe() {
-                return Err(unavailable(visible, visible, visible));
+            // Detected only where PEs would share a GPU: it asks the MPS daemon.
+            let sharing = mps::plan(
+                npes,
+                visible,
+                oversubscribe(),
+                npes > visible && mps::detect().is_some(),
+                std::env::var(mps::PERCENTAGE_VAR).ok(),
+            )?;
+            if let Some(warning) = sharing.warning() {
+                eprintln!("rshmem: {warning}");
             }
             let exe = std::env::current_exe().map_err(|source| Error::Io {
                 context: "finding this program to start its PEs".into(),
@@ -86,6 +95,9 @@ pub(crate) fn run(
                 None => std::env::args_os().skip(1).collect(),
             };
             let mut group = PeGroup::new(npes, exe).args(args);
+            for (key, value) in sharing.pe_env() {
+                group = group.env(key, value);
+            }
             if let Some(timeout) = hang_timeout {
                 // The PEs run this program's `Job` too, but say it where a PE's program
                 // would not (and where the user reads it back in `ps`).
@@ -153,9 +165,9 @@ pub(crate) struct Watch<'a> {
     pub(crate) report: Option<&'a std::path::Path>,
 }
 
-/// `RSHMEM_GPU_OVERSUBSCRIBE=1`: PEs beyond the visible GPUs share them round-robin
-/// (NVSHMEM's limited multiple-processes-per-GPU mode: for testing on fewer GPUs; a GPU's PEs
-/// compete for it, so timings mean little).
+/// `RSHMEM_GPU_OVERSUBSCRIBE=1`: PEs beyond the visible GPUs share them round-robin without
+/// MPS (NVSHMEM's limited multiple-processes-per-GPU mode: for testing on fewer GPUs; a GPU's
+/// PEs time-slice, so timings mean little). Under MPS ([`mps`]) they share them anyway.
 fn oversubscribe() -> bool {
     std::env::var_os("RSHMEM_GPU_OVERSUBSCRIBE").is_some_and(|v| v != "0" && !v.is_empty())
 }
@@ -166,15 +178,6 @@ enum Start<'a> {
     UniqueId(&'a PeInfo),
     /// The external launcher's PMI/PMIx/MPI.
     External(External),
-}
-
-fn unavailable(pe: usize, local_rank: usize, visible: usize) -> Error {
-    Error::DeviceUnavailable {
-        pe,
-        local_rank,
-        visible,
-        cuda_visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
-    }
 }
 
 fn run_pe(
@@ -202,13 +205,14 @@ fn run_pe(
     ));
 
     let visible = cuda::init_driver().map_err(Error::NoGpu)?;
-    let device = match (local_rank < visible, oversubscribe()) {
-        (true, _) => local_rank,
-        (false, true) => local_rank % visible,
-        (false, false) => return Err(unavailable(pe, local_rank, visible)),
-    };
+    // Asked only where PEs may share a GPU (it asks the MPS daemon).
+    let mps = (local_rank >= visible || npes > visible) && mps::detect().is_some();
+    if local_rank >= visible && !mps && !oversubscribe() {
+        return Err(mps::unavailable(pe, local_rank, visible));
+    }
+    let device = local_rank % visible;
     // NVSHMEM adopts the context current on this thread at init.
-    let ctx = cuda::Context::primary(device)?;
+    let ctx = cuda::Context::primary(device).map_err(|e| mps::explain(e.into(), mps))?;
 
     let lib = nvshmem.lib();
     match start {

@@ -167,10 +167,12 @@ pub fn split_tail(shmem: &Shmem) -> rshmem::Result<Option<Option<rshmem::TeamHan
     let n = shmem.n_pes();
     match shmem.team_split_strided(Team::WORLD, 1, 1, n - 1) {
         Ok(t) => Ok(Some(t)),
-        Err(rshmem::Error::Unsupported { .. }) if shmem.backend() == rshmem::Backend::Gpu => {
+        Err(rshmem::Error::Unsupported { .. })
+            if shmem.device_info().sharing == rshmem::GpuSharing::TimeSliced =>
+        {
             eprintln!(
                 "PE {}: no team splits where PEs share a GPU (limited MPG mode): the split-team \
-                 cases need one PE per GPU; the world's run",
+                 cases need one PE per GPU or MPS; the world's run",
                 shmem.my_pe()
             );
             Ok(None)

@@ -6,7 +6,7 @@
 mod common;
 
 use common::Outcome;
-use rshmem::{LaunchConfig, Shmem};
+use rshmem::{Backend, DeviceInfo, GpuSharing, LaunchConfig, Shmem};
 use rshmem_api_tests::{basics, IMAGE};
 
 per_backend! {
@@ -15,6 +15,7 @@ per_backend! {
     shared_memory_reverse => [2];
     peer_system_atomics => [2, 3];
     printf_and_device_assert => [2];
+    device_info_says_how_the_gpu_is_shared => [1, 2, 3];
 }
 
 fn seed() -> u64 {
@@ -146,5 +147,42 @@ fn printf_and_device_assert(shmem: &Shmem) -> Outcome {
         module.launch::<basics::checked_div>(LaunchConfig::new(1, 32), (1, 0, out.as_mut_ptr()))
     };
     common::expect_kernel_failure(shmem, launched, "checked_div");
+    Ok(())
+}
+
+/// The simulator's facts; on GPUs, a PE alone on its GPU has it to itself, and PEs that
+/// rshmem's launcher placed under MPS (it set their `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`) run
+/// in NVSHMEM's full mode on their share of the SMs, the same on every PE.
+fn device_info_says_how_the_gpu_is_shared(shmem: &Shmem) -> Outcome {
+    let info = shmem.device_info();
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    eprintln!("PE {me} of {n}: {info:?}");
+    if shmem.backend() == Backend::Sim {
+        assert_eq!(info, DeviceInfo::SIM);
+        return Ok(());
+    }
+    assert!(info.multiprocessors >= 1 && info.sm >= 80, "{info:?}");
+    if n == 1 {
+        assert_eq!(info.sharing, GpuSharing::Exclusive);
+    }
+    if let Ok(p) = std::env::var("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") {
+        if n > 1 && info.sharing != GpuSharing::Exclusive {
+            assert_eq!(info.sharing, GpuSharing::Mps, "{p} % each under MPS");
+        }
+    }
+    // Every PE of a GPU reports the same: gathered through symmetric memory.
+    let mine = [info.multiprocessors, info.sharing as u32];
+    let src = shmem.alloc_from(&mine)?;
+    let all = shmem.alloc_zeroed::<u32>(2 * n)?;
+    let stream = shmem.stream();
+    for pe in 0..n {
+        stream.put(all.range(2 * me..2 * me + 2)?, &src, pe)?;
+    }
+    stream.barrier_all()?;
+    stream.synchronize()?;
+    let got = all.to_vec()?;
+    if info.sharing != GpuSharing::Exclusive {
+        assert!(got.chunks(2).all(|c| c == mine), "PE {me}: {got:?}");
+    }
     Ok(())
 }

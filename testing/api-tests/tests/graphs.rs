@@ -8,7 +8,7 @@
 mod common;
 
 use common::Outcome;
-use rshmem::{Backend, Error, Graph, LaunchConfig, ReduceOp, Shmem, Stream, Team};
+use rshmem::{Backend, Error, GpuSharing, Graph, LaunchConfig, ReduceOp, Shmem, Stream, Team};
 use rshmem_api_tests::{basics, streams as k, IMAGE};
 use rshmem_examples_image::{ring, IMAGE as EXAMPLES};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -194,7 +194,9 @@ fn graph_records_on_stream_operations(shmem: &Shmem) -> Outcome {
     // only.
     let collectives = match shmem.reduce_on_stream(Team::WORLD, ReduceOp::Sum, &sum, &wide) {
         Ok(()) => true,
-        Err(Error::Unsupported { reason, .. }) if shmem.backend() == Backend::Gpu => {
+        Err(Error::Unsupported { reason, .. })
+            if shmem.device_info().sharing == GpuSharing::TimeSliced =>
+        {
             assert!(reason.contains("multi-process-per-GPU"), "{reason}");
             false
         }
@@ -518,9 +520,9 @@ fn graph_keeps_what_its_work_needs(shmem: &Shmem) -> Outcome {
     // host collectives (not in limited multi-process-per-GPU mode).
     let team = match shmem.team_split_strided(Team::WORLD, 0, 1, shmem.n_pes()) {
         Ok(team) => team.expect("every PE is in the team"),
-        Err(Error::Unsupported { .. }) if shmem.backend() == Backend::Gpu => {
+        Err(Error::Unsupported { .. }) if shmem.device_info().sharing == GpuSharing::TimeSliced => {
             eprintln!(
-                "PE {}: limited MPG mode: no team splits; the team part needs one PE per GPU",
+                "PE {}: limited MPG mode: no team splits; the team part needs one PE per GPU or MPS",
                 shmem.my_pe()
             );
             shmem.barrier_all()?;

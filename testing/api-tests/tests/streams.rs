@@ -165,10 +165,12 @@ fn on_stream_ops_on_made_streams(shmem: &Shmem) -> Outcome {
     // before NVSHMEM would end the process): the put and barrier half is still checked. The
     // refusal is decided by the PE's init status, so every PE takes the same branch.
     let collectives = match s2.fcollect(Team::WORLD, &all, &src) {
-        Err(rshmem::Error::Unsupported { .. }) if shmem.backend() == Backend::Gpu => {
+        Err(rshmem::Error::Unsupported { .. })
+            if shmem.device_info().sharing == rshmem::GpuSharing::TimeSliced =>
+        {
             eprintln!(
                 "PE {me}: NVSHMEM's collectives are refused where PEs share a GPU (limited MPG \
-                 mode): fcollect and reduce on made streams need one PE per GPU"
+                 mode): fcollect and reduce on made streams need one PE per GPU or MPS"
             );
             false
         }

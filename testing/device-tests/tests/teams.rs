@@ -10,7 +10,8 @@ mod common;
 
 use common::Outcome;
 use rshmem::{
-    Backend, CollElem, Error, LaunchConfig, ReduceOp, Shmem, SymBuffer, Team, TeamHandle,
+    Backend, CollElem, Error, GpuSharing, LaunchConfig, ReduceOp, Shmem, SymBuffer, Team,
+    TeamHandle,
 };
 use rshmem_device_tests::teams::{self, IMAGE};
 use std::fmt::Debug;
@@ -40,7 +41,9 @@ fn host_collectives(shmem: &Shmem) -> Result<bool, rshmem::BoxError> {
             assert_eq!(all.map(|t| t.n_pes()), Some(shmem.n_pes()));
             Ok(true)
         }
-        Err(Error::Unsupported { call, reason }) if shmem.backend() == Backend::Gpu => {
+        Err(Error::Unsupported { call, reason })
+            if shmem.device_info().sharing == GpuSharing::TimeSliced =>
+        {
             assert_eq!(call, "team_split_strided");
             assert!(reason.contains("MPS"), "{reason}");
             let (src, dst) = (
@@ -54,7 +57,7 @@ fn host_collectives(shmem: &Shmem) -> Result<bool, rshmem::BoxError> {
             );
             eprintln!(
                 "PE {}: limited MPG mode: host-side team calls are refused (checked); the rest \
-                 of this test needs one PE per GPU",
+                 of this test needs one PE per GPU or MPS",
                 shmem.my_pe()
             );
             Ok(false)

@@ -13,7 +13,8 @@ use super::module::load;
 use super::state::{lock, GpuPe, PeShared};
 use super::term::Watchdog;
 use crate::contract::{
-    BoxError, Checked, DeviceInfo, Error, KernelImage, ModuleBackend, PeBackend, Result, TiledSpec,
+    BoxError, Checked, DeviceInfo, Error, GpuSharing, KernelImage, ModuleBackend, PeBackend,
+    Result, TiledSpec,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,11 @@ impl GpuPe {
             fault_reported: AtomicBool::new(false),
             progress: AtomicU64::new(0),
             blocking: Mutex::default(),
-            limited_mpg: nv::init_status(lib) == sys::NVSHMEM_STATUS_LIMITED_MPG,
+            sharing: match nv::init_status(lib) {
+                sys::NVSHMEM_STATUS_FULL_MPG => GpuSharing::Mps,
+                sys::NVSHMEM_STATUS_LIMITED_MPG => GpuSharing::TimeSliced,
+                _ => GpuSharing::Exclusive,
+            },
         });
         Ok(GpuPe {
             _watchdog: Watchdog::start(&shared, watch),
@@ -93,6 +98,7 @@ impl PeBackend for GpuPe {
         DeviceInfo {
             sm: ctx.sm,
             multiprocessors: ctx.sm_count,
+            sharing: self.shared.sharing,
         }
     }
 

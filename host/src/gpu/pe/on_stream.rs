@@ -12,7 +12,7 @@
 //! refused on a recording stream there.
 
 use super::super::nvshmem::{result as nv, sys};
-use super::state::{lock, GpuPe, PeShared};
+use super::state::{limited_mpg_remedy, lock, GpuPe, PeShared};
 use super::teams::c_int_of;
 use crate::contract::{CollOp, ElemKind, Error, OnStreamBackend, Result, StreamId};
 use rshmem_device::shmem::{ReduceOp, Team};
@@ -87,16 +87,16 @@ impl OnStreamBackend for GpuPe {
     }
 
     fn barrier_all_on_stream(&self, id: StreamId) -> Result<()> {
-        if self.shared.limited_mpg && self.shared.recording(id) {
+        if self.shared.limited_mpg() && self.shared.recording(id) {
             return Err(Error::Unsupported {
                 call: "barrier_all_on_stream",
-                reason: "in a graph capture in NVSHMEM's limited multi-process-per-GPU mode \
-                         (several PEs share a GPU without MPS, e.g. with \
-                         RSHMEM_GPU_OVERSUBSCRIBE=1): there NVSHMEM meets the PEs sharing the \
-                         GPU with a host-side barrier when the call is made, which a graph \
-                         cannot record. Queue the barrier outside the capture, run one PE per \
-                         GPU, or start MPS (nvidia-cuda-mps-control -d)"
-                    .into(),
+                reason: format!(
+                    "in a graph capture in NVSHMEM's limited multi-process-per-GPU mode: there \
+                     NVSHMEM meets the PEs sharing the GPU with a host-side barrier when the \
+                     call is made, which a graph cannot record. Queue the barrier outside the \
+                     capture; {}",
+                    limited_mpg_remedy()
+                ),
             });
         }
         self.shared

@@ -3,9 +3,10 @@
 
 use super::super::cuda::{Context, Event, Stream};
 use super::super::heap_accounting::{Accounting, HeapLimit};
+use super::super::mps;
 use super::super::nvshmem::{sys, Nvshmem};
 use super::fault::Mailbox;
-use crate::contract::{Error, Result, StreamId};
+use crate::contract::{Error, GpuSharing, Result, StreamId, MPS_START};
 use rshmem_device::shmem::Team;
 use std::any::Any;
 use std::borrow::Cow;
@@ -55,9 +56,10 @@ pub(crate) struct PeShared {
     pub(super) progress: AtomicU64,
     /// The blocking host calls under way (by name), for the watchdog.
     pub(super) blocking: Mutex<Vec<&'static str>>,
-    /// NVSHMEM runs in limited multi-process-per-GPU mode (several PEs per GPU, no MPS),
-    /// where it ends the process on host-side team splits and collectives.
-    pub(super) limited_mpg: bool,
+    /// How the GPU is shared: in NVSHMEM's limited multi-process-per-GPU mode
+    /// ([`GpuSharing::TimeSliced`]) it ends the process on host-side team splits and
+    /// collectives.
+    pub(super) sharing: GpuSharing,
 }
 
 /// A blocking call under way ([`PeShared::blocking`]).
@@ -165,19 +167,43 @@ impl PeShared {
         self.nvshmem.lib()
     }
 
+    /// NVSHMEM's limited multi-process-per-GPU mode.
+    pub(super) fn limited_mpg(&self) -> bool {
+        self.sharing == GpuSharing::TimeSliced
+    }
+
     /// Refuses `call` where NVSHMEM would end the process for it (limited MPG mode).
     pub(super) fn require_host_collectives(&self, call: &'static str) -> Result<()> {
-        if !self.limited_mpg {
+        if !self.limited_mpg() {
             return Ok(());
         }
         Err(Error::Unsupported {
             call,
-            reason: "in NVSHMEM's limited multi-process-per-GPU mode (several PEs share a GPU \
-                     without MPS, e.g. with RSHMEM_GPU_OVERSUBSCRIBE=1), where NVSHMEM ends the \
-                     process on host-side team splits and collectives; run one PE per GPU, or \
-                     start MPS (nvidia-cuda-mps-control -d) so that NVSHMEM runs in full MPG \
-                     mode. NVSHMEM does not refuse puts, gets and barrier_all_on_stream there"
-                .into(),
+            reason: format!(
+                "in NVSHMEM's limited multi-process-per-GPU mode, where NVSHMEM ends the \
+                 process on host-side team splits and collectives (it does not refuse puts, \
+                 gets and barrier_all_on_stream there); {}",
+                limited_mpg_remedy()
+            ),
         })
     }
+}
+
+/// Why NVSHMEM runs its limited multi-process-per-GPU mode here, and the way out.
+pub(super) fn limited_mpg_remedy() -> String {
+    if mps::detect().is_none() {
+        return format!(
+            "several PEs share a GPU without MPS (RSHMEM_GPU_OVERSUBSCRIBE=1): run one PE per \
+             GPU, or start MPS ({}), under which NVSHMEM runs its full mode",
+            MPS_START
+        );
+    }
+    let percentage = std::env::var(mps::PERCENTAGE_VAR).unwrap_or_else(|_| "<unset>".into());
+    format!(
+        "MPS runs, but the {} of the PEs sharing this GPU add up to more than 100 (this PE's: \
+         {percentage}), so NVSHMEM chose its limited mode: leave it unset under rshmem's \
+         launcher (which gives each PE 100 / its GPU's PEs), or set \
+         NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1",
+        mps::PERCENTAGE_VAR
+    )
 }

@@ -1,0 +1,344 @@
+//! NVIDIA's Multi-Process Service (MPS): whether its control daemon answers here, and how the
+//! PEs that share a GPU are placed under it.
+//!
+//! Several PEs on one GPU run in one of two NVSHMEM modes. Without MPS (only with
+//! `RSHMEM_GPU_OVERSUBSCRIBE=1`), NVSHMEM's *limited* multi-process mode: the PEs' kernels
+//! time-slice, and NVSHMEM ends the process on host-side team splits and collectives (rshmem
+//! refuses them first). Under MPS the PEs' kernels run at once, and NVSHMEM 3.4.5 runs its
+//! *full* mode only when the `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`s of the PEs sharing a GPU add
+//! up to at most 100 (`nvshmemi_determine_mpg_support_level` in its `init.cu`): a PE that
+//! spins waiting for a peer's kernel must not be starved of SMs by that peer's grid. So
+//! rshmem's launcher gives each of them `100 / (PEs per GPU)` percent, unless the user set
+//! the variable, and [`DeviceInfo::multiprocessors`](crate::DeviceInfo) is the PE's share.
+//!
+//! Starting MPS (the pipe and log folders must be writable; the defaults are
+//! `/tmp/nvidia-mps` and `/var/log/nvidia-mps`):
+//!
+//! ```sh
+//! export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+//! mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+//! nvidia-cuda-mps-control -d           # stop: echo quit | nvidia-cuda-mps-control
+//! ```
+
+use crate::contract::{Error, Result};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The variable MPS clients read their share of the GPU's threads (and SMs) from.
+pub(crate) const PERCENTAGE_VAR: &str = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+
+/// The commands that restart it (with the same `CUDA_MPS_*` variables set).
+pub(crate) const RESTART: &str = "echo quit | nvidia-cuda-mps-control; nvidia-cuda-mps-control -d";
+
+/// How long the control daemon gets to answer: a control pipe left by a daemon that died has
+/// no reader, and writing to it would block for ever.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A control daemon that answered.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Daemon {
+    /// Its pipe folder.
+    pub(crate) pipe_dir: PathBuf,
+}
+
+/// The daemon's pipe folder: `CUDA_MPS_PIPE_DIRECTORY`, else MPS's default.
+pub(crate) fn pipe_directory(var: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    var("CUDA_MPS_PIPE_DIRECTORY")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp/nvidia-mps"), PathBuf::from)
+}
+
+/// The MPS control daemon of this environment, if one answers: its control pipe exists and
+/// `nvidia-cuda-mps-control` gets an answer from it (what NVSHMEM asks it too).
+pub(crate) fn detect() -> Option<Daemon> {
+    let pipe_dir = pipe_directory(&|k| std::env::var_os(k));
+    if !pipe_dir.join("control").exists() {
+        return None;
+    }
+    ask(
+        &mut Command::new("nvidia-cuda-mps-control"),
+        "get_default_active_thread_percentage",
+        ANSWER_TIMEOUT,
+    )?;
+    Some(Daemon { pipe_dir })
+}
+
+/// What `client` prints when given `command` on its standard input and exits successfully
+/// within `timeout`; `None` otherwise (it is then killed).
+fn ask(client: &mut Command, command: &str, timeout: Duration) -> Option<String> {
+    let mut child = client
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    // A write that fails (the client gave up) leaves the exit status to say so.
+    let _ = child
+        .stdin
+        .take()
+        .map(|mut stdin| writeln!(stdin, "{command}"));
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut answer = String::new();
+    child.stdout.take()?.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+/// How a job's PEs share its node's GPUs.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Sharing {
+    /// At most one PE per GPU.
+    OnePerGpu,
+    /// Up to `per_gpu` PEs per GPU under MPS, each with `percentage` of its threads: set by
+    /// rshmem (`Set`) or the user's own `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (`Users`).
+    Mps {
+        per_gpu: usize,
+        percentage: Percentage,
+    },
+    /// Up to `per_gpu` PEs per GPU without MPS (`RSHMEM_GPU_OVERSUBSCRIBE=1`): time-sliced.
+    TimeSliced { per_gpu: usize },
+}
+
+/// A PE's share of its GPU under MPS, in percent of its threads.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Percentage {
+    /// rshmem's: `100 / per_gpu`.
+    Set(u32),
+    /// The user's `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, as written.
+    Users(String),
+}
+
+/// How `npes` PEs share `visible` GPUs: `oversubscribe` is `RSHMEM_GPU_OVERSUBSCRIBE`,
+/// `mps` whether a control daemon answered, `users` the user's
+/// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`. More PEs than GPUs need MPS or `oversubscribe`.
+pub(crate) fn plan(
+    npes: usize,
+    visible: usize,
+    oversubscribe: bool,
+    mps: bool,
+    users: Option<String>,
+) -> Result<Sharing> {
+    if npes <= visible {
+        return Ok(Sharing::OnePerGpu);
+    }
+    let per_gpu = npes.div_ceil(visible.max(1));
+    match (mps, oversubscribe) {
+        (true, _) => Ok(Sharing::Mps {
+            per_gpu,
+            percentage: match users.filter(|v| !v.is_empty()) {
+                Some(v) => Percentage::Users(v),
+                None => Percentage::Set(100 / per_gpu as u32),
+            },
+        }),
+        (false, true) => Ok(Sharing::TimeSliced { per_gpu }),
+        // The first PE without a GPU of its own.
+        (false, false) => Err(unavailable(visible, visible, visible)),
+    }
+}
+
+impl Sharing {
+    /// The variables rshmem's launcher sets for every PE.
+    pub(crate) fn pe_env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Sharing::Mps {
+                percentage: Percentage::Set(p),
+                ..
+            } => vec![(PERCENTAGE_VAR, p.to_string())],
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the launcher should say before the job starts, if anything: where NVSHMEM will
+    /// run its limited mode although MPS runs.
+    pub(crate) fn warning(&self) -> Option<String> {
+        let Sharing::Mps {
+            per_gpu,
+            percentage: Percentage::Users(v),
+        } = self
+        else {
+            return None;
+        };
+        let p: f64 = v.trim().parse().ok()?;
+        (p * *per_gpu as f64 > 100.0).then(|| {
+            format!(
+                "{per_gpu} PEs share a GPU under MPS with {PERCENTAGE_VAR}={v} each, more than \
+                 100 % in sum: NVSHMEM then runs its limited multi-process mode (no host-side \
+                 team splits or collectives, and a PE spinning for a peer can starve). Unset it \
+                 (rshmem then gives each PE {} %) or set \
+                 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1",
+                100 / per_gpu
+            )
+        })
+    }
+}
+
+/// `Error::DeviceUnavailable` for PE `pe` placed on GPU `local_rank` of `visible`.
+pub(crate) fn unavailable(pe: usize, local_rank: usize, visible: usize) -> Error {
+    Error::DeviceUnavailable {
+        pe,
+        local_rank,
+        visible,
+        cuda_visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
+    }
+}
+
+/// `e`, with the MPS server named as its likely cause where a daemon runs and the driver's
+/// error is one a broken MPS server gives (a client ended mid-kernel can leave it so: every
+/// later client's context then fails until it is restarted).
+pub(crate) fn explain(e: Error, mps: bool) -> Error {
+    match e {
+        Error::Cuda { call, message }
+            if mps
+                && [
+                    "CUDA_ERROR_LAUNCH_FAILED",
+                    "CUDA_ERROR_UNKNOWN",
+                    "CUDA_ERROR_MPS",
+                ]
+                .iter()
+                .any(|code| message.contains(code)) =>
+        {
+            Error::Cuda {
+                call,
+                message: format!(
+                    "{message}; an MPS control daemon runs here, and an MPS server left broken by \
+                     a client that was ended mid-kernel fails every later context so: restart \
+                     it ({RESTART})"
+                ),
+            }
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipe_directory_defaults_to_mps_default() {
+        assert_eq!(pipe_directory(&|_| None), PathBuf::from("/tmp/nvidia-mps"));
+        let set = |k: &str| (k == "CUDA_MPS_PIPE_DIRECTORY").then(|| OsString::from("/x/p"));
+        assert_eq!(pipe_directory(&set), PathBuf::from("/x/p"));
+        let empty = |_: &str| Some(OsString::new());
+        assert_eq!(pipe_directory(&empty), PathBuf::from("/tmp/nvidia-mps"));
+    }
+
+    #[test]
+    fn one_pe_per_gpu_needs_nothing() {
+        for (mps, over) in [(false, false), (true, false), (false, true)] {
+            assert_eq!(plan(2, 2, over, mps, None).unwrap(), Sharing::OnePerGpu);
+            assert_eq!(plan(1, 8, over, mps, None).unwrap(), Sharing::OnePerGpu);
+        }
+        assert!(Sharing::OnePerGpu.pe_env().is_empty());
+    }
+
+    #[test]
+    fn mps_splits_the_gpu_between_its_pes() {
+        for (npes, visible, per_gpu, p) in
+            [(2, 1, 2, 50), (3, 1, 3, 33), (4, 1, 4, 25), (3, 2, 2, 50)]
+        {
+            let s = plan(npes, visible, false, true, None).unwrap();
+            assert_eq!(
+                s,
+                Sharing::Mps {
+                    per_gpu,
+                    percentage: Percentage::Set(p)
+                },
+                "{npes} PEs on {visible} GPUs"
+            );
+            assert_eq!(s.pe_env(), vec![(PERCENTAGE_VAR, p.to_string())]);
+            assert_eq!(s.warning(), None);
+            // MPS wins over time-slicing where both are possible.
+            assert_eq!(plan(npes, visible, true, true, None).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn the_users_percentage_is_kept_and_checked() {
+        let s = plan(2, 1, false, true, Some("40".into())).unwrap();
+        assert_eq!(s.pe_env(), vec![]);
+        assert_eq!(s.warning(), None);
+        let s = plan(2, 1, false, true, Some("80".into())).unwrap();
+        let w = s.warning().unwrap();
+        assert!(
+            w.contains("limited multi-process mode") && w.contains("50 %"),
+            "{w}"
+        );
+        // An empty value is no setting.
+        assert_eq!(
+            plan(4, 1, false, true, Some(String::new()))
+                .unwrap()
+                .pe_env(),
+            vec![(PERCENTAGE_VAR, "25".to_string())]
+        );
+    }
+
+    #[test]
+    fn sharing_without_mps_needs_oversubscribe() {
+        assert_eq!(
+            plan(3, 1, true, false, None).unwrap(),
+            Sharing::TimeSliced { per_gpu: 3 }
+        );
+        let e = plan(3, 1, false, false, None).unwrap_err().to_string();
+        assert!(e.contains("nvidia-cuda-mps-control -d"), "{e}");
+        assert!(e.contains("RSHMEM_GPU_OVERSUBSCRIBE=1"), "{e}");
+    }
+
+    #[test]
+    fn a_broken_server_is_named() {
+        let e = || Error::Cuda {
+            call: "cuDevicePrimaryCtxRetain",
+            message: "CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure)".into(),
+        };
+        let named = explain(e(), true).to_string();
+        assert!(
+            named.contains("MPS server") && named.contains(RESTART),
+            "{named}"
+        );
+        assert_eq!(explain(e(), false).to_string(), e().to_string());
+        let other = Error::Cuda {
+            call: "cuMemAlloc",
+            message: "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".into(),
+        };
+        assert!(!explain(other, true).to_string().contains("MPS"));
+    }
+
+    #[test]
+    fn asking_is_bounded() {
+        let quick = Duration::from_millis(300);
+        assert_eq!(
+            ask(&mut Command::new("cat"), "get_server_list", quick).as_deref(),
+            Some("get_server_list\n")
+        );
+        // A client that never answers (a control pipe without a daemon) is given up on.
+        let t = Instant::now();
+        assert_eq!(ask(Command::new("sleep").arg("30"), "x", quick), None);
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert_eq!(ask(&mut Command::new("false"), "x", quick), None);
+        assert_eq!(ask(&mut Command::new("/nonexistent/mps"), "x", quick), None);
+    }
+
+    /// Where no daemon runs (CI), detection says so at once instead of hanging on a pipe.
+    #[test]
+    fn detect_without_a_daemon() {
+        let dir = pipe_directory(&|k| std::env::var_os(k));
+        if !dir.join("control").exists() {
+            let t = Instant::now();
+            assert_eq!(detect(), None);
+            assert!(t.elapsed() < ANSWER_TIMEOUT);
+        }
+    }
+}
