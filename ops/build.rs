@@ -12,6 +12,7 @@ const FAMILIES: &[(&str, &[Arch])] = &[
     ("tp90", &[Arch::Sm90a]),
     ("tp80", &[Arch::Sm80, Arch::Sm90]),
     ("coll", &[Arch::Sm80, Arch::Sm90]),
+    ("moe", &[Arch::Sm80, Arch::Sm90]),
 ];
 
 fn main() {

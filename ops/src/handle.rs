@@ -1,7 +1,7 @@
 //! [`Ops`]: one PE's handle to rshmem's own operations. It holds what each family needs
 //! between calls — the loaded images, the GEMM's tensor-map table, the fused calls' state, the
 //! collectives' channels — and nothing else; the calls live with their families
-//! ([`crate::gemm`], [`crate::fused`], [`crate::coll`]).
+//! ([`crate::gemm`], [`crate::fused`], [`crate::coll`], [`crate::moe`]).
 //!
 //! ```no_run
 //! use rshmem_device::bf16;
@@ -42,6 +42,8 @@ pub struct Ops<'s> {
     pub(crate) tp: Mutex<crate::fused::calls::TpState<'s>>,
     /// The collectives' image, peer mappings and per-stream workspaces ([`crate::coll`]).
     pub(crate) coll: crate::coll::State<'s>,
+    /// The mixture-of-experts image ([`crate::moe`]; any GPU from sm_80 on).
+    pub(crate) moe: Option<Module<'s>>,
 }
 
 impl<'s> Ops<'s> {
@@ -64,6 +66,7 @@ impl<'s> Ops<'s> {
             maps: Mutex::new(MapTable::new(shmem)?),
             tp: Mutex::new(crate::fused::calls::TpState::default()),
             coll: crate::coll::State::new(shmem)?,
+            moe: load(&crate::moe::IMAGE, sm80)?,
         })
     }
 

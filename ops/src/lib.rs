@@ -13,6 +13,7 @@
 //! | GEMM | [`gemm`] | `gemm90`, `gemm80` | `rshmem_gemm` |
 //! | fused tensor-parallel | [`fused`] | `tp90`, `tp80` | `rshmem_tp` over `rshmem_gemm` |
 //! | collectives | [`coll`] | `coll` | `rshmem_coll` |
+//! | mixture of experts | [`moe`] | `moe` | `rshmem_moe` over `rshmem_coll` |
 //!
 //! * [`Ops`]: made once per PE ([`Ops::new`], collective), it loads the kernel images and
 //!   keeps what the families keep between calls; [`Ops::gemm`] queues a GEMM on a stream.
@@ -32,6 +33,9 @@
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops`' `coll` family,
 //!   made of `rshmem_coll`'s blocks), with their [`Algorithm`]s.
+//! * [`moe`]: mixture-of-experts token dispatch and combine — [`Ops::moe_buffers`],
+//!   [`Ops::moe_dispatch`] (each token to its experts' ranks, once per rank, grouped by expert
+//!   there), [`Ops::moe_combine`] (the experts' rows back, weighted, summed once in f32).
 //!
 //! ```no_run
 //! use rshmem_device::bf16;
@@ -68,6 +72,7 @@ pub mod coll;
 pub mod fused;
 pub mod gemm;
 mod handle;
+pub mod moe;
 
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use fused::FusedOptions;
@@ -76,3 +81,4 @@ pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
 pub use handle::Ops;
+pub use moe::{MoeBuffers, MoeConfig, MoeLayout};

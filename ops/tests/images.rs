@@ -116,3 +116,20 @@ fn coll_image_holds_exactly_its_tables_kernels() {
     assert_eq!(all.len(), 44, "a table names one kernel twice");
     assert_eq!(set(coll::IMAGE.kernels.iter().copied()), all);
 }
+
+#[test]
+fn moe_image_holds_exactly_its_kernels() {
+    use rshmem_ops_kernels::moe::*;
+    let all = set([
+        name::<moe_barrier>(),
+        name::<moe_route>(),
+        name::<moe_send>(),
+        name::<moe_signal>(),
+        name::<moe_layout>(),
+        name::<moe_scatter>(),
+        name::<moe_combine_send>(),
+        name::<moe_combine_reduce>(),
+    ]);
+    assert_eq!(all.len(), 8);
+    assert_eq!(set(rshmem_ops::moe::IMAGE.kernels.iter().copied()), all);
+}

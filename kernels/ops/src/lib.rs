@@ -11,6 +11,7 @@
 //! | [`tp90`] | `rshmem-ops-tp90` (sm_90a) | all-gather + GEMM and GEMM + reduce-scatter on the Hopper GEMM |
 //! | [`tp80`] | `rshmem-ops-tp80` (sm_80, sm_90) | the same on the `mma.sync` GEMM, the fused calls' barrier and fix-up |
 //! | [`coll`] | `rshmem-ops-coll` (sm_80, sm_90) | the collectives: `rshmem_coll`'s algorithms per type and reduction |
+//! | [`moe`] | `rshmem-ops-moe` (sm_80, sm_90) | mixture-of-experts dispatch and combine: `rshmem_moe`'s steps |
 //!
 //! Each family writes each kernel's name once, in one table: the table's macro defines the
 //! `#[kernel]` and, on the host, the trait impl through which rshmem-ops picks it by type
@@ -27,6 +28,8 @@ pub mod coll;
 pub mod gemm80;
 #[cfg(feature = "gemm90")]
 pub mod gemm90;
+#[cfg(feature = "moe")]
+pub mod moe;
 #[cfg(feature = "tp80")]
 pub mod tp80;
 #[cfg(feature = "tp90")]

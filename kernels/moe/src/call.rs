@@ -1,0 +1,268 @@
+//! [`MoeCall`] (what every kernel of a dispatch or combine is told about it) and [`MoeBufs`]
+//! (where its buffers are), both kernel arguments, and the layout of each buffer.
+//!
+//! Experts are numbered `0 .. experts` across the team: rank `d` holds experts
+//! `d × local .. (d + 1) × local` (`local = experts / size`), its *local* experts `0 .. local`.
+//!
+//! ```
+//! use rshmem_moe::MoeCall;
+//! // 4 PEs, 32 experts (8 each), top-2, 512 tokens at most per PE.
+//! let call = MoeCall::new((32, 2, 1024), (512, 16), 4, 7);
+//! assert_eq!((call.local_experts(), call.owner(17), call.local(17)), (8, 2, 1));
+//! assert_eq!(call.record_words(), 7);
+//! assert_eq!(call.capacity(), 4 * 512 * 2 + 8 * 15);
+//! ```
+
+use rshmem_device::KernelArg;
+
+/// "No value" in the u32 words of the buffers: a token not sent to a rank, a record entry
+/// for an expert of another rank, a padding row's source.
+pub const NONE: u32 = u32::MAX;
+
+/// One dispatch (and the combine that follows it) as its kernels see it.
+///
+/// * `experts` (a multiple of the team's size), `top_k`, `hidden`: the layer's shape;
+/// * `tokens`: this PE's tokens in the call (`<= max_tokens`);
+/// * `max_tokens`: every PE's most tokens per call, what the buffers hold; `align`: each
+///   expert's rows on its PE are padded to a multiple of it (what the grouped GEMM's tiles
+///   want);
+/// * `size`: the team's PEs (the kernels take the [`Team`](rshmem_device::shmem::Team) too);
+/// * `epoch`: the dispatch's number on these buffers, 1, 2, ... from the host, the same on
+///   every PE (the calls are collective); the flags a call sets hold it and every wait is for
+///   `>= epoch`, so flags are never reset.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoeCall {
+    /// Experts across the team.
+    pub experts: u32,
+    /// Experts per token (`-1` entries of `topk_idx` stand for none).
+    pub top_k: u32,
+    /// Elements per token row.
+    pub hidden: u32,
+    /// This PE's tokens.
+    pub tokens: u32,
+    /// Most tokens per PE and call.
+    pub max_tokens: u32,
+    /// Rows per expert are padded to a multiple of this.
+    pub align: u32,
+    /// PEs in the team.
+    pub size: u32,
+    /// Keeps the layout free of padding (a `KernelArg` requirement).
+    pub reserved: u32,
+    /// The call's number (see the type's docs).
+    pub epoch: u64,
+}
+
+// SAFETY: `#[repr(C)]` of eight `u32` and a `u64` (40 bytes, 8-aligned, no padding): the same
+// bytes and meaning on the host and the device.
+unsafe impl KernelArg for MoeCall {}
+
+impl MoeCall {
+    /// The call of `(experts, top_k, hidden)` with `(max_tokens, align)` over `size` PEs,
+    /// for `epoch`; `tokens` is set per call with [`MoeCall::with_tokens`].
+    pub const fn new(
+        (experts, top_k, hidden): (u32, u32, u32),
+        (max_tokens, align): (u32, u32),
+        size: u32,
+        epoch: u64,
+    ) -> Self {
+        Self {
+            experts,
+            top_k,
+            hidden,
+            tokens: 0,
+            max_tokens,
+            align,
+            size,
+            reserved: 0,
+            epoch,
+        }
+    }
+
+    /// The call with this PE's token count.
+    pub const fn with_tokens(self, tokens: u32) -> Self {
+        Self { tokens, ..self }
+    }
+
+    /// Experts per rank.
+    #[inline(always)]
+    pub const fn local_experts(&self) -> u32 {
+        self.experts / self.size
+    }
+
+    /// The rank that holds expert `e`.
+    #[inline(always)]
+    pub const fn owner(&self, e: u32) -> u32 {
+        e / self.local_experts()
+    }
+
+    /// Expert `e`'s number among its rank's experts.
+    #[inline(always)]
+    pub const fn local(&self, e: u32) -> u32 {
+        e % self.local_experts()
+    }
+
+    /// Words of one token's record (see [`MoeBufs::meta`]): the token's index, then per
+    /// top-k entry its local expert ([`NONE`] if on another rank), its position among the
+    /// sender's rows for that expert and its router weight's bits.
+    #[inline(always)]
+    pub const fn record_words(&self) -> u32 {
+        1 + 3 * self.top_k
+    }
+
+    /// Words of one rank's count row (see [`MoeBufs::counts_in`]): its tokens, then its rows
+    /// per local expert.
+    #[inline(always)]
+    pub const fn count_words(&self) -> u32 {
+        1 + self.local_experts()
+    }
+
+    /// The most rows this PE's experts can receive, padding included: every rank's every
+    /// token for up to `min(top_k, local)` of them, and `align - 1` padding rows per expert.
+    #[inline(always)]
+    pub const fn capacity(&self) -> u32 {
+        let per_token = if self.top_k < self.local_experts() {
+            self.top_k
+        } else {
+            self.local_experts()
+        };
+        self.size * self.max_tokens * per_token + self.local_experts() * (self.align - 1)
+    }
+}
+
+/// The words of [`MoeBufs::layout`] (this PE's receive layout, made by
+/// [`crate::dispatch::layout`]), for `size` ranks and `local` experts: offsets of each part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutWords {
+    /// `[local]`: expert `j`'s first row in the received rows (padded starts).
+    pub expert_base: usize,
+    /// `[local]`: expert `j`'s real rows (without padding).
+    pub expert_rows: usize,
+    /// `[size × local]`: rank `s`'s first row within expert `j`'s rows, at `s × local + j`.
+    pub src_base: usize,
+    /// `[size]`: rank `s`'s first record among the received tokens (in rank order).
+    pub token_base: usize,
+    /// `[2]`: the received tokens, then the rows, padding included.
+    pub totals: usize,
+    /// `[1]`: the first bad `topk_idx` entry this PE saw (`t × top_k + kk`), or [`NONE`].
+    pub bad_entry: usize,
+    /// Words in all.
+    pub words: usize,
+}
+
+impl LayoutWords {
+    /// The layout for `size` ranks and `local` experts per rank.
+    pub const fn new(size: u32, local: u32) -> Self {
+        let (size, local) = (size as usize, local as usize);
+        let expert_rows = local;
+        let src_base = expert_rows + local;
+        let token_base = src_base + size * local;
+        let totals = token_base + size;
+        let bad_entry = totals + 2;
+        Self {
+            expert_base: 0,
+            expert_rows,
+            src_base,
+            token_base,
+            totals,
+            bad_entry,
+            words: bad_entry + 1,
+        }
+    }
+}
+
+/// Where one dispatch's buffers are, on this PE (a kernel argument). "Symmetric" buffers are
+/// written by other ranks (or read by NVSHMEM's puts as sources); the rest only by this PE.
+/// `R` = `max_tokens`, `H` = `hidden`, `W` = [`MoeCall::record_words`].
+///
+/// | buffer | elements | what |
+/// |---|---|---|
+/// | `flags` (symmetric) | `3 × size` | per sender rank `s`: its barrier, data and combine flags (epochs) |
+/// | `counts_in` (symmetric) | `size × count_words` | row `s`: what rank `s` sent here (tokens, rows per local expert) |
+/// | `staging` (symmetric) | `size × R × H` | row `s × R + slot`: rank `s`'s token in its slot |
+/// | `meta` (symmetric) | `size × R × W` | the same rows' records (token index; per entry local expert, position, weight) |
+/// | `combine_recv` (symmetric) | `size × R × H` f32 | row `p × R + t`: rank `p`'s weighted partial of this PE's token `t` |
+/// | `send_slot` | `R × size` | token `t`'s slot in rank `d`'s region from here, or [`NONE`] |
+/// | `pos` | `R × top_k` | entry `(t, kk)`'s position among this PE's rows for its expert |
+/// | `counts_out` (symmetric: a put source) | `size × count_words` | row `d`: what this PE sends rank `d` |
+/// | `meta_out` (symmetric: a put source) | `R × size × W` | the record of token `t` for rank `d` |
+/// | `combine_stage` (symmetric: a put source) | `size × R × H` f32 | the partials before they are sent back |
+/// | `layout` | [`LayoutWords::words`] | this PE's receive layout |
+/// | `recv_x` | `capacity × H` | the received rows, grouped by local expert, padded with zero rows |
+/// | `recv_src` | `capacity × 2` | each row's source rank and token ([`NONE`] for padding) |
+/// | `recv_w` | `capacity` | each row's router weight (0 for padding) |
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MoeBufs {
+    /// See the type's docs.
+    pub flags: *mut u64,
+    /// See the type's docs.
+    pub counts_in: *mut u32,
+    /// See the type's docs.
+    pub staging: *mut rshmem_device::bf16,
+    /// See the type's docs.
+    pub meta: *mut u32,
+    /// See the type's docs.
+    pub combine_recv: *mut f32,
+    /// See the type's docs.
+    pub send_slot: *mut u32,
+    /// See the type's docs.
+    pub pos: *mut u32,
+    /// See the type's docs.
+    pub counts_out: *mut u32,
+    /// See the type's docs.
+    pub meta_out: *mut u32,
+    /// See the type's docs.
+    pub combine_stage: *mut f32,
+    /// See the type's docs.
+    pub layout: *mut u32,
+    /// See the type's docs.
+    pub recv_x: *mut rshmem_device::bf16,
+    /// See the type's docs.
+    pub recv_src: *mut u32,
+    /// See the type's docs.
+    pub recv_w: *mut f32,
+}
+
+// SAFETY: `#[repr(C)]` of fourteen pointers (112 bytes, no padding): the same bytes on the
+// host and nvptx64 (both 64-bit); the kernels' contracts say what they must point to.
+unsafe impl KernelArg for MoeBufs {}
+
+/// The flag word where rank `s` signals that it has started call `epoch` ([`crate::barrier`]).
+pub const fn barrier_slot(s: u32) -> usize {
+    3 * s as usize
+}
+
+/// The flag word where rank `s` signals that its tokens (and counts) for this PE are here.
+pub const fn data_slot(s: u32) -> usize {
+    3 * s as usize + 1
+}
+
+/// The flag word where rank `s` signals that its partials of this PE's tokens are here.
+pub const fn combine_slot(s: u32) -> usize {
+    3 * s as usize + 2
+}
+
+/// Words of the flag buffer for `size` ranks.
+pub const fn flag_words(size: u32) -> usize {
+    3 * size as usize
+}
+
+/// The rank mask of token `t`'s valid entries of `topk` (one bit per destination rank; bad
+/// entries, outside `-1 .. experts`, are left out: [`crate::route`] reports them).
+///
+/// # Safety
+///
+/// `topk` holds `top_k` entries of token `t`.
+#[inline(always)]
+pub unsafe fn destinations(call: &MoeCall, topk: *const i32, t: u32) -> u64 {
+    let mut mask = 0u64;
+    for kk in 0..call.top_k {
+        // SAFETY: the caller's.
+        let e = unsafe { topk.add((t * call.top_k + kk) as usize).read() };
+        if e >= 0 && (e as u32) < call.experts {
+            mask |= 1u64 << call.owner(e as u32);
+        }
+    }
+    mask
+}

@@ -1,0 +1,241 @@
+//! [`MoeBuffers`]: the symmetric buffers one MoE layer's dispatches and combines run in, made
+//! once ([`crate::Ops::moe_buffers`], collective) for a [`MoeConfig`]; [`MoeLayout`]: what a
+//! dispatch left, as the host reads it.
+
+use rshmem_device::bf16;
+use rshmem_host::{Error, Result, Shmem, SymBuffer, Team};
+use rshmem_moe::call::{flag_words, LayoutWords};
+use rshmem_moe::{MoeBufs, MoeCall};
+
+/// The most ranks a team of the MoE ops may have (a token's ranks are a 64-bit mask).
+pub const MAX_RANKS: usize = 64;
+
+/// The shape of an MoE layer's dispatches, the same on every PE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoeConfig {
+    /// Experts across the team: a multiple of its size (each rank holds `experts / size`).
+    pub experts: u32,
+    /// Experts per token (entries of `topk_idx` per token), at most 16.
+    pub top_k: u32,
+    /// Elements per token row.
+    pub hidden: u32,
+    /// The most tokens any PE dispatches in one call.
+    pub max_tokens: u32,
+    /// Each expert's rows are padded with zero rows to a multiple of this (the grouped GEMM's
+    /// tile rows; 1 for none).
+    pub align: u32,
+}
+
+/// What a dispatch left on this PE: where each local expert's rows are in
+/// [`MoeBuffers::recv_x`]. Pass it to the combine of the same dispatch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoeLayout {
+    /// The dispatch's number on its buffers (1, 2, ...).
+    pub epoch: u64,
+    /// This PE's tokens in the dispatch.
+    pub tokens: u32,
+    /// Tokens this PE received (each once, however many of its experts are here).
+    pub tokens_received: u32,
+    /// Per local expert, its first row (0, then the padded ends).
+    pub expert_offsets: Vec<u32>,
+    /// Per local expert, its rows (without padding).
+    pub expert_rows: Vec<u32>,
+    /// Rows in all, padding included: the rows of `recv_x` the dispatch wrote.
+    pub rows: u32,
+}
+
+/// The buffers of one MoE layer's dispatches and combines (see [`crate::moe`] for what each
+/// holds and why it is sized so). Made by [`crate::Ops::moe_buffers`] on every PE of the team.
+pub struct MoeBuffers<'s> {
+    pub(crate) config: MoeConfig,
+    pub(crate) team: Team,
+    /// The team's size.
+    pub(crate) size: u32,
+    /// The latest dispatch's epoch (0: none yet), and whether its combine ran.
+    pub(crate) epoch: u64,
+    pub(crate) combined: bool,
+    flags: SymBuffer<'s, u64>,
+    counts_in: SymBuffer<'s, u32>,
+    staging: SymBuffer<'s, bf16>,
+    meta: SymBuffer<'s, u32>,
+    combine_recv: SymBuffer<'s, f32>,
+    send_slot: SymBuffer<'s, u32>,
+    pos: SymBuffer<'s, u32>,
+    counts_out: SymBuffer<'s, u32>,
+    meta_out: SymBuffer<'s, u32>,
+    combine_stage: SymBuffer<'s, f32>,
+    pub(crate) layout: SymBuffer<'s, u32>,
+    recv_x: SymBuffer<'s, bf16>,
+    recv_src: SymBuffer<'s, u32>,
+    recv_w: SymBuffer<'s, f32>,
+    /// `topk_idx` as the host checks it before a dispatch is queued.
+    pub(crate) topk_check: SymBuffer<'s, i32>,
+}
+
+impl MoeConfig {
+    /// Checks the shape for a team of `size` ranks; the message says what is wrong.
+    pub(crate) fn check(&self, call: &'static str, size: usize) -> Result<()> {
+        let bad = |message: String| Err(Error::InvalidArgument { call, message });
+        let MoeConfig {
+            experts,
+            top_k,
+            hidden,
+            max_tokens,
+            align,
+        } = *self;
+        if size > MAX_RANKS {
+            return bad(format!(
+                "a team of {size} PEs: the MoE ops take at most {MAX_RANKS}"
+            ));
+        }
+        if experts == 0 || experts as usize % size != 0 {
+            return bad(format!(
+                "{experts} experts over {size} PEs: the experts must be a positive multiple of \
+                 the team's size (each PE holds experts / size)"
+            ));
+        }
+        if !(1..=16).contains(&top_k) {
+            return bad(format!("top_k = {top_k}: 1 to 16 experts per token"));
+        }
+        if hidden == 0 || max_tokens == 0 || align == 0 {
+            return bad(format!(
+                "hidden = {hidden}, max_tokens = {max_tokens}, align = {align}: each must be at \
+                 least 1"
+            ));
+        }
+        // Rows and entries are numbered in 32 bits on the device.
+        let local = (experts as usize / size) as u64;
+        let rows = size as u64 * max_tokens as u64 * (top_k as u64).min(local)
+            + local * (align as u64 - 1);
+        if rows > u32::MAX as u64
+            || size as u64 * max_tokens as u64 * top_k as u64 > u32::MAX as u64
+        {
+            return bad(format!(
+                "{size} PEs x {max_tokens} tokens x top-{top_k}: more rows than 32-bit indices \
+                 count; dispatch fewer tokens per call"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The kernels' view of a call of this shape.
+    pub(crate) fn call(&self, size: u32, tokens: u32, epoch: u64) -> MoeCall {
+        MoeCall::new(
+            (self.experts, self.top_k, self.hidden),
+            (self.max_tokens, self.align),
+            size,
+            epoch,
+        )
+        .with_tokens(tokens)
+    }
+}
+
+impl<'s> MoeBuffers<'s> {
+    /// Allocates the buffers (collective, like every symmetric allocation).
+    pub(crate) fn new(shmem: &'s Shmem, team: Team, size: u32, config: MoeConfig) -> Result<Self> {
+        let call = config.call(size, 0, 0);
+        let (n, r, h) = (
+            size as usize,
+            config.max_tokens as usize,
+            config.hidden as usize,
+        );
+        let (w, cw, k) = (
+            call.record_words() as usize,
+            call.count_words() as usize,
+            config.top_k as usize,
+        );
+        let cap = call.capacity() as usize;
+        let words = LayoutWords::new(size, call.local_experts()).words;
+        Ok(Self {
+            config,
+            team,
+            size,
+            epoch: 0,
+            combined: true,
+            flags: shmem.alloc_zeroed(flag_words(size))?,
+            counts_in: shmem.alloc_zeroed(n * cw)?,
+            staging: shmem.alloc_zeroed(n * r * h)?,
+            meta: shmem.alloc_zeroed(n * r * w)?,
+            combine_recv: shmem.alloc_zeroed(n * r * h)?,
+            send_slot: shmem.alloc_zeroed(r * n)?,
+            pos: shmem.alloc_zeroed(r * k)?,
+            counts_out: shmem.alloc_zeroed(n * cw)?,
+            meta_out: shmem.alloc_zeroed(r * n * w)?,
+            combine_stage: shmem.alloc_zeroed(n * r * h)?,
+            layout: shmem.alloc_zeroed(words)?,
+            recv_x: shmem.alloc_zeroed(cap * h)?,
+            recv_src: shmem.alloc_zeroed(cap * 2)?,
+            recv_w: shmem.alloc_zeroed(cap)?,
+            topk_check: shmem.alloc_zeroed(r * k)?,
+        })
+    }
+
+    /// The shape the buffers were made for.
+    pub fn config(&self) -> MoeConfig {
+        self.config
+    }
+
+    /// The most rows a dispatch can leave on this PE, padding included: `recv_x` holds this
+    /// many rows of `hidden`, and a combine's `expert_out` must hold the dispatch's rows.
+    pub fn capacity(&self) -> usize {
+        self.config.call(self.size, 0, 0).capacity() as usize
+    }
+
+    /// Bytes of symmetric memory the buffers take on each PE.
+    pub fn bytes(&self) -> usize {
+        fn b<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
+            x.len() * std::mem::size_of::<T>()
+        }
+        b(&self.flags)
+            + b(&self.counts_in)
+            + b(&self.staging)
+            + b(&self.meta)
+            + b(&self.combine_recv)
+            + b(&self.send_slot)
+            + b(&self.pos)
+            + b(&self.counts_out)
+            + b(&self.meta_out)
+            + b(&self.combine_stage)
+            + b(&self.layout)
+            + b(&self.recv_x)
+            + b(&self.recv_src)
+            + b(&self.recv_w)
+            + b(&self.topk_check)
+    }
+
+    /// The received rows (`capacity × hidden`): after a dispatch, its [`MoeLayout`] says
+    /// which are whose; padding rows are zero.
+    pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
+        &self.recv_x
+    }
+
+    /// Each received row's source, `[rank, token]` per row (`u32::MAX` twice for padding).
+    pub fn recv_src(&self) -> &SymBuffer<'s, u32> {
+        &self.recv_src
+    }
+
+    /// Each received row's router weight (0 for padding).
+    pub fn recv_weights(&self) -> &SymBuffer<'s, f32> {
+        &self.recv_w
+    }
+
+    /// The kernels' view of the buffers.
+    pub(crate) fn device(&mut self) -> MoeBufs {
+        MoeBufs {
+            flags: self.flags.as_mut_ptr(),
+            counts_in: self.counts_in.as_mut_ptr(),
+            staging: self.staging.as_mut_ptr(),
+            meta: self.meta.as_mut_ptr(),
+            combine_recv: self.combine_recv.as_mut_ptr(),
+            send_slot: self.send_slot.as_mut_ptr(),
+            pos: self.pos.as_mut_ptr(),
+            counts_out: self.counts_out.as_mut_ptr(),
+            meta_out: self.meta_out.as_mut_ptr(),
+            combine_stage: self.combine_stage.as_mut_ptr(),
+            layout: self.layout.as_mut_ptr(),
+            recv_x: self.recv_x.as_mut_ptr(),
+            recv_src: self.recv_src.as_mut_ptr(),
+            recv_w: self.recv_w.as_mut_ptr(),
+        }
+    }
+}

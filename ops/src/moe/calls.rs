@@ -1,0 +1,275 @@
+//! The host calls: [`Ops::moe_buffers`], [`Ops::moe_dispatch`], [`Ops::moe_combine`] —
+//! argument checks, then `rshmem_moe`'s steps queued in order (the table in
+//! `rshmem_ops_kernels::moe`).
+
+use super::buffers::{MoeBuffers, MoeConfig, MoeLayout};
+use crate::Ops;
+use rshmem_device::bf16;
+use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut, Team};
+use rshmem_moe::call::{LayoutWords, NONE};
+use rshmem_moe::{barrier, route};
+use rshmem_ops_kernels::moe::{self as k, Announce};
+
+/// Threads of the grid-wide steps' blocks.
+const THREADS: u32 = 256;
+
+impl<'s> Ops<'s> {
+    /// The buffers of an MoE layer of shape `config` over `team` (every member calls it, with
+    /// the same `config`: the allocations are symmetric). See [`crate::moe`] for what they
+    /// hold; [`MoeBuffers::bytes`] says how much.
+    pub fn moe_buffers(&self, team: Team, config: MoeConfig) -> Result<MoeBuffers<'s>> {
+        const CALL: &str = "Ops::moe_buffers";
+        let size = self.moe_team_size(CALL, team)?;
+        config.check(CALL, size as usize)?;
+        self.moe_module(CALL)?;
+        MoeBuffers::new(self.shmem, team, size, config)
+    }
+
+    /// Sends each of this PE's `tokens` tokens (`x`: `tokens × hidden` bf16; `topk_idx`,
+    /// `topk_weights`: `tokens × top_k`) to the ranks of its experts, and waits until this
+    /// PE's received rows are laid out in `bufs` ([`crate::moe`]: the layout, the rules).
+    /// Collective over the buffers' team; returns this PE's [`MoeLayout`].
+    pub fn moe_dispatch<'a>(
+        &self,
+        stream: &Stream<'_>,
+        bufs: &mut MoeBuffers<'s>,
+        x: impl Into<SymRange<'a, bf16>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        topk_weights: impl Into<SymRange<'a, f32>>,
+        tokens: u32,
+    ) -> Result<MoeLayout> {
+        const CALL: &str = "Ops::moe_dispatch";
+        let (x, topk, weights) = (x.into(), topk_idx.into(), topk_weights.into());
+        let cfg = bufs.config;
+        let bad = |message: String| Error::InvalidArgument {
+            call: CALL,
+            message,
+        };
+        if stream.is_capturing() {
+            return Err(bad(
+                "the normal-mode dispatch waits for its layout on the host, which a \
+                            graph capture cannot record; call it outside the capture"
+                    .into(),
+            ));
+        }
+        if tokens > cfg.max_tokens {
+            return Err(bad(format!(
+                "{tokens} tokens, more than the buffers' max_tokens = {}",
+                cfg.max_tokens
+            )));
+        }
+        let (t, kk, h) = (tokens as usize, cfg.top_k as usize, cfg.hidden as usize);
+        for (what, len, need) in [
+            ("x", x.len(), t * h),
+            ("topk_idx", topk.len(), t * kk),
+            ("topk_weights", weights.len(), t * kk),
+        ] {
+            if len < need {
+                return Err(bad(format!(
+                    "`{what}` holds {len} elements, but {tokens} tokens need {need}"
+                )));
+            }
+        }
+        if !bufs.combined {
+            return Err(bad(format!(
+                "dispatch {} of these buffers has not been combined yet: each dispatch is \
+                 followed by its combine (its rows stay in the buffers until then)",
+                bufs.epoch
+            )));
+        }
+        let module = self.moe_module(CALL)?;
+        // The experts are checked here, before anything is queued: a PE that stops here ends
+        // the job with this error instead of leaving the others waiting for its tokens.
+        if tokens > 0 {
+            let me = self.shmem.my_pe();
+            stream.get(bufs.topk_check.range(..t * kk)?, topk.range(..t * kk)?, me)?;
+            let entries = bufs.topk_check.to_vec()?;
+            if let Some(i) = entries[..t * kk]
+                .iter()
+                .position(|&e| e < -1 || e >= cfg.experts as i32)
+            {
+                return Err(bad(format!(
+                    "topk_idx[{}][{}] = {} is not an expert (0..{}) nor -1 (no expert)",
+                    i / kk,
+                    i % kk,
+                    entries[i],
+                    cfg.experts
+                )));
+            }
+        }
+        let epoch = bufs.epoch + 1;
+        let call = cfg.call(bufs.size, tokens, epoch);
+        let (team, dev) = (bufs.team, bufs.device());
+        let (one, wide) = self.moe_grids(bufs.size);
+        let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
+        // SAFETY: every kernel's contract (rshmem_moe): the buffers are this PE's of the
+        // call's shape (every member's at the same addresses: one collective allocation);
+        // `x`, `topk`, `weights` hold `tokens` rows (checked above) in symmetric memory; the
+        // steps are queued in order on one stream, after the previous combine (checked);
+        // every member runs the same call (the rules).
+        unsafe {
+            module.launch_on::<k::moe_barrier>(stream, one, (team, dev, call))?;
+            module.launch_on::<k::moe_route>(
+                stream,
+                LaunchConfig::new(route_blocks, THREADS),
+                (dev, topk.as_ptr(), call),
+            )?;
+            module.launch_on::<k::moe_send>(
+                stream,
+                wide(tokens),
+                (team, dev, x.as_ptr(), topk.as_ptr(), weights.as_ptr(), call),
+            )?;
+            module.launch_on::<k::moe_signal>(
+                stream,
+                one,
+                (team, dev, Announce::Data as u32, call),
+            )?;
+            module.launch_on::<k::moe_layout>(stream, one, (team, dev, call))?;
+            module.launch_on::<k::moe_scatter>(
+                stream,
+                wide(cfg.max_tokens * bufs.size),
+                (dev, call),
+            )?;
+        }
+        bufs.epoch = epoch;
+        bufs.combined = false;
+        stream.synchronize()?;
+        let words = LayoutWords::new(bufs.size, call.local_experts());
+        let lay = bufs.layout.to_vec()?;
+        let local = call.local_experts() as usize;
+        let bad_entry = lay[words.bad_entry];
+        if bad_entry != NONE {
+            // Checked before the call: the entries changed while it was queued.
+            let (bt, bk) = (bad_entry / cfg.top_k, bad_entry % cfg.top_k);
+            return Err(bad(format!(
+                "topk_idx[{bt}][{bk}] was not an expert (0..{}) nor -1 when the dispatch ran \
+                 (it was when the call checked it: something wrote topk_idx meanwhile); the \
+                 entry was skipped",
+                cfg.experts
+            )));
+        }
+        Ok(MoeLayout {
+            epoch,
+            tokens,
+            tokens_received: lay[words.totals],
+            expert_offsets: lay[words.expert_base..words.expert_base + local].to_vec(),
+            expert_rows: lay[words.expert_rows..words.expert_rows + local].to_vec(),
+            rows: lay[words.totals + 1],
+        })
+    }
+
+    /// Sends each row of `expert_out` (the experts' output for `layout`'s rows, row for row
+    /// as [`MoeBuffers::recv_x`]) back, weighted, and sums this PE's tokens into `out`
+    /// (`tokens × hidden` bf16: [`crate::moe`] says in which order). Collective over the
+    /// buffers' team; queued on `stream`, returns at once.
+    pub fn moe_combine<'a>(
+        &self,
+        stream: &Stream<'_>,
+        bufs: &mut MoeBuffers<'s>,
+        layout: &MoeLayout,
+        expert_out: impl Into<SymRange<'a, bf16>>,
+        out: impl Into<SymRangeMut<'a, bf16>>,
+    ) -> Result<()> {
+        const CALL: &str = "Ops::moe_combine";
+        let (expert_out, mut out) = (expert_out.into(), out.into());
+        let cfg = bufs.config;
+        let bad = |message: String| Error::InvalidArgument {
+            call: CALL,
+            message,
+        };
+        if layout.epoch != bufs.epoch || bufs.combined {
+            return Err(bad(format!(
+                "the layout is of dispatch {} of these buffers, but the one to combine is {}{}",
+                layout.epoch,
+                bufs.epoch,
+                if bufs.combined {
+                    ", which was combined already"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let h = cfg.hidden as usize;
+        for (what, len, need, why) in [
+            (
+                "expert_out",
+                expert_out.len(),
+                layout.rows as usize * h,
+                "the dispatch's rows",
+            ),
+            (
+                "out",
+                out.len(),
+                layout.tokens as usize * h,
+                "this PE's tokens",
+            ),
+        ] {
+            if len < need {
+                return Err(bad(format!(
+                    "`{what}` holds {len} elements, but {why} need {need}"
+                )));
+            }
+        }
+        let module = self.moe_module(CALL)?;
+        let call = cfg.call(bufs.size, layout.tokens, layout.epoch);
+        let (team, dev) = (bufs.team, bufs.device());
+        let (one, wide) = self.moe_grids(bufs.size);
+        // SAFETY: as for the dispatch; `expert_out` holds the dispatch's rows and `out` this
+        // PE's tokens (checked); the dispatch of this epoch ran last on these buffers.
+        unsafe {
+            module.launch_on::<k::moe_combine_send>(
+                stream,
+                wide(layout.tokens_received),
+                (team, dev, expert_out.as_ptr(), call),
+            )?;
+            module.launch_on::<k::moe_signal>(
+                stream,
+                one,
+                (team, dev, Announce::Combine as u32, call),
+            )?;
+            module.launch_on::<k::moe_combine_reduce>(
+                stream,
+                wide(layout.tokens),
+                (team, dev, out.as_mut_ptr(), call),
+            )?;
+        }
+        bufs.combined = true;
+        Ok(())
+    }
+
+    /// The steps' launches: one block of a thread per rank, and a grid for `items` rows of
+    /// work (blocks walk them with a stride, so a few per SM suffice).
+    fn moe_grids(&self, size: u32) -> (LaunchConfig, impl Fn(u32) -> LaunchConfig) {
+        let most = 4 * self.info.multiprocessors.max(1);
+        (
+            LaunchConfig::new(1, barrier::threads(size)),
+            move |items: u32| LaunchConfig::new(items.clamp(1, most), THREADS),
+        )
+    }
+
+    /// The team's size, where this PE is a member.
+    fn moe_team_size(&self, call: &'static str, team: Team) -> Result<u32> {
+        match (self.shmem.team_n_pes(team), self.shmem.team_my_pe(team)) {
+            (Some(size), Some(_)) => Ok(size as u32),
+            _ => Err(Error::InvalidArgument {
+                call,
+                message: format!(
+                    "team {team:?}: this PE (world PE {}) is not a member of it, or does not \
+                     hold it (a split team is used through the handle its own split returned)",
+                    self.shmem.my_pe()
+                ),
+            }),
+        }
+    }
+
+    /// The MoE image.
+    fn moe_module(&self, call: &'static str) -> Result<&Module<'s>> {
+        self.moe.as_ref().ok_or_else(|| Error::InvalidArgument {
+            call,
+            message: format!(
+                "the MoE kernels need an sm_80 or newer GPU; this PE's is sm_{}",
+                self.info.sm
+            ),
+        })
+    }
+}

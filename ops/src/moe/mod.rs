@@ -1,0 +1,71 @@
+//! Mixture-of-experts dispatch and combine (expert parallelism): every token goes to the PEs
+//! that hold its top-k experts and lands there grouped by expert, ready for a grouped GEMM;
+//! the experts' output rows go back and are summed per token with the router's weights.
+//!
+//! ```no_run
+//! use rshmem_device::bf16;
+//! use rshmem_host::Team;
+//! use rshmem_ops::{MoeConfig, Ops};
+//!
+//! rshmem_host::run(|shmem| -> rshmem_host::Result<()> {
+//!     let ops = Ops::new(shmem)?;
+//!     let stream = shmem.stream();
+//!     let cfg = MoeConfig { experts: 8 * shmem.n_pes() as u32, top_k: 2, hidden: 1024, max_tokens: 512, align: 64 };
+//!     let mut bufs = ops.moe_buffers(Team::WORLD, cfg)?; // collective: symmetric buffers
+//!     let tokens = 300;
+//!     let x = shmem.alloc_from(&vec![bf16::ONE; tokens * 1024])?;
+//!     let topk = shmem.alloc_from(&vec![0i32; tokens * 2])?; // the router's experts per token (-1: none)
+//!     let weights = shmem.alloc_from(&vec![0.5f32; tokens * 2])?;
+//!     let layout = ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &weights, tokens as u32)?;
+//!     // Rows layout.expert_offsets[j] .. + layout.expert_rows[j] of bufs.recv_x() are local
+//!     // expert j's tokens (bufs.recv_src(): whose; bufs.recv_weights(): their weights).
+//!     let expert_out = shmem.alloc_zeroed::<bf16>(bufs.capacity() * 1024)?; // your experts' output, row for row
+//!     let mut out = shmem.alloc_zeroed::<bf16>(tokens * 1024)?;
+//!     ops.moe_combine(&stream, &mut bufs, &layout, &expert_out, &mut out)?;
+//!     Ok(())
+//! })
+//! .unwrap();
+//! ```
+//!
+//! **Experts and ranks.** [`MoeConfig::experts`] are numbered across the team: rank `d` holds
+//! experts `d × L .. (d + 1) × L`, `L = experts / size` its *local* experts `0 .. L`.
+//!
+//! **Dispatch** ([`Ops::moe_dispatch`]): `x` holds this PE's `tokens` rows of `hidden` bf16,
+//! `topk` their `top_k` experts (i32; `-1` for none) and `weights` the router's weights (f32).
+//! A token crosses to a rank once, however many of its experts are there. On every rank the
+//! received rows are grouped by local expert in [`MoeBuffers::recv_x`]: expert `j`'s rows
+//! start at [`MoeLayout::expert_offsets`]`[j]`, there are [`MoeLayout::expert_rows`]`[j]` of
+//! them, then zero rows up to the next multiple of [`MoeConfig::align`]; within an expert,
+//! rows come in (source rank, source token) order, so a routing gives the same layout every
+//! run. [`MoeBuffers::recv_src`] says each row's source rank and token, and
+//! [`MoeBuffers::recv_weights`] its weight. The call waits for its layout (a host
+//! synchronisation: this is the *normal* mode, for prefill and training batches), so it
+//! cannot be recorded into a graph.
+//!
+//! **Combine** ([`Ops::moe_combine`]): `expert_out` holds the experts' output for the rows of
+//! the latest dispatch, row for row as `recv_x`; each token's output is `Σ weight ×
+//! expert_out[row]` over its entries, summed in f32 (per rank in entry order, then over ranks
+//! in rank order) and rounded once to bf16: the same bits every run, whatever the grid.
+//!
+//! **Rules.** Every member makes the same calls in the same order on buffers from one
+//! [`Ops::moe_buffers`] (collective); each dispatch is followed by its combine before the
+//! next dispatch; token counts may differ per PE. Arguments are checked before anything is
+//! queued; a `topk` entry outside `-1 .. experts` is found on the device, skipped, and
+//! reported by the dispatch's error once the call has finished on every rank.
+//!
+//! **Peers** are reached through their mappings (NVLink, one GPU) or, where a rank has none
+//! (several nodes), by NVSHMEM puts with signals, per rank.
+//!
+//! **Memory.** [`Ops::moe_buffers`] allocates, per PE, the staging rows for every rank's
+//! `max_tokens` tokens (`size × max_tokens × hidden` bf16, twice in f32 for the combine's
+//! partials), the expert-grouped rows ([`MoeBuffers::capacity`]: `size × max_tokens ×
+//! min(top_k, L) + L × (align − 1)` rows) and small bookkeeping: see
+//! [`MoeBuffers::bytes`].
+
+mod buffers;
+mod calls;
+
+pub use buffers::{MoeBuffers, MoeConfig, MoeLayout};
+
+/// The sm_80 and sm_90 image of the `moe` family of `kernels/ops`.
+pub static IMAGE: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe");

@@ -1,0 +1,212 @@
+//! Mixture-of-experts dispatch and combine (`Ops::moe_dispatch`, `Ops::moe_combine`) on every
+//! backend, against host references of fresh random routings (`moe_cases/mod.rs`: what is
+//! compared exactly and what within which bound): random routings with `-1` entries over
+//! 2-4 PEs and several calls on the same buffers; top-k 1, 3 and 8 with hidden sizes that
+//! are multiples of 8 and not of 16; token counts 0, 1 and odd; every token to one expert
+//! (the other experts get nothing); only rank 0's experts (the other ranks receive nothing);
+//! and the errors. `moe_no_p2p.rs` runs the cases on the simulator without peer mappings.
+
+#[macro_use]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+#[path = "moe_cases/mod.rs"]
+mod moe_cases;
+
+use common::Outcome;
+use moe_cases::{Case, Draw};
+use rshmem::{bf16, Shmem, Team};
+use rshmem_ops::{MoeConfig, Ops};
+
+per_backend! {
+    random_routings => [2, 3, 4];
+    top_k_one_to_eight => [2, 3];
+    every_token_to_one_expert => [2, 3];
+    only_rank0_receives => [3];
+    bad_input_is_refused => [2];
+}
+
+fn random_routings(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: MoeConfig {
+            experts: 4 * n,
+            top_k: 2,
+            hidden: 72,
+            max_tokens: 40,
+            align: 8,
+        },
+        tokens: |pe, _| [13, 0, 1, 40][pe % 4],
+        draw: Draw::Random { none_in: 5 },
+    };
+    moe_cases::run(shmem, &ops, &case, 3)
+}
+
+fn top_k_one_to_eight(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    for (top_k, align) in [(1, 1), (3, 16), (8, 4)] {
+        let case = Case {
+            config: MoeConfig {
+                experts: 8 * n,
+                top_k,
+                hidden: 136,
+                max_tokens: 33,
+                align,
+            },
+            tokens: |pe, _| 17 + 5 * pe,
+            draw: Draw::Random { none_in: 7 },
+        };
+        moe_cases::run(shmem, &ops, &case, 2)?;
+    }
+    Ok(())
+}
+
+fn every_token_to_one_expert(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: MoeConfig {
+            experts: 2 * n,
+            top_k: 4,
+            hidden: 8,
+            max_tokens: 25,
+            align: 2,
+        },
+        tokens: |pe, _| 25 - pe,
+        draw: Draw::ToLast,
+    };
+    moe_cases::run(shmem, &ops, &case, 2)
+}
+
+fn only_rank0_receives(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let case = Case {
+        config: MoeConfig {
+            experts: 12,
+            top_k: 3,
+            hidden: 40,
+            max_tokens: 19,
+            align: 4,
+        },
+        tokens: |pe, _| [19, 5, 0][pe % 3],
+        draw: Draw::OnlyRank0,
+    };
+    moe_cases::run(shmem, &ops, &case, 2)
+}
+
+fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let n = shmem.n_pes() as u32;
+    let refused = |e: rshmem::Error, says: &str| {
+        let msg = e.to_string();
+        assert!(msg.contains(says), "expected `{says}` in: {msg}");
+    };
+    let shape = |experts, top_k, hidden| MoeConfig {
+        experts,
+        top_k,
+        hidden,
+        max_tokens: 8,
+        align: 4,
+    };
+    refused(
+        ops.moe_buffers(Team::WORLD, shape(2 * n + 1, 2, 16))
+            .err()
+            .unwrap(),
+        "multiple of the team's size",
+    );
+    refused(
+        ops.moe_buffers(Team::WORLD, shape(2 * n, 0, 16))
+            .err()
+            .unwrap(),
+        "top_k = 0",
+    );
+    refused(
+        ops.moe_buffers(Team::WORLD, shape(2 * n, 2, 0))
+            .err()
+            .unwrap(),
+        "hidden = 0",
+    );
+    let cfg = shape(2 * n, 2, 16);
+    let mut bufs = ops.moe_buffers(Team::WORLD, cfg)?;
+    let x = shmem.alloc_zeroed::<bf16>(8 * 16)?;
+    let mut topk = shmem.alloc_from(&[0i32; 16])?;
+    let w = shmem.alloc_zeroed::<f32>(16)?;
+    refused(
+        ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 9)
+            .err()
+            .unwrap(),
+        "more than the buffers' max_tokens = 8",
+    );
+    refused(
+        ops.moe_dispatch(&stream, &mut bufs, x.range(..100)?, &topk, &w, 8)
+            .err()
+            .unwrap(),
+        "`x` holds 100 elements, but 8 tokens need 128",
+    );
+    // A bad expert on every PE: refused before anything is queued, everywhere alike.
+    let mut bad = vec![0i32; 16];
+    bad[5] = (2 * n) as i32;
+    topk.copy_from_host(&bad)?;
+    refused(
+        ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 8)
+            .err()
+            .unwrap(),
+        &format!("topk_idx[2][1] = {} is not an expert (0..{})", 2 * n, 2 * n),
+    );
+    bad[5] = -2;
+    topk.copy_from_host(&bad)?;
+    refused(
+        ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 8)
+            .err()
+            .unwrap(),
+        "topk_idx[2][1] = -2",
+    );
+    // The buffers still work, and the pairing of dispatch and combine is checked. Tokens to
+    // every rank's experts (so every rank has rows).
+    let spread: Vec<i32> = (0..16).map(|i| (i % (2 * n as usize)) as i32).collect();
+    topk.copy_from_host(&spread)?;
+    let layout = ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 8)?;
+    refused(
+        ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 8)
+            .err()
+            .unwrap(),
+        "has not been combined yet",
+    );
+    let eo = shmem.alloc_zeroed::<bf16>(bufs.capacity() * 16)?;
+    let mut out = shmem.alloc_zeroed::<bf16>(8 * 16)?;
+    refused(
+        ops.moe_combine(&stream, &mut bufs, &layout, eo.range(..1)?, &mut out)
+            .err()
+            .unwrap(),
+        "`expert_out` holds 1 elements",
+    );
+    ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out)?;
+    refused(
+        ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out)
+            .err()
+            .unwrap(),
+        "combined already",
+    );
+    let again = ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 8)?;
+    refused(
+        ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out)
+            .err()
+            .unwrap(),
+        "the layout is of dispatch 1",
+    );
+    ops.moe_combine(&stream, &mut bufs, &again, &eo, &mut out)?;
+    // Recorded into a graph: refused (the normal mode waits on the host).
+    let graph = stream.capture(|| {
+        let e = ops
+            .moe_dispatch(&stream, &mut bufs, &x, &topk, &w, 8)
+            .err()
+            .unwrap();
+        refused(e, "graph capture");
+        Ok(())
+    })?;
+    drop(graph);
+    out.to_vec()?;
+    Ok(())
+}

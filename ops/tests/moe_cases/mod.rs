@@ -1,0 +1,309 @@
+//! The MoE dispatch and combine cases, shared by `moe.rs` (every backend) and `moe_no_p2p.rs`
+//! (the simulator without peer mappings). Every PE makes every PE's routing from one agreed
+//! seed, so each can work out, on the host, exactly what it must receive and what its tokens'
+//! outputs must be.
+//!
+//! * Dispatch: the received rows, their order (per local expert, by source rank, token and
+//!   entry), sources, weights, the layout's offsets and counts and the zero padding are
+//!   compared exactly (a dispatch moves bits).
+//! * Combine: the experts' output is `g(x, j) = x × (j + 1) / 4 + 1/8` per element (bf16),
+//!   computed on the host from the received rows; each token's output is compared with
+//!   `Σ weight × g` over its entries computed in f64, within `2⁻⁸ |ref| + 2⁻²⁰ Σ |terms|`: the
+//!   rounding of the result to bf16 (half an ulp is 2⁻⁹ relative) plus f32 sums of at most
+//!   16 terms (each `≤ 2⁻²⁴ Σ |terms|`), with room for an FMA the GPU may contract.
+
+#![allow(dead_code)]
+
+use rshmem::{bf16, Shmem, Team};
+use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, Ops};
+
+pub type Outcome = Result<(), rshmem::BoxError>;
+
+/// One PE's routing and data for one call.
+pub struct Routing {
+    pub tokens: usize,
+    pub topk: Vec<i32>,
+    pub weights: Vec<f32>,
+    pub x: Vec<bf16>,
+}
+
+/// How a case draws each PE's routing.
+#[derive(Clone, Copy, Debug)]
+pub enum Draw {
+    /// Distinct random experts per token, about one entry in `none_in` left `-1`.
+    Random { none_in: u32 },
+    /// Every token to the last expert alone (its other entries `-1`).
+    ToLast,
+    /// Only experts of rank 0 (the other ranks receive nothing).
+    OnlyRank0,
+}
+
+/// A case: the layer's shape, each PE's token count, and how entries are drawn.
+pub struct Case {
+    pub config: MoeConfig,
+    pub tokens: fn(pe: usize, npes: usize) -> usize,
+    pub draw: Draw,
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// PE `pe`'s routing of call `round` for `case`, the same on every PE.
+pub fn routing(case: &Case, seed: u64, round: u64, pe: usize, npes: usize) -> Routing {
+    let cfg = case.config;
+    let (k, h) = (cfg.top_k as usize, cfg.hidden as usize);
+    let tokens = (case.tokens)(pe, npes);
+    let mut st = seed ^ (pe as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ round << 40 | 1;
+    let mut topk = vec![-1i32; tokens * k];
+    let mut weights = vec![0f32; tokens * k];
+    let local = cfg.experts / npes as u32;
+    for t in 0..tokens {
+        let row = &mut topk[t * k..(t + 1) * k];
+        match case.draw {
+            Draw::Random { none_in } => {
+                for kk in 0..k {
+                    if xorshift(&mut st) % none_in as u64 == 0 {
+                        continue;
+                    }
+                    // Distinct experts per token, as a router's top-k gives them.
+                    loop {
+                        let e = (xorshift(&mut st) % cfg.experts as u64) as i32;
+                        if !row[..kk].contains(&e) {
+                            row[kk] = e;
+                            break;
+                        }
+                    }
+                }
+            }
+            Draw::ToLast => row[0] = cfg.experts as i32 - 1,
+            Draw::OnlyRank0 => {
+                for kk in 0..k.min(local as usize) {
+                    row[kk] =
+                        ((kk as u64 + xorshift(&mut st) % local as u64) % local as u64) as i32;
+                    if row[..kk].contains(&row[kk]) {
+                        row[kk] = -1;
+                    }
+                }
+            }
+        }
+        for kk in 0..k {
+            weights[t * k + kk] = (xorshift(&mut st) % 1000) as f32 / 1000.0 + 0.001;
+        }
+    }
+    let x = (0..tokens * h)
+        .map(|_| bf16::from_f32(((xorshift(&mut st) % 2001) as f32 - 1000.0) / 256.0))
+        .collect();
+    Routing {
+        tokens,
+        topk,
+        weights,
+        x,
+    }
+}
+
+/// The experts' output for a row of local expert `j`.
+pub fn g(x: bf16, j: u32) -> bf16 {
+    bf16::from_f32(x.to_f32() * (j as f32 + 1.0) / 4.0 + 0.125)
+}
+
+/// What rank `me` must receive: per local expert, its rows as (source rank, token, entry).
+fn expected_rows(cfg: &MoeConfig, all: &[Routing], me: usize) -> Vec<Vec<(usize, usize, usize)>> {
+    let n = all.len();
+    let local = cfg.experts as usize / n;
+    let k = cfg.top_k as usize;
+    let mut rows = vec![Vec::new(); local];
+    for (src, r) in all.iter().enumerate() {
+        for t in 0..r.tokens {
+            for kk in 0..k {
+                let e = r.topk[t * k + kk];
+                if e >= 0 && e as usize / local == me {
+                    rows[e as usize % local].push((src, t, kk));
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// Runs `rounds` dispatch + combine calls of `case` on fresh routings over the world and
+/// checks each (see the module docs).
+pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let cfg = case.config;
+    let (k, h) = (cfg.top_k as usize, cfg.hidden as usize);
+    let seed = crate::common::agreed_seed(shmem)?;
+    let mut bufs = ops.moe_buffers(Team::WORLD, cfg)?;
+    let stream = shmem.stream();
+    // Inputs and outputs of the largest call, the same size on every PE (allocations are
+    // symmetric), refilled per round.
+    let r = cfg.max_tokens as usize;
+    let mut x = shmem.alloc_zeroed::<bf16>(r * h)?;
+    let mut topk = shmem.alloc_zeroed::<i32>(r * k)?;
+    let mut weights = shmem.alloc_zeroed::<f32>(r * k)?;
+    let mut out = shmem.alloc_zeroed::<bf16>(r * h)?;
+    let mut eo = shmem.alloc_zeroed::<bf16>(bufs.capacity() * h)?;
+    for round in 0..rounds {
+        let all: Vec<Routing> = (0..n).map(|pe| routing(case, seed, round, pe, n)).collect();
+        let mine = &all[me];
+        x.copy_from_host(&padded(&mine.x, r * h, bf16::from_f32(99.0)))?;
+        topk.copy_from_host(&padded(&mine.topk, r * k, 12345))?;
+        weights.copy_from_host(&padded(&mine.weights, r * k, 7.0))?;
+        // Poisoned outputs: what the calls must overwrite.
+        out.copy_from_host(&vec![bf16::from_f32(-7.0); r * h])?;
+        let layout =
+            ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &weights, mine.tokens as u32)?;
+        let (expert_out, want_rows) = check_dispatch(shmem, &bufs, &layout, &all, round)?;
+        eo.copy_from_host(&padded(
+            &expert_out,
+            bufs.capacity() * h,
+            bf16::from_f32(55.0),
+        ))?;
+        ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out)?;
+        let got = out.to_vec()?;
+        let local = cfg.experts as usize / n;
+        for t in 0..mine.tokens {
+            for e in 0..h {
+                let (mut want, mut mag) = (0f64, 0f64);
+                for kk in 0..k {
+                    let ex = mine.topk[t * k + kk];
+                    if ex >= 0 {
+                        let term = mine.weights[t * k + kk] as f64
+                            * g(mine.x[t * h + e], (ex as usize % local) as u32).to_f64();
+                        want += term;
+                        mag += term.abs();
+                    }
+                }
+                let v = got[t * h + e].to_f64();
+                let bound = want.abs() / 256.0 + mag / (1u64 << 20) as f64;
+                assert!(
+                    (v - want).abs() <= bound,
+                    "PE {me} round {round}: out[{t}][{e}] = {v}, want {want} (bound {bound}); \
+                     {want_rows} rows received"
+                );
+            }
+        }
+        assert!(
+            got[mine.tokens * h..]
+                .iter()
+                .all(|&v| v == bf16::from_f32(-7.0)),
+            "PE {me} round {round}: the combine wrote past this PE's tokens"
+        );
+    }
+    Ok(())
+}
+
+/// `v` followed by `fill` up to `len` elements (what lies past this PE's tokens: never read).
+fn padded<T: Copy>(v: &[T], len: usize, fill: T) -> Vec<T> {
+    let mut out = v.to_vec();
+    out.resize(len, fill);
+    out
+}
+
+/// Checks this PE's received rows against `all`'s routings; returns the experts' output for
+/// them (`g` of each row, `layout.rows` rows) and the real rows received.
+fn check_dispatch(
+    shmem: &Shmem,
+    bufs: &MoeBuffers,
+    layout: &MoeLayout,
+    all: &[Routing],
+    round: u64,
+) -> Result<(Vec<bf16>, usize), rshmem::BoxError> {
+    let me = shmem.my_pe();
+    let cfg = bufs.config();
+    let (k, h, align) = (cfg.top_k as usize, cfg.hidden as usize, cfg.align as usize);
+    let want = expected_rows(&cfg, all, me);
+    let local = want.len();
+    let ctx = |what: &str| format!("PE {me} round {round}: {what}");
+    assert_eq!(layout.tokens as usize, all[me].tokens, "{}", ctx("tokens"));
+    assert_eq!(layout.expert_rows.len(), local);
+    let mut offset = 0usize;
+    let mut received = std::collections::BTreeSet::new();
+    for (j, rows) in want.iter().enumerate() {
+        assert_eq!(
+            layout.expert_offsets[j] as usize,
+            offset,
+            "{}",
+            ctx(&format!("expert {j}'s offset"))
+        );
+        assert_eq!(
+            layout.expert_rows[j] as usize,
+            rows.len(),
+            "{}",
+            ctx(&format!("expert {j}'s rows"))
+        );
+        offset += rows.len().next_multiple_of(align);
+        received.extend(rows.iter().map(|&(s, t, _)| (s, t)));
+    }
+    assert_eq!(layout.rows as usize, offset, "{}", ctx("rows in all"));
+    assert_eq!(
+        layout.tokens_received as usize,
+        received.len(),
+        "{}",
+        ctx("tokens received")
+    );
+    assert!(bufs.recv_x().len() >= offset * h);
+    let (recv_x, recv_src, recv_w) = (
+        bufs.recv_x().to_vec()?,
+        bufs.recv_src().to_vec()?,
+        bufs.recv_weights().to_vec()?,
+    );
+    let mut expert_out = vec![bf16::ZERO; offset * h];
+    for (j, rows) in want.iter().enumerate() {
+        let base = layout.expert_offsets[j] as usize;
+        for (i, &(s, t, kk)) in rows.iter().enumerate() {
+            let row = base + i;
+            let src = &all[s];
+            let got = &recv_x[row * h..(row + 1) * h];
+            if got != &src.x[t * h..(t + 1) * h] {
+                let whose: Vec<(usize, usize)> = all
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(s2, r2)| (0..r2.tokens).map(move |t2| (s2, t2)))
+                    .filter(|&(s2, t2)| &all[s2].x[t2 * h..(t2 + 1) * h] == got)
+                    .collect();
+                panic!(
+                    "{}: the row holds the data of {whose:?} (rank, token); its source says {:?}",
+                    ctx(&format!(
+                        "expert {j} row {i}: not the data of rank {s}'s token {t}"
+                    )),
+                    (recv_src[2 * row], recv_src[2 * row + 1])
+                );
+            }
+            assert_eq!(
+                (recv_src[2 * row], recv_src[2 * row + 1]),
+                (s as u32, t as u32),
+                "{}",
+                ctx(&format!("expert {j} row {i}'s source"))
+            );
+            assert_eq!(
+                recv_w[row],
+                src.weights[t * k + kk],
+                "{}",
+                ctx(&format!("expert {j} row {i}'s weight"))
+            );
+            for e in 0..h {
+                expert_out[row * h + e] = g(recv_x[row * h + e], j as u32);
+            }
+        }
+        for row in base + rows.len()..base + rows.len().next_multiple_of(align) {
+            assert!(
+                recv_x[row * h..(row + 1) * h]
+                    .iter()
+                    .all(|v| *v == bf16::ZERO),
+                "{}",
+                ctx("padding")
+            );
+            assert_eq!(
+                (recv_src[2 * row], recv_w[row]),
+                (u32::MAX, 0.0),
+                "{}",
+                ctx("padding's source")
+            );
+        }
+    }
+    Ok((expert_out, offset))
+}

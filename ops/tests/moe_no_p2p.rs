@@ -1,0 +1,46 @@
+//! The MoE cases of `moe.rs` on the simulator without peer mappings (`RSHMEM_SIM_P2P=0`:
+//! every rank reached as across nodes, through NVSHMEM puts and signals). Its own test
+//! binary, because the setting is an environment variable of the process.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+#[path = "moe_cases/mod.rs"]
+mod moe_cases;
+
+use common::Outcome;
+use moe_cases::{Case, Draw};
+use rshmem::{Backend, Shmem};
+use rshmem_ops::{MoeConfig, Ops};
+
+fn no_p2p(npes: usize, name: &str, case: fn(&Shmem) -> Outcome) {
+    // Every test of this binary sets the same value, so the tests may run in parallel.
+    std::env::set_var("RSHMEM_SIM_P2P", "0");
+    common::run_case(Backend::Sim, npes, name, case);
+}
+
+fn random_routings(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: MoeConfig {
+            experts: 3 * n,
+            top_k: 3,
+            hidden: 24,
+            max_tokens: 21,
+            align: 4,
+        },
+        tokens: |pe, _| [21, 0, 8][pe % 3],
+        draw: Draw::Random { none_in: 4 },
+    };
+    moe_cases::run(shmem, &ops, &case, 2)
+}
+
+#[test]
+fn random_routings_2pe() {
+    no_p2p(2, "random_routings_2pe", random_routings);
+}
+
+#[test]
+fn random_routings_3pe() {
+    no_p2p(3, "random_routings_3pe", random_routings);
+}
