@@ -15,13 +15,14 @@ mod moe_cases;
 use common::Outcome;
 use moe_cases::{Case, Draw};
 use rshmem::{bf16, Shmem, Team};
-use rshmem_ops::{MoeConfig, Ops};
+use rshmem_ops::{MoeConfig, MoePayload, Ops};
 
 per_backend! {
     random_routings => [2, 3, 4];
     top_k_one_to_eight => [2, 3];
     every_token_to_one_expert => [2, 3];
     only_rank0_receives => [3];
+    fp8_rows_and_scales => [2, 3];
     bad_input_is_refused => [2];
 }
 
@@ -35,6 +36,7 @@ fn random_routings(shmem: &Shmem) -> Outcome {
             hidden: 72,
             max_tokens: 40,
             align: 8,
+            payload: MoePayload::Bf16,
         },
         tokens: |pe, _| [13, 0, 1, 40][pe % 4],
         draw: Draw::Random { none_in: 5 },
@@ -53,6 +55,7 @@ fn top_k_one_to_eight(shmem: &Shmem) -> Outcome {
                 hidden: 136,
                 max_tokens: 33,
                 align,
+                payload: MoePayload::Bf16,
             },
             tokens: |pe, _| 17 + 5 * pe,
             draw: Draw::Random { none_in: 7 },
@@ -72,6 +75,7 @@ fn every_token_to_one_expert(shmem: &Shmem) -> Outcome {
             hidden: 8,
             max_tokens: 25,
             align: 2,
+            payload: MoePayload::Bf16,
         },
         tokens: |pe, _| 25 - pe,
         draw: Draw::ToLast,
@@ -88,9 +92,29 @@ fn only_rank0_receives(shmem: &Shmem) -> Outcome {
             hidden: 40,
             max_tokens: 19,
             align: 4,
+            payload: MoePayload::Bf16,
         },
         tokens: |pe, _| [19, 5, 0][pe % 3],
         draw: Draw::OnlyRank0,
+    };
+    moe_cases::run(shmem, &ops, &case, 2)
+}
+
+fn fp8_rows_and_scales(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    // 264 elements: three scales per row, the last over 8 elements.
+    let case = Case {
+        config: MoeConfig {
+            experts: 4 * n,
+            top_k: 4,
+            hidden: 264,
+            max_tokens: 23,
+            align: 8,
+            payload: MoePayload::Fp8E4m3,
+        },
+        tokens: |pe, _| [23, 1, 0][pe % 3],
+        draw: Draw::Random { none_in: 6 },
     };
     moe_cases::run(shmem, &ops, &case, 2)
 }
@@ -109,6 +133,7 @@ fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
         hidden,
         max_tokens: 8,
         align: 4,
+        payload: MoePayload::Bf16,
     };
     refused(
         ops.moe_buffers(Team::WORLD, shape(2 * n + 1, 2, 16))
@@ -131,6 +156,7 @@ fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
     let cfg = shape(2 * n, 2, 16);
     let mut bufs = ops.moe_buffers(Team::WORLD, cfg)?;
     let x = shmem.alloc_zeroed::<bf16>(8 * 16)?;
+    let x8 = shmem.alloc_zeroed::<u8>(8 * 16)?;
     let mut topk = shmem.alloc_from(&[0i32; 16])?;
     let w = shmem.alloc_zeroed::<f32>(16)?;
     refused(
@@ -197,6 +223,32 @@ fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
         "the layout is of dispatch 1",
     );
     ops.moe_combine(&stream, &mut bufs, &again, &eo, &mut out)?;
+    // The other payload's calls and views are refused by name.
+    refused(
+        ops.moe_dispatch_fp8(&stream, &mut bufs, x8.range(..)?, &w, &topk, &w, 8)
+            .err()
+            .unwrap(),
+        "made for Bf16 rows",
+    );
+    refused(bufs.recv_x_fp8().err().unwrap(), "made for Bf16 rows");
+    let fp8 = MoeConfig {
+        payload: MoePayload::Fp8E4m3,
+        ..cfg
+    };
+    let mut bufs8 = ops.moe_buffers(Team::WORLD, fp8)?;
+    refused(bufs8.recv_x().err().unwrap(), "made for Fp8E4m3 rows");
+    refused(
+        ops.moe_dispatch(&stream, &mut bufs8, &x, &topk, &w, 8)
+            .err()
+            .unwrap(),
+        "made for Fp8E4m3 rows",
+    );
+    refused(
+        ops.moe_dispatch_fp8(&stream, &mut bufs8, &x8, w.range(..1)?, &topk, &w, 2)
+            .err()
+            .unwrap(),
+        "`x_scales` holds 1 elements, but 2 tokens need 2",
+    );
     // Recorded into a graph: refused (the normal mode waits on the host).
     let graph = stream.capture(|| {
         let e = ops

@@ -1,4 +1,5 @@
-//! The MoE cases of `moe.rs` on the simulator without peer mappings (`RSHMEM_SIM_P2P=0`:
+//! The MoE cases of `moe.rs` (FP8 rows: elements and scales both by puts) on the simulator
+//! without peer mappings (`RSHMEM_SIM_P2P=0`:
 //! every rank reached as across nodes, through NVSHMEM puts and signals). Its own test
 //! binary, because the setting is an environment variable of the process.
 
@@ -10,7 +11,7 @@ mod moe_cases;
 use common::Outcome;
 use moe_cases::{Case, Draw};
 use rshmem::{Backend, Shmem};
-use rshmem_ops::{MoeConfig, Ops};
+use rshmem_ops::{MoeConfig, MoePayload, Ops};
 
 fn no_p2p(npes: usize, name: &str, case: fn(&Shmem) -> Outcome) {
     // Every test of this binary sets the same value, so the tests may run in parallel.
@@ -25,9 +26,10 @@ fn random_routings(shmem: &Shmem) -> Outcome {
         config: MoeConfig {
             experts: 3 * n,
             top_k: 3,
-            hidden: 24,
+            hidden: 136,
             max_tokens: 21,
             align: 4,
+            payload: MoePayload::Fp8E4m3,
         },
         tokens: |pe, _| [21, 0, 8][pe % 3],
         draw: Draw::Random { none_in: 4 },

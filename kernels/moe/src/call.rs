@@ -11,6 +11,8 @@
 //! assert_eq!((call.local_experts(), call.owner(17), call.local(17)), (8, 2, 1));
 //! assert_eq!(call.record_words(), 7);
 //! assert_eq!(call.capacity(), 4 * 512 * 2 + 8 * 15);
+//! // bf16 rows of 1024 elements are staged as 2048 bytes; FP8 ones as 1024 bytes and 8 scales.
+//! assert_eq!((call.staged_bytes(), call.with_fp8().staged_bytes()), (2048, 1024 + 32));
 //! ```
 
 use rshmem_device::KernelArg;
@@ -27,6 +29,10 @@ pub const NONE: u32 = u32::MAX;
 ///   expert's rows on its PE are padded to a multiple of it (what the grouped GEMM's tiles
 ///   want);
 /// * `size`: the team's PEs (the kernels take the [`Team`](rshmem_device::shmem::Team) too);
+/// * `elem_bytes`, `scales`: what a token's row is — `hidden` elements of `elem_bytes` bytes
+///   (2: bf16; 1: FP8 e4m3, moved as bytes) and `scales` f32 scale factors beside them (0
+///   for bf16; one per 128 elements for FP8), which travel with the row and land in
+///   `recv_scales`;
 /// * `epoch`: the dispatch's number on these buffers, 1, 2, ... from the host, the same on
 ///   every PE (the calls are collective); the flags a call sets hold it and every wait is for
 ///   `>= epoch`, so flags are never reset.
@@ -47,19 +53,24 @@ pub struct MoeCall {
     pub align: u32,
     /// PEs in the team.
     pub size: u32,
+    /// Bytes per element of a row (2 or 1).
+    pub elem_bytes: u32,
+    /// f32 scales per row (0: none).
+    pub scales: u32,
     /// Keeps the layout free of padding (a `KernelArg` requirement).
     pub reserved: u32,
     /// The call's number (see the type's docs).
     pub epoch: u64,
 }
 
-// SAFETY: `#[repr(C)]` of eight `u32` and a `u64` (40 bytes, 8-aligned, no padding): the same
+// SAFETY: `#[repr(C)]` of ten `u32` and a `u64` (48 bytes, 8-aligned, no padding): the same
 // bytes and meaning on the host and the device.
 unsafe impl KernelArg for MoeCall {}
 
 impl MoeCall {
     /// The call of `(experts, top_k, hidden)` with `(max_tokens, align)` over `size` PEs,
-    /// for `epoch`; `tokens` is set per call with [`MoeCall::with_tokens`].
+    /// for `epoch`, of bf16 rows; `tokens` is set per call with [`MoeCall::with_tokens`], FP8
+    /// rows with [`MoeCall::with_fp8`].
     pub const fn new(
         (experts, top_k, hidden): (u32, u32, u32),
         (max_tokens, align): (u32, u32),
@@ -74,9 +85,39 @@ impl MoeCall {
             max_tokens,
             align,
             size,
+            elem_bytes: 2,
+            scales: 0,
             reserved: 0,
             epoch,
         }
+    }
+
+    /// The call with FP8 rows: one byte per element and one f32 scale per 128 of them.
+    pub const fn with_fp8(self) -> Self {
+        Self {
+            elem_bytes: 1,
+            scales: self.hidden.div_ceil(128),
+            ..self
+        }
+    }
+
+    /// Bytes of a row's elements (what `x` and `recv_x` hold per row).
+    #[inline(always)]
+    pub const fn data_bytes(&self) -> u32 {
+        self.hidden * self.elem_bytes
+    }
+
+    /// Where a staged row's scales start, in bytes (16-aligned, after the elements).
+    #[inline(always)]
+    pub const fn scales_offset(&self) -> u32 {
+        self.data_bytes().next_multiple_of(16)
+    }
+
+    /// Bytes of one staged row (the elements, then the scales), a multiple of 16 so that
+    /// every row starts 16-byte aligned.
+    #[inline(always)]
+    pub const fn staged_bytes(&self) -> u32 {
+        (self.scales_offset() + 4 * self.scales).next_multiple_of(16)
     }
 
     /// The call with this PE's token count.
@@ -179,7 +220,7 @@ impl LayoutWords {
 /// |---|---|---|
 /// | `flags` (symmetric) | `3 × size` | per sender rank `s`: its barrier, data and combine flags (epochs) |
 /// | `counts_in` (symmetric) | `size × count_words` | row `s`: what rank `s` sent here (tokens, rows per local expert) |
-/// | `staging` (symmetric) | `size × R × H` | row `s × R + slot`: rank `s`'s token in its slot |
+/// | `staging` (symmetric) | `size × R` rows of `staged_bytes` | row `s × R + slot`: rank `s`'s token in its slot, its scales after it |
 /// | `meta` (symmetric) | `size × R × W` | the same rows' records (token index; per entry local expert, position, weight) |
 /// | `combine_recv` (symmetric) | `size × R × H` f32 | row `p × R + t`: rank `p`'s weighted partial of this PE's token `t` |
 /// | `send_slot` | `R × size` | token `t`'s slot in rank `d`'s region from here, or [`NONE`] |
@@ -188,7 +229,8 @@ impl LayoutWords {
 /// | `meta_out` (symmetric: a put source) | `R × size × W` | the record of token `t` for rank `d` |
 /// | `combine_stage` (symmetric: a put source) | `size × R × H` f32 | the partials before they are sent back |
 /// | `layout` | [`LayoutWords::words`] | this PE's receive layout |
-/// | `recv_x` | `capacity × H` | the received rows, grouped by local expert, padded with zero rows |
+/// | `recv_x` | `capacity` rows of `data_bytes` | the received rows, grouped by local expert, padded with zero rows |
+/// | `recv_scales` | `capacity × scales` f32 | their scales (none for bf16 rows) |
 /// | `recv_src` | `capacity × 2` | each row's source rank and token ([`NONE`] for padding) |
 /// | `recv_w` | `capacity` | each row's router weight (0 for padding) |
 #[repr(C)]
@@ -199,7 +241,7 @@ pub struct MoeBufs {
     /// See the type's docs.
     pub counts_in: *mut u32,
     /// See the type's docs.
-    pub staging: *mut rshmem_device::bf16,
+    pub staging: *mut u8,
     /// See the type's docs.
     pub meta: *mut u32,
     /// See the type's docs.
@@ -217,14 +259,16 @@ pub struct MoeBufs {
     /// See the type's docs.
     pub layout: *mut u32,
     /// See the type's docs.
-    pub recv_x: *mut rshmem_device::bf16,
+    pub recv_x: *mut u8,
+    /// See the type's docs.
+    pub recv_scales: *mut f32,
     /// See the type's docs.
     pub recv_src: *mut u32,
     /// See the type's docs.
     pub recv_w: *mut f32,
 }
 
-// SAFETY: `#[repr(C)]` of fourteen pointers (112 bytes, no padding): the same bytes on the
+// SAFETY: `#[repr(C)]` of fifteen pointers (120 bytes, no padding): the same bytes on the
 // host and nvptx64 (both 64-bit); the kernels' contracts say what they must point to.
 unsafe impl KernelArg for MoeBufs {}
 

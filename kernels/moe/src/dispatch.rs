@@ -21,7 +21,6 @@
 use crate::call::{data_slot, destinations, LayoutWords, MoeBufs, MoeCall, NONE};
 use rshmem_coll::peers::Peers;
 use rshmem_coll::{signal as sig, tile};
-use rshmem_device::bf16;
 use rshmem_device::shmem::{self, Team, Thread};
 use rshmem_device::{device_assert, thread};
 
@@ -39,24 +38,27 @@ pub enum Announce {
 ///
 /// # Safety
 ///
-/// `x` holds `tokens × hidden` elements in symmetric memory (an NVSHMEM put's source where a
-/// rank has no peer mapping), `topk` and `weights` `tokens × top_k`; `bufs` this PE's buffers
+/// `x` holds `tokens` rows of `data_bytes` and `scales` `tokens × call.scales` f32 (unused
+/// when 0), in symmetric memory (an NVSHMEM put's source where a rank has no peer mapping);
+/// `topk` and `weights` hold `tokens × top_k`; `bufs` this PE's buffers
 /// of the call's shape (every member's at the same symmetric addresses), after this call's
 /// route; every member of `team` runs the same call.
 #[inline(always)]
 pub unsafe fn send(
     team: Team,
     bufs: MoeBufs,
-    x: *const bf16,
+    x: *const u8,
+    scales: *const f32,
     topk: *const i32,
     weights: *const f32,
     call: MoeCall,
 ) {
     let peers = Peers::of(team);
-    let (h, w, r) = (
-        call.hidden as usize,
-        call.record_words() as usize,
-        call.max_tokens as usize,
+    let (w, r) = (call.record_words() as usize, call.max_tokens as usize);
+    let (data, staged, ns) = (
+        call.data_bytes() as usize,
+        call.staged_bytes() as usize,
+        call.scales as usize,
     );
     let mut t = thread::block_idx_x();
     while t < call.tokens {
@@ -80,13 +82,14 @@ pub unsafe fn send(
             // SAFETY: the slot lies in d's region (route numbered it below its count, which
             // is at most max_tokens); nothing else writes those rows in this call.
             unsafe {
-                tile::push_tile(bufs.meta.add(region * w), record, w, peers.world(d));
-                tile::push_tile(
-                    bufs.staging.add(region * h),
-                    x.add(t as usize * h),
-                    h,
-                    peers.world(d),
-                );
+                let pe = peers.world(d);
+                let row = bufs.staging.add(region * staged);
+                tile::push_tile(bufs.meta.add(region * w), record, w, pe);
+                tile::push_tile(row, x.add(t as usize * data), data, pe);
+                if ns > 0 {
+                    let at = row.add(call.scales_offset() as usize).cast::<f32>();
+                    tile::push_tile(at, scales.add(t as usize * ns), ns, pe);
+                }
             }
         }
         t += thread::grid_dim_x();
@@ -336,7 +339,8 @@ impl Received {
 pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
     // SAFETY: after this call's layout (the contract).
     let got = unsafe { Received::of(&bufs, &call) };
-    let (h, words) = (got.h, got.words);
+    let words = got.words;
+    let (data, ns) = (call.data_bytes() as usize, call.scales as usize);
     let mut i = thread::block_idx_x();
     let first = thread::thread_idx_x() == 0;
     while i < got.count + call.local_experts() {
@@ -349,11 +353,12 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
                 for kk in 0..call.top_k {
                     if let Some((row, weight)) = got.row(&token, kk) {
                         let row = row as usize;
-                        tile::copy_tile(
-                            bufs.recv_x.add(row * h),
-                            bufs.staging.add(token.at * h),
-                            h,
-                        );
+                        let staged = bufs.staging.add(token.at * call.staged_bytes() as usize);
+                        tile::copy_tile(bufs.recv_x.add(row * data), staged, data);
+                        if ns > 0 {
+                            let from = staged.add(call.scales_offset() as usize).cast::<f32>();
+                            tile::copy_tile(bufs.recv_scales.add(row * ns), from, ns);
+                        }
                         if first {
                             bufs.recv_src.add(2 * row).write(token.s);
                             bufs.recv_src.add(2 * row + 1).write(token.record.read());
@@ -369,10 +374,15 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
                 let base = bufs.layout.add(words.expert_base + j).read();
                 let rows = bufs.layout.add(words.expert_rows + j).read();
                 for row in base + rows..base + rows.next_multiple_of(call.align) {
-                    let out = bufs.recv_x.add(row as usize * h);
+                    let out = bufs.recv_x.add(row as usize * data);
+                    let scales = bufs.recv_scales.add(row as usize * ns);
                     let mut e = thread::thread_idx_x() as usize;
-                    while e < h {
-                        out.add(e).write(bf16::ZERO);
+                    while e < data + ns {
+                        if e < data {
+                            out.add(e).write(0);
+                        } else {
+                            scales.add(e - data).write(0.0);
+                        }
                         e += thread::block_dim_x() as usize;
                     }
                     if first {

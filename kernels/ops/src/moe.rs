@@ -1,5 +1,6 @@
 //! The mixture-of-experts kernels behind `rshmem::ops::Ops::moe_dispatch` and
-//! `Ops::moe_combine`: [`rshmem_moe`]'s steps, bf16 rows. Every kernel takes the call
+//! `Ops::moe_combine`: [`rshmem_moe`]'s steps; rows of bf16 or of FP8 bytes with their
+//! scales (the call says which), the combine's rows bf16. Every kernel takes the call
 //! ([`MoeCall`]) and its buffers ([`MoeBufs`]); the host queues them in this order:
 //!
 //! | kernel | step | launch |
@@ -51,13 +52,14 @@ pub unsafe fn moe_route(bufs: MoeBufs, topk: *const i32, call: MoeCall) {
 pub unsafe fn moe_send(
     team: Team,
     bufs: MoeBufs,
-    x: *const bf16,
+    x: *const u8,
+    scales: *const f32,
     topk: *const i32,
     weights: *const f32,
     call: MoeCall,
 ) {
     // SAFETY: this kernel's contract is the step's.
-    unsafe { dispatch::send(team, bufs, x, topk, weights, call) }
+    unsafe { dispatch::send(team, bufs, x, scales, topk, weights, call) }
 }
 
 /// The announcement of the dispatch's or the combine's data ([`dispatch::signal`]; `what` an

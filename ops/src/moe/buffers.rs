@@ -10,6 +10,18 @@ use rshmem_moe::{MoeBufs, MoeCall};
 /// The most ranks a team of the MoE ops may have (a token's ranks are a 64-bit mask).
 pub const MAX_RANKS: usize = 64;
 
+/// What a dispatched row holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MoePayload {
+    /// `hidden` bf16 elements ([`crate::Ops::moe_dispatch`]).
+    #[default]
+    Bf16,
+    /// `hidden` FP8 e4m3 elements (as bytes) and one f32 scale per 128 of them, `x[t][i] ≈
+    /// e4m3(bytes[t][i]) × scales[t][i / 128]` ([`crate::Ops::moe_dispatch_fp8`]): half the
+    /// bytes on the link; the rows land as they were sent, scales beside them.
+    Fp8E4m3,
+}
+
 /// The shape of an MoE layer's dispatches, the same on every PE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MoeConfig {
@@ -24,10 +36,12 @@ pub struct MoeConfig {
     /// Each expert's rows are padded with zero rows to a multiple of this (the grouped GEMM's
     /// tile rows; 1 for none).
     pub align: u32,
+    /// What a dispatched row holds (the combine's rows are bf16 either way).
+    pub payload: MoePayload,
 }
 
 /// What a dispatch left on this PE: where each local expert's rows are in
-/// [`MoeBuffers::recv_x`]. Pass it to the combine of the same dispatch.
+/// [`MoeBuffers::recv_x`] (or `recv_x_fp8`). Pass it to the combine of the same dispatch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MoeLayout {
     /// The dispatch's number on its buffers (1, 2, ...).
@@ -44,6 +58,12 @@ pub struct MoeLayout {
     pub rows: u32,
 }
 
+/// The received rows, of the payload's type.
+enum Recv<'s> {
+    Bf16(SymBuffer<'s, bf16>),
+    Fp8(SymBuffer<'s, u8>, SymBuffer<'s, f32>),
+}
+
 /// The buffers of one MoE layer's dispatches and combines (see [`crate::moe`] for what each
 /// holds and why it is sized so). Made by [`crate::Ops::moe_buffers`] on every PE of the team.
 pub struct MoeBuffers<'s> {
@@ -56,7 +76,7 @@ pub struct MoeBuffers<'s> {
     pub(crate) combined: bool,
     flags: SymBuffer<'s, u64>,
     counts_in: SymBuffer<'s, u32>,
-    staging: SymBuffer<'s, bf16>,
+    staging: SymBuffer<'s, u8>,
     meta: SymBuffer<'s, u32>,
     combine_recv: SymBuffer<'s, f32>,
     send_slot: SymBuffer<'s, u32>,
@@ -65,7 +85,8 @@ pub struct MoeBuffers<'s> {
     meta_out: SymBuffer<'s, u32>,
     combine_stage: SymBuffer<'s, f32>,
     pub(crate) layout: SymBuffer<'s, u32>,
-    recv_x: SymBuffer<'s, bf16>,
+    /// The received rows: bf16, or FP8 bytes with their scales.
+    recv: Recv<'s>,
     recv_src: SymBuffer<'s, u32>,
     recv_w: SymBuffer<'s, f32>,
     /// `topk_idx` as the host checks it before a dispatch is queued.
@@ -82,6 +103,7 @@ impl MoeConfig {
             hidden,
             max_tokens,
             align,
+            payload: _,
         } = *self;
         if size > MAX_RANKS {
             return bad(format!(
@@ -120,13 +142,17 @@ impl MoeConfig {
 
     /// The kernels' view of a call of this shape.
     pub(crate) fn call(&self, size: u32, tokens: u32, epoch: u64) -> MoeCall {
-        MoeCall::new(
+        let call = MoeCall::new(
             (self.experts, self.top_k, self.hidden),
             (self.max_tokens, self.align),
             size,
             epoch,
         )
-        .with_tokens(tokens)
+        .with_tokens(tokens);
+        match self.payload {
+            MoePayload::Bf16 => call,
+            MoePayload::Fp8E4m3 => call.with_fp8(),
+        }
     }
 }
 
@@ -154,7 +180,7 @@ impl<'s> MoeBuffers<'s> {
             combined: true,
             flags: shmem.alloc_zeroed(flag_words(size))?,
             counts_in: shmem.alloc_zeroed(n * cw)?,
-            staging: shmem.alloc_zeroed(n * r * h)?,
+            staging: shmem.alloc_zeroed(n * r * call.staged_bytes() as usize)?,
             meta: shmem.alloc_zeroed(n * r * w)?,
             combine_recv: shmem.alloc_zeroed(n * r * h)?,
             send_slot: shmem.alloc_zeroed(r * n)?,
@@ -163,7 +189,13 @@ impl<'s> MoeBuffers<'s> {
             meta_out: shmem.alloc_zeroed(r * n * w)?,
             combine_stage: shmem.alloc_zeroed(n * r * h)?,
             layout: shmem.alloc_zeroed(words)?,
-            recv_x: shmem.alloc_zeroed(cap * h)?,
+            recv: match config.payload {
+                MoePayload::Bf16 => Recv::Bf16(shmem.alloc_zeroed(cap * h)?),
+                MoePayload::Fp8E4m3 => Recv::Fp8(
+                    shmem.alloc_zeroed(cap * h)?,
+                    shmem.alloc_zeroed(cap * call.scales as usize)?,
+                ),
+            },
             recv_src: shmem.alloc_zeroed(cap * 2)?,
             recv_w: shmem.alloc_zeroed(cap)?,
             topk_check: shmem.alloc_zeroed(r * k)?,
@@ -197,16 +229,42 @@ impl<'s> MoeBuffers<'s> {
             + b(&self.meta_out)
             + b(&self.combine_stage)
             + b(&self.layout)
-            + b(&self.recv_x)
+            + match &self.recv {
+                Recv::Bf16(x) => b(x),
+                Recv::Fp8(x, scales) => b(x) + b(scales),
+            }
             + b(&self.recv_src)
             + b(&self.recv_w)
             + b(&self.topk_check)
     }
 
-    /// The received rows (`capacity × hidden`): after a dispatch, its [`MoeLayout`] says
-    /// which are whose; padding rows are zero.
-    pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
-        &self.recv_x
+    /// The received bf16 rows (`capacity × hidden`; [`MoePayload::Bf16`]): after a dispatch,
+    /// its [`MoeLayout`] says which are whose; padding rows are zero.
+    pub fn recv_x(&self) -> Result<&SymBuffer<'s, bf16>> {
+        match &self.recv {
+            Recv::Bf16(x) => Ok(x),
+            Recv::Fp8(..) => Err(self.wrong_payload("MoeBuffers::recv_x")),
+        }
+    }
+
+    /// The received FP8 rows (`capacity × hidden` bytes) and their scales (`capacity ×
+    /// ⌈hidden / 128⌉`; [`MoePayload::Fp8E4m3`]), laid out as [`MoeBuffers::recv_x`]'s.
+    pub fn recv_x_fp8(&self) -> Result<(&SymBuffer<'s, u8>, &SymBuffer<'s, f32>)> {
+        match &self.recv {
+            Recv::Fp8(x, scales) => Ok((x, scales)),
+            Recv::Bf16(_) => Err(self.wrong_payload("MoeBuffers::recv_x_fp8")),
+        }
+    }
+
+    /// The error of a call for the other payload.
+    pub(crate) fn wrong_payload(&self, call: &'static str) -> Error {
+        Error::InvalidArgument {
+            call,
+            message: format!(
+                "these buffers were made for {:?} rows (MoeConfig::payload)",
+                self.config.payload
+            ),
+        }
     }
 
     /// Each received row's source, `[rank, token]` per row (`u32::MAX` twice for padding).
@@ -233,7 +291,14 @@ impl<'s> MoeBuffers<'s> {
             meta_out: self.meta_out.as_mut_ptr(),
             combine_stage: self.combine_stage.as_mut_ptr(),
             layout: self.layout.as_mut_ptr(),
-            recv_x: self.recv_x.as_mut_ptr(),
+            recv_x: match &mut self.recv {
+                Recv::Bf16(x) => x.as_mut_ptr().cast(),
+                Recv::Fp8(x, _) => x.as_mut_ptr(),
+            },
+            recv_scales: match &mut self.recv {
+                Recv::Bf16(_) => std::ptr::null_mut(),
+                Recv::Fp8(_, scales) => scales.as_mut_ptr(),
+            },
             recv_src: self.recv_src.as_mut_ptr(),
             recv_w: self.recv_w.as_mut_ptr(),
         }

@@ -2,13 +2,22 @@
 //! argument checks, then `rshmem_moe`'s steps queued in order (the table in
 //! `rshmem_ops_kernels::moe`).
 
-use super::buffers::{MoeBuffers, MoeConfig, MoeLayout};
+use super::buffers::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
 use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut, Team};
 use rshmem_moe::call::{LayoutWords, NONE};
 use rshmem_moe::{barrier, route};
 use rshmem_ops_kernels::moe::{self as k, Announce};
+
+/// A dispatch's rows: elements (as bytes) and scales, with the ranges' lengths (in their
+/// elements: bf16 or bytes, f32).
+struct Rows {
+    x: *const u8,
+    x_len: usize,
+    scales: *const f32,
+    scales_len: usize,
+}
 
 /// Threads of the grid-wide steps' blocks.
 const THREADS: u32 = 256;
@@ -28,7 +37,8 @@ impl<'s> Ops<'s> {
     /// Sends each of this PE's `tokens` tokens (`x`: `tokens × hidden` bf16; `topk_idx`,
     /// `topk_weights`: `tokens × top_k`) to the ranks of its experts, and waits until this
     /// PE's received rows are laid out in `bufs` ([`crate::moe`]: the layout, the rules).
-    /// Collective over the buffers' team; returns this PE's [`MoeLayout`].
+    /// Collective over the buffers' team; returns this PE's [`MoeLayout`]. The buffers are
+    /// of [`MoePayload::Bf16`].
     pub fn moe_dispatch<'a>(
         &self,
         stream: &Stream<'_>,
@@ -39,10 +49,78 @@ impl<'s> Ops<'s> {
         tokens: u32,
     ) -> Result<MoeLayout> {
         const CALL: &str = "Ops::moe_dispatch";
-        let (x, topk, weights) = (x.into(), topk_idx.into(), topk_weights.into());
+        if bufs.config.payload != MoePayload::Bf16 {
+            return Err(bufs.wrong_payload(CALL));
+        }
+        let x = x.into();
+        let rows = Rows {
+            x: x.as_ptr().cast(),
+            x_len: x.len(),
+            scales: std::ptr::null(),
+            scales_len: 0,
+        };
+        self.dispatch(
+            CALL,
+            stream,
+            bufs,
+            rows,
+            topk_idx.into(),
+            topk_weights.into(),
+            tokens,
+        )
+    }
+
+    /// [`Ops::moe_dispatch`] of FP8 rows ([`MoePayload::Fp8E4m3`]): `x` holds `tokens ×
+    /// hidden` e4m3 bytes and `x_scales` `tokens × ⌈hidden / 128⌉` f32 scales; both arrive as
+    /// sent ([`MoeBuffers::recv_x_fp8`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_dispatch_fp8<'a>(
+        &self,
+        stream: &Stream<'_>,
+        bufs: &mut MoeBuffers<'s>,
+        x: impl Into<SymRange<'a, u8>>,
+        x_scales: impl Into<SymRange<'a, f32>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        topk_weights: impl Into<SymRange<'a, f32>>,
+        tokens: u32,
+    ) -> Result<MoeLayout> {
+        const CALL: &str = "Ops::moe_dispatch_fp8";
+        if bufs.config.payload != MoePayload::Fp8E4m3 {
+            return Err(bufs.wrong_payload(CALL));
+        }
+        let (x, scales) = (x.into(), x_scales.into());
+        let rows = Rows {
+            x: x.as_ptr(),
+            x_len: x.len(),
+            scales: scales.as_ptr(),
+            scales_len: scales.len(),
+        };
+        self.dispatch(
+            CALL,
+            stream,
+            bufs,
+            rows,
+            topk_idx.into(),
+            topk_weights.into(),
+            tokens,
+        )
+    }
+
+    /// Both dispatches: the checks, the steps, the layout.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch(
+        &self,
+        name: &'static str,
+        stream: &Stream<'_>,
+        bufs: &mut MoeBuffers<'s>,
+        rows: Rows,
+        topk: SymRange<'_, i32>,
+        weights: SymRange<'_, f32>,
+        tokens: u32,
+    ) -> Result<MoeLayout> {
         let cfg = bufs.config;
         let bad = |message: String| Error::InvalidArgument {
-            call: CALL,
+            call: name,
             message,
         };
         if stream.is_capturing() {
@@ -59,8 +137,10 @@ impl<'s> Ops<'s> {
             )));
         }
         let (t, kk, h) = (tokens as usize, cfg.top_k as usize, cfg.hidden as usize);
+        let scales_per_row = cfg.call(bufs.size, 0, 0).scales as usize;
         for (what, len, need) in [
-            ("x", x.len(), t * h),
+            ("x", rows.x_len, t * h),
+            ("x_scales", rows.scales_len, t * scales_per_row),
             ("topk_idx", topk.len(), t * kk),
             ("topk_weights", weights.len(), t * kk),
         ] {
@@ -77,7 +157,7 @@ impl<'s> Ops<'s> {
                 bufs.epoch
             )));
         }
-        let module = self.moe_module(CALL)?;
+        let module = self.moe_module(name)?;
         // The experts are checked here, before anything is queued: a PE that stops here ends
         // the job with this error instead of leaving the others waiting for its tokens.
         if tokens > 0 {
@@ -117,7 +197,15 @@ impl<'s> Ops<'s> {
             module.launch_on::<k::moe_send>(
                 stream,
                 wide(tokens),
-                (team, dev, x.as_ptr(), topk.as_ptr(), weights.as_ptr(), call),
+                (
+                    team,
+                    dev,
+                    rows.x,
+                    rows.scales,
+                    topk.as_ptr(),
+                    weights.as_ptr(),
+                    call,
+                ),
             )?;
             module.launch_on::<k::moe_signal>(
                 stream,

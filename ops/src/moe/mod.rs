@@ -5,12 +5,14 @@
 //! ```no_run
 //! use rshmem_device::bf16;
 //! use rshmem_host::Team;
-//! use rshmem_ops::{MoeConfig, Ops};
+//! use rshmem_ops::{MoeConfig, MoePayload, Ops};
 //!
 //! rshmem_host::run(|shmem| -> rshmem_host::Result<()> {
 //!     let ops = Ops::new(shmem)?;
 //!     let stream = shmem.stream();
-//!     let cfg = MoeConfig { experts: 8 * shmem.n_pes() as u32, top_k: 2, hidden: 1024, max_tokens: 512, align: 64 };
+//!     let n = shmem.n_pes() as u32;
+//!     let payload = MoePayload::Bf16; // or Fp8E4m3: Ops::moe_dispatch_fp8, bytes and scales
+//!     let cfg = MoeConfig { experts: 8 * n, top_k: 2, hidden: 1024, max_tokens: 512, align: 64, payload };
 //!     let mut bufs = ops.moe_buffers(Team::WORLD, cfg)?; // collective: symmetric buffers
 //!     let tokens = 300;
 //!     let x = shmem.alloc_from(&vec![bf16::ONE; tokens * 1024])?;
@@ -30,7 +32,8 @@
 //! **Experts and ranks.** [`MoeConfig::experts`] are numbered across the team: rank `d` holds
 //! experts `d × L .. (d + 1) × L`, `L = experts / size` its *local* experts `0 .. L`.
 //!
-//! **Dispatch** ([`Ops::moe_dispatch`]): `x` holds this PE's `tokens` rows of `hidden` bf16,
+//! **Dispatch** ([`Ops::moe_dispatch`]; [`Ops::moe_dispatch_fp8`] for FP8 e4m3 rows, bytes
+//! with one f32 scale per 128 elements, [`MoePayload`]): `x` holds this PE's `tokens` rows of `hidden` bf16,
 //! `topk` their `top_k` experts (i32; `-1` for none) and `weights` the router's weights (f32).
 //! A token crosses to a rank once, however many of its experts are there. On every rank the
 //! received rows are grouped by local expert in [`MoeBuffers::recv_x`]: expert `j`'s rows
@@ -65,7 +68,7 @@
 mod buffers;
 mod calls;
 
-pub use buffers::{MoeBuffers, MoeConfig, MoeLayout};
+pub use buffers::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
 
 /// The sm_80 and sm_90 image of the `moe` family of `kernels/ops`.
 pub static IMAGE: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe");

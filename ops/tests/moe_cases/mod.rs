@@ -15,7 +15,7 @@
 #![allow(dead_code)]
 
 use rshmem::{bf16, Shmem, Team};
-use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, Ops};
+use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops};
 
 pub type Outcome = Result<(), rshmem::BoxError>;
 
@@ -24,7 +24,11 @@ pub struct Routing {
     pub tokens: usize,
     pub topk: Vec<i32>,
     pub weights: Vec<f32>,
-    pub x: Vec<bf16>,
+    /// The rows' elements: bf16 values, or FP8 e4m3 bytes (`hidden` per row).
+    pub x16: Vec<bf16>,
+    pub x8: Vec<u8>,
+    /// FP8 rows' scales, `⌈hidden / 128⌉` per row (empty for bf16).
+    pub scales: Vec<f32>,
 }
 
 /// How a case draws each PE's routing.
@@ -94,20 +98,78 @@ pub fn routing(case: &Case, seed: u64, round: u64, pe: usize, npes: usize) -> Ro
             weights[t * k + kk] = (xorshift(&mut st) % 1000) as f32 / 1000.0 + 0.001;
         }
     }
-    let x = (0..tokens * h)
-        .map(|_| bf16::from_f32(((xorshift(&mut st) % 2001) as f32 - 1000.0) / 256.0))
-        .collect();
+    let (mut x16, mut x8, mut scales) = (Vec::new(), Vec::new(), Vec::new());
+    match cfg.payload {
+        MoePayload::Bf16 => {
+            x16 = (0..tokens * h)
+                .map(|_| bf16::from_f32(((xorshift(&mut st) % 2001) as f32 - 1000.0) / 256.0))
+                .collect()
+        }
+        MoePayload::Fp8E4m3 => {
+            // Any e4m3 byte but the two NaNs (0x7F, 0xFF); scales of either sign.
+            x8 = (0..tokens * h)
+                .map(|_| match (xorshift(&mut st) % 256) as u8 {
+                    0x7F | 0xFF => 0x3C,
+                    b => b,
+                })
+                .collect();
+            scales = (0..tokens * scales_per_row(&cfg))
+                .map(|_| ((xorshift(&mut st) % 512) as f32 - 256.0) / 1024.0)
+                .collect();
+        }
+    }
     Routing {
         tokens,
         topk,
         weights,
-        x,
+        x16,
+        x8,
+        scales,
     }
 }
 
-/// The experts' output for a row of local expert `j`.
-pub fn g(x: bf16, j: u32) -> bf16 {
-    bf16::from_f32(x.to_f32() * (j as f32 + 1.0) / 4.0 + 0.125)
+/// Token `t`'s row as bytes.
+fn row_bytes<'r>(cfg: &MoeConfig, r: &'r Routing, t: usize) -> &'r [u8] {
+    let h = cfg.hidden as usize;
+    match cfg.payload {
+        MoePayload::Bf16 => bytemuck::cast_slice(&r.x16[t * h..(t + 1) * h]),
+        MoePayload::Fp8E4m3 => &r.x8[t * h..(t + 1) * h],
+    }
+}
+
+/// Scales per FP8 row.
+pub fn scales_per_row(cfg: &MoeConfig) -> usize {
+    match cfg.payload {
+        MoePayload::Bf16 => 0,
+        MoePayload::Fp8E4m3 => (cfg.hidden as usize).div_ceil(128),
+    }
+}
+
+/// The value of an FP8 e4m3 byte (no NaN: the generator leaves them out).
+pub fn e4m3(b: u8) -> f32 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let (exp, man) = ((b >> 3) & 0xF, (b & 7) as f32);
+    let mag = if exp == 0 {
+        man / 8.0 * 2f32.powi(-6)
+    } else {
+        (1.0 + man / 8.0) * 2f32.powi(exp as i32 - 7)
+    };
+    sign * mag
+}
+
+/// Element `e` of token `t`'s row as a value: the bf16 itself, or the FP8 byte times its
+/// scale.
+pub fn element(cfg: &MoeConfig, r: &Routing, t: usize, e: usize) -> f32 {
+    let h = cfg.hidden as usize;
+    match cfg.payload {
+        MoePayload::Bf16 => r.x16[t * h + e].to_f32(),
+        MoePayload::Fp8E4m3 => e4m3(r.x8[t * h + e]) * r.scales[t * scales_per_row(cfg) + e / 128],
+    }
+}
+
+/// The experts' output for an element of value `x` in a row of local expert `j`.
+pub fn g(x: f32, j: u32) -> bf16 {
+    bf16::from_f32(x * (j as f32 + 1.0) / 4.0 + 0.125)
 }
 
 /// What rank `me` must receive: per local expert, its rows as (source rank, token, entry).
@@ -141,7 +203,10 @@ pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
     // Inputs and outputs of the largest call, the same size on every PE (allocations are
     // symmetric), refilled per round.
     let r = cfg.max_tokens as usize;
-    let mut x = shmem.alloc_zeroed::<bf16>(r * h)?;
+    let sr = scales_per_row(&cfg);
+    let mut x16 = shmem.alloc_zeroed::<bf16>(r * h)?;
+    let mut x8 = shmem.alloc_zeroed::<u8>(r * h)?;
+    let mut scales = shmem.alloc_zeroed::<f32>((r * sr).max(1))?;
     let mut topk = shmem.alloc_zeroed::<i32>(r * k)?;
     let mut weights = shmem.alloc_zeroed::<f32>(r * k)?;
     let mut out = shmem.alloc_zeroed::<bf16>(r * h)?;
@@ -149,13 +214,28 @@ pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
     for round in 0..rounds {
         let all: Vec<Routing> = (0..n).map(|pe| routing(case, seed, round, pe, n)).collect();
         let mine = &all[me];
-        x.copy_from_host(&padded(&mine.x, r * h, bf16::from_f32(99.0)))?;
+        match cfg.payload {
+            MoePayload::Bf16 => {
+                x16.copy_from_host(&padded(&mine.x16, r * h, bf16::from_f32(99.0)))?
+            }
+            MoePayload::Fp8E4m3 => {
+                x8.copy_from_host(&padded(&mine.x8, r * h, 0x5A))?;
+                scales.copy_from_host(&padded(&mine.scales, (r * sr).max(1), 9.0))?;
+            }
+        }
         topk.copy_from_host(&padded(&mine.topk, r * k, 12345))?;
         weights.copy_from_host(&padded(&mine.weights, r * k, 7.0))?;
         // Poisoned outputs: what the calls must overwrite.
         out.copy_from_host(&vec![bf16::from_f32(-7.0); r * h])?;
-        let layout =
-            ops.moe_dispatch(&stream, &mut bufs, &x, &topk, &weights, mine.tokens as u32)?;
+        let tokens = mine.tokens as u32;
+        let layout = match cfg.payload {
+            MoePayload::Bf16 => {
+                ops.moe_dispatch(&stream, &mut bufs, &x16, &topk, &weights, tokens)?
+            }
+            MoePayload::Fp8E4m3 => {
+                ops.moe_dispatch_fp8(&stream, &mut bufs, &x8, &scales, &topk, &weights, tokens)?
+            }
+        };
         let (expert_out, want_rows) = check_dispatch(shmem, &bufs, &layout, &all, round)?;
         eo.copy_from_host(&padded(
             &expert_out,
@@ -172,7 +252,7 @@ pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
                     let ex = mine.topk[t * k + kk];
                     if ex >= 0 {
                         let term = mine.weights[t * k + kk] as f64
-                            * g(mine.x[t * h + e], (ex as usize % local) as u32).to_f64();
+                            * g(element(&cfg, mine, t, e), (ex as usize % local) as u32).to_f64();
                         want += term;
                         mag += term.abs();
                     }
@@ -245,25 +325,40 @@ fn check_dispatch(
         "{}",
         ctx("tokens received")
     );
-    assert!(bufs.recv_x().len() >= offset * h);
-    let (recv_x, recv_src, recv_w) = (
-        bufs.recv_x().to_vec()?,
-        bufs.recv_src().to_vec()?,
-        bufs.recv_weights().to_vec()?,
+    let sr = scales_per_row(&cfg);
+    let (recv_x, recv_scales): (Vec<u8>, Vec<f32>) = match cfg.payload {
+        MoePayload::Bf16 => (
+            bytemuck::cast_slice(&bufs.recv_x()?.to_vec()?).to_vec(),
+            Vec::new(),
+        ),
+        MoePayload::Fp8E4m3 => {
+            let (x, scales) = bufs.recv_x_fp8()?;
+            (x.to_vec()?, scales.to_vec()?)
+        }
+    };
+    let db = recv_x.len() / bufs.capacity();
+    assert_eq!(
+        db,
+        h * if cfg.payload == MoePayload::Bf16 {
+            2
+        } else {
+            1
+        }
     );
+    let (recv_src, recv_w) = (bufs.recv_src().to_vec()?, bufs.recv_weights().to_vec()?);
     let mut expert_out = vec![bf16::ZERO; offset * h];
     for (j, rows) in want.iter().enumerate() {
         let base = layout.expert_offsets[j] as usize;
         for (i, &(s, t, kk)) in rows.iter().enumerate() {
             let row = base + i;
             let src = &all[s];
-            let got = &recv_x[row * h..(row + 1) * h];
-            if got != &src.x[t * h..(t + 1) * h] {
+            let got = &recv_x[row * db..(row + 1) * db];
+            if got != row_bytes(&cfg, src, t) {
                 let whose: Vec<(usize, usize)> = all
                     .iter()
                     .enumerate()
                     .flat_map(|(s2, r2)| (0..r2.tokens).map(move |t2| (s2, t2)))
-                    .filter(|&(s2, t2)| &all[s2].x[t2 * h..(t2 + 1) * h] == got)
+                    .filter(|&(s2, t2)| row_bytes(&cfg, &all[s2], t2) == got)
                     .collect();
                 panic!(
                     "{}: the row holds the data of {whose:?} (rank, token); its source says {:?}",
@@ -273,6 +368,12 @@ fn check_dispatch(
                     (recv_src[2 * row], recv_src[2 * row + 1])
                 );
             }
+            assert_eq!(
+                &recv_scales[row * sr..(row + 1) * sr],
+                &src.scales[t * sr..(t + 1) * sr],
+                "{}",
+                ctx(&format!("expert {j} row {i}'s scales"))
+            );
             assert_eq!(
                 (recv_src[2 * row], recv_src[2 * row + 1]),
                 (s as u32, t as u32),
@@ -286,14 +387,15 @@ fn check_dispatch(
                 ctx(&format!("expert {j} row {i}'s weight"))
             );
             for e in 0..h {
-                expert_out[row * h + e] = g(recv_x[row * h + e], j as u32);
+                expert_out[row * h + e] = g(element(&cfg, src, t, e), j as u32);
             }
         }
         for row in base + rows.len()..base + rows.len().next_multiple_of(align) {
             assert!(
-                recv_x[row * h..(row + 1) * h]
-                    .iter()
-                    .all(|v| *v == bf16::ZERO),
+                recv_x[row * db..(row + 1) * db].iter().all(|&v| v == 0)
+                    && recv_scales[row * sr..(row + 1) * sr]
+                        .iter()
+                        .all(|&v| v == 0.0),
                 "{}",
                 ctx("padding")
             );
