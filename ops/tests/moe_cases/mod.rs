@@ -106,16 +106,18 @@ pub fn routing(case: &Case, seed: u64, round: u64, pe: usize, npes: usize) -> Ro
                 .collect()
         }
         MoePayload::Fp8E4m3 => {
-            // Any e4m3 byte but the two NaNs (0x7F, 0xFF); scales of either sign.
-            x8 = (0..tokens * h)
-                .map(|_| match (xorshift(&mut st) % 256) as u8 {
-                    0x7F | 0xFF => 0x3C,
-                    b => b,
+            // Rows over many binades, quantised per token and 128 channels as a model's
+            // activations are (the host helper under test too).
+            let x: Vec<bf16> = (0..tokens * h)
+                .map(|_| {
+                    let r = xorshift(&mut st);
+                    let mag =
+                        2f32.powi((r % 24) as i32 - 12) * (1.0 + (r >> 16) as u8 as f32 / 256.0);
+                    bf16::from_f32(if r >> 40 & 1 == 1 { -mag } else { mag })
                 })
                 .collect();
-            scales = (0..tokens * scales_per_row(&cfg))
-                .map(|_| ((xorshift(&mut st) % 512) as f32 - 256.0) / 1024.0)
-                .collect();
+            let q = rshmem_ops::fp8::quantize(&x, tokens, h, rshmem_ops::fp8::Blocks::PER_TOKEN);
+            (x8, scales) = (q.bytes, q.scales);
         }
     }
     Routing {
@@ -145,25 +147,15 @@ pub fn scales_per_row(cfg: &MoeConfig) -> usize {
     }
 }
 
-/// The value of an FP8 e4m3 byte (no NaN: the generator leaves them out).
-pub fn e4m3(b: u8) -> f32 {
-    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-    let (exp, man) = ((b >> 3) & 0xF, (b & 7) as f32);
-    let mag = if exp == 0 {
-        man / 8.0 * 2f32.powi(-6)
-    } else {
-        (1.0 + man / 8.0) * 2f32.powi(exp as i32 - 7)
-    };
-    sign * mag
-}
-
 /// Element `e` of token `t`'s row as a value: the bf16 itself, or the FP8 byte times its
 /// scale.
 pub fn element(cfg: &MoeConfig, r: &Routing, t: usize, e: usize) -> f32 {
     let h = cfg.hidden as usize;
     match cfg.payload {
         MoePayload::Bf16 => r.x16[t * h + e].to_f32(),
-        MoePayload::Fp8E4m3 => e4m3(r.x8[t * h + e]) * r.scales[t * scales_per_row(cfg) + e / 128],
+        MoePayload::Fp8E4m3 => {
+            rshmem_ops::fp8::to_f32(r.x8[t * h + e]) * r.scales[t * scales_per_row(cfg) + e / 128]
+        }
     }
 }
 
