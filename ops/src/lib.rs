@@ -84,4 +84,4 @@ pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
 pub use handle::Ops;
-pub use moe::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
+pub use moe::{MoeBuffers, MoeConfig, MoeLayout, MoeLlBuffers, MoePayload};

@@ -129,7 +129,15 @@ fn moe_image_holds_exactly_its_kernels() {
         name::<moe_scatter>(),
         name::<moe_combine_send>(),
         name::<moe_combine_reduce>(),
+        name::<moe_ll_begin>(),
+        name::<moe_ll_route>(),
+        name::<moe_ll_send>(),
+        name::<moe_ll_signal_counts>(),
+        name::<moe_ll_recv>(),
+        name::<moe_ll_combine_send>(),
+        name::<moe_ll_signal_combine>(),
+        name::<moe_ll_combine_reduce>(),
     ]);
-    assert_eq!(all.len(), 8);
+    assert_eq!(all.len(), 16);
     assert_eq!(set(rshmem_ops::moe::IMAGE.kernels.iter().copied()), all);
 }

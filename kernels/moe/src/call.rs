@@ -272,6 +272,34 @@ pub struct MoeBufs {
 // host and nvptx64 (both 64-bit); the kernels' contracts say what they must point to.
 unsafe impl KernelArg for MoeBufs {}
 
+/// What [`crate::route`] writes: `pos` (`R × top_k`), `send_slot` (`R × size`), `counts_out`
+/// (`size × count_words`) and the bad-entry word (see [`MoeBufs`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RouteBufs {
+    /// See [`MoeBufs::pos`].
+    pub pos: *mut u32,
+    /// See [`MoeBufs::send_slot`].
+    pub send_slot: *mut u32,
+    /// See [`MoeBufs::counts_out`].
+    pub counts_out: *mut u32,
+    /// The first bad `topk_idx` entry ([`LayoutWords::bad_entry`]).
+    pub bad_entry: *mut u32,
+}
+
+impl MoeBufs {
+    /// The routing's part of the buffers.
+    #[inline(always)]
+    pub fn route(&self, call: &MoeCall) -> RouteBufs {
+        let words = LayoutWords::new(call.size, call.local_experts());
+        RouteBufs {
+            pos: self.pos,
+            send_slot: self.send_slot,
+            counts_out: self.counts_out,
+            bad_entry: self.layout.wrapping_add(words.bad_entry),
+        }
+    }
+}
+
 /// The flag word where rank `s` signals that it has started call `epoch` ([`crate::barrier`]).
 pub const fn barrier_slot(s: u32) -> usize {
     3 * s as usize

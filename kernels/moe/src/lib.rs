@@ -12,7 +12,9 @@
 //! * [`route`]: who gets each token, where each row lands (a warp per expert and per rank,
 //!   numbered in token order: the same layout every run);
 //! * [`dispatch`]: send, announce, lay out, scatter;
-//! * [`combine`]: weighted partials back, summed per token.
+//! * [`combine`]: weighted partials back, summed per token;
+//! * [`low_latency`]: the decode-time mode — fixed receive buffers, counts with the data, no
+//!   host synchronisation, the epoch counted on the device (graphs).
 //!
 //! Peers are reached through their mappings (NVLink, one GPU) or, where a rank has none (other
 //! nodes), by NVSHMEM puts and signals: `rshmem_coll`'s `push_tile` and `signal` choose per
@@ -24,6 +26,7 @@ pub mod barrier;
 pub mod call;
 pub mod combine;
 pub mod dispatch;
+pub mod low_latency;
 pub mod route;
 
 pub use call::{MoeBufs, MoeCall, NONE};

@@ -16,7 +16,7 @@
 //! Entries outside `-1 .. experts` are skipped everywhere, and the first (lowest `t × top_k
 //! + kk`) is recorded in the layout's bad-entry word for the host to report.
 
-use crate::call::{LayoutWords, MoeBufs, MoeCall, NONE};
+use crate::call::{MoeCall, RouteBufs, NONE};
 use rshmem_device::atomic::{self, Gpu, Ordering};
 use rshmem_device::{thread, warp};
 
@@ -44,14 +44,14 @@ pub const fn keys(call: &MoeCall) -> u32 {
 ///
 /// # Safety
 ///
-/// `topk` holds `tokens × top_k` entries; `bufs` this PE's buffers of the call's shape, after
-/// the call's barrier (which cleared the bad-entry word).
+/// `topk` holds `tokens × top_k` entries; `bufs` this PE's routing buffers of the call's
+/// shape, its bad-entry word cleared before this kernel (by the call's barrier, or the
+/// low-latency call's begin).
 #[inline(always)]
-pub unsafe fn route(bufs: MoeBufs, topk: *const i32, call: MoeCall) {
+pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
     let tid = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
     let threads = thread::grid_dim_x() * thread::block_dim_x();
     let (k, tokens) = (call.top_k, call.tokens);
-    let words = LayoutWords::new(call.size, call.local_experts());
     // Bad entries: every thread checks some.
     let mut i = tid;
     while i < tokens * k {
@@ -59,13 +59,7 @@ pub unsafe fn route(bufs: MoeBufs, topk: *const i32, call: MoeCall) {
         let e = unsafe { topk.add(i as usize).read() };
         if e < -1 || e >= call.experts as i32 {
             // SAFETY: the word lies in `layout`; only atomics touch it in this kernel.
-            unsafe {
-                atomic::fetch_min::<Gpu, u32>(
-                    bufs.layout.add(words.bad_entry),
-                    i,
-                    Ordering::Relaxed,
-                )
-            };
+            unsafe { atomic::fetch_min::<Gpu, u32>(bufs.bad_entry, i, Ordering::Relaxed) };
         }
         i += threads;
     }

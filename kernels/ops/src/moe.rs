@@ -14,11 +14,25 @@
 //! | `moe_combine_send` | [`combine::send`] | any grid |
 //! | `moe_signal` | (`Announce::Combine`) | one block of `barrier::threads(size)` |
 //! | `moe_combine_reduce` | [`combine::reduce`] | any grid |
+//!
+//! The low-latency mode ([`low_latency`]), every step on the device:
+//!
+//! | kernel | step | launch |
+//! |---|---|---|
+//! | `moe_ll_begin` | [`low_latency::begin`] | one thread |
+//! | `moe_ll_route` | [`rshmem_moe::route`] | as `moe_route` |
+//! | `moe_ll_send` | [`low_latency::send`] | any grid |
+//! | `moe_ll_signal_counts` | [`low_latency::signal_counts`] | any grid |
+//! | `moe_ll_recv` | [`low_latency::recv`] | blocks of at least `size` threads |
+//! | `moe_ll_combine_send` | [`low_latency::combine_send`] | any grid |
+//! | `moe_ll_signal_combine` | [`low_latency::signal_combine`] | one block of `barrier::threads(size)` |
+//! | `moe_ll_combine_reduce` | [`low_latency::combine_reduce`] | blocks of at least `size` threads |
 
 use rshmem_device::bf16;
 use rshmem_device::prelude::*;
 pub use rshmem_moe::dispatch::Announce;
-use rshmem_moe::{barrier, combine, dispatch, route};
+pub use rshmem_moe::low_latency::LlBufs;
+use rshmem_moe::{barrier, combine, dispatch, low_latency, route};
 pub use rshmem_moe::{MoeBufs, MoeCall};
 
 /// The dispatch's barrier ([`barrier::barrier`]).
@@ -40,7 +54,7 @@ pub unsafe fn moe_barrier(team: Team, bufs: MoeBufs, call: MoeCall) {
 #[kernel]
 pub unsafe fn moe_route(bufs: MoeBufs, topk: *const i32, call: MoeCall) {
     // SAFETY: this kernel's contract is the step's.
-    unsafe { route::route(bufs, topk, call) }
+    unsafe { route::route(bufs.route(&call), topk, call) }
 }
 
 /// The sends of the dispatch ([`dispatch::send`]).
@@ -116,4 +130,99 @@ pub unsafe fn moe_combine_send(team: Team, bufs: MoeBufs, expert_out: *const bf1
 pub unsafe fn moe_combine_reduce(team: Team, bufs: MoeBufs, out: *mut bf16, call: MoeCall) {
     // SAFETY: this kernel's contract is the step's.
     unsafe { combine::reduce(team, bufs, out, call) }
+}
+
+/// The low-latency call's start ([`low_latency::begin`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::begin`].
+#[kernel]
+pub unsafe fn moe_ll_begin(ll: LlBufs) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::begin(ll) }
+}
+
+/// The low-latency routing ([`route::route`] into [`LlBufs::route`]).
+///
+/// # Safety
+///
+/// The contract of [`route::route`], after [`moe_ll_begin`].
+#[kernel]
+pub unsafe fn moe_ll_route(ll: LlBufs, topk: *const i32, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { route::route(ll.route(), topk, call) }
+}
+
+/// The low-latency sends ([`low_latency::send`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::send`].
+#[kernel]
+pub unsafe fn moe_ll_send(team: Team, ll: LlBufs, x: *const bf16, topk: *const i32, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::send(team, ll, x, topk, call) }
+}
+
+/// The low-latency counts ([`low_latency::signal_counts`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::signal_counts`].
+#[kernel]
+pub unsafe fn moe_ll_signal_counts(team: Team, ll: LlBufs, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::signal_counts(team, ll, call) }
+}
+
+/// The low-latency receive ([`low_latency::recv`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::recv`].
+#[kernel]
+pub unsafe fn moe_ll_recv(team: Team, ll: LlBufs, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::recv(team, ll, call) }
+}
+
+/// The low-latency combine's sends ([`low_latency::combine_send`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::combine_send`].
+#[kernel]
+pub unsafe fn moe_ll_combine_send(team: Team, ll: LlBufs, expert_out: *const bf16, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::combine_send(team, ll, expert_out, call) }
+}
+
+/// The low-latency combine's announcement ([`low_latency::signal_combine`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::signal_combine`].
+#[kernel]
+pub unsafe fn moe_ll_signal_combine(team: Team, ll: LlBufs, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::signal_combine(team, ll, call) }
+}
+
+/// The low-latency combine's sums ([`low_latency::combine_reduce`]).
+///
+/// # Safety
+///
+/// The contract of [`low_latency::combine_reduce`].
+#[kernel]
+pub unsafe fn moe_ll_combine_reduce(
+    team: Team,
+    ll: LlBufs,
+    topk: *const i32,
+    weights: *const f32,
+    out: *mut bf16,
+    call: MoeCall,
+) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { low_latency::combine_reduce(team, ll, topk, weights, out, call) }
 }

@@ -19,8 +19,9 @@ struct Rows {
     scales_len: usize,
 }
 
-/// Threads of the grid-wide steps' blocks.
-const THREADS: u32 = 256;
+/// Threads of the grid-wide steps' blocks (at least `MAX_RANKS`: the steps whose threads
+/// wait one per rank run on these blocks too).
+pub(super) const THREADS: u32 = 256;
 
 impl<'s> Ops<'s> {
     /// The buffers of an MoE layer of shape `config` over `team` (every member calls it, with
@@ -327,7 +328,7 @@ impl<'s> Ops<'s> {
 
     /// The steps' launches: one block of a thread per rank, and a grid for `items` rows of
     /// work (blocks walk them with a stride, so a few per SM suffice).
-    fn moe_grids(&self, size: u32) -> (LaunchConfig, impl Fn(u32) -> LaunchConfig) {
+    pub(super) fn moe_grids(&self, size: u32) -> (LaunchConfig, impl Fn(u32) -> LaunchConfig) {
         let most = 4 * self.info.multiprocessors.max(1);
         (
             LaunchConfig::new(1, barrier::threads(size)),
@@ -351,7 +352,7 @@ impl<'s> Ops<'s> {
     }
 
     /// The MoE image.
-    fn moe_module(&self, call: &'static str) -> Result<&Module<'s>> {
+    pub(super) fn moe_module(&self, call: &'static str) -> Result<&Module<'s>> {
         self.moe.as_ref().ok_or_else(|| Error::InvalidArgument {
             call,
             message: format!(

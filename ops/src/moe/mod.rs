@@ -67,8 +67,10 @@
 
 mod buffers;
 mod calls;
+mod low_latency;
 
 pub use buffers::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
+pub use low_latency::MoeLlBuffers;
 
 /// The sm_80 and sm_90 image of the `moe` family of `kernels/ops`.
 pub static IMAGE: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe");

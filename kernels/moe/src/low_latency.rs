@@ -1,0 +1,391 @@
+//! The low-latency mode (decode: up to a few hundred tokens per PE): fixed receive buffers, no
+//! host synchronisation, no count exchange before the data, every step on the device, so a
+//! dispatch and its combine can be recorded into a CUDA graph and launched many times.
+//!
+//! **Layout.** Local expert `j` of this PE owns `size × R` rows of `recv_x`
+//! (`R = max_tokens`): after a dispatch its first `recv_count[j]` rows hold its tokens, by
+//! source rank, then in the source's token order (the same every run); `recv_src` says each
+//! row's source rank and entry (`t × top_k + kk`). Rows past the count are stale.
+//!
+//! **Dispatch**, in stream order:
+//!
+//! 1. [`begin`] (one thread): this PE's call counter + 1 — the call's epoch, counted on the
+//!    device so that every launch of a graph is a new call — and the bad-entry word cleared;
+//! 2. [`crate::route`]: each entry's position among this PE's rows for its expert;
+//! 3. [`send`]: each valid entry's row, once per entry, into its expert's rank at
+//!    `staging[j][this rank][position]`, with the entry's index beside it (stores, or puts
+//!    where a rank has no mapping); then `quiet`;
+//! 4. [`signal_counts`]: per (rank, expert), the flag `epoch << 32 | rows`: the count travels
+//!    with the data's announcement;
+//! 5. [`recv`] (may be queued later: work placed between overlaps the transfer): per local
+//!    expert, waits for every rank's flag of this epoch, then packs the ranks' rows, in rank
+//!    order, into its rows of `recv_x`.
+//!
+//! **Combine**: [`combine_send`] sends each expert row back, as it is (bf16), to its source's
+//! slot for that entry; [`signal_combine`]; [`combine_reduce`] waits for every rank's flag,
+//! then each token's output is `Σ weight × row` over its valid entries in entry order, in f32,
+//! rounded once to bf16.
+//!
+//! **Why no barrier.** A rank writes into a peer's staging for call `e + 1` only after its own
+//! combine of call `e` saw every rank's partials of call `e`, which each rank sends after its
+//! `recv` of call `e` read its staging; likewise for the combine slots (written in call
+//! `e + 1` only after the writer's `recv` of `e + 1`, which waited for the source's sends of
+//! `e + 1`, queued after the source's combine of `e` read them). So each dispatch must be
+//! followed by its combine (the host checks the order it queues or records). Flags hold the
+//! epoch in their high half and only grow: never reset.
+
+use crate::call::{MoeCall, RouteBufs, NONE};
+use rshmem_coll::peers::Peers;
+use rshmem_coll::{signal as sig, tile};
+use rshmem_device::half::Half;
+use rshmem_device::shmem::{self, Team};
+use rshmem_device::{bf16, thread, KernelArg};
+
+/// The low-latency buffers on this PE (a kernel argument). `E` local experts, `n` ranks,
+/// `R = max_tokens`, `H = hidden`, `k = top_k`.
+///
+/// | buffer | elements | what |
+/// |---|---|---|
+/// | `flags` (symmetric) | `E × n + n` | `[j × n + s]`: rank `s`'s rows for expert `j` (`epoch << 32 \| rows`); `[E × n + s]`: rank `s`'s combine (`epoch << 32`) |
+/// | `counter` | `1` | this PE's calls: the running call's epoch |
+/// | `staging` (symmetric) | `E × n × R × H` | `[(j × n + s) × R + p]`: rank `s`'s row `p` for expert `j` |
+/// | `meta` (symmetric) | `E × n × R` | the same rows' entry index (`t × k + kk` on rank `s`) |
+/// | `index` (symmetric) | `R × k` | `index[i] = i`: the puts' source of the entry indices |
+/// | `pos`, `send_slot`, `counts_out`, `bad_entry` | as [`crate::MoeBufs`] | the routing ([`RouteBufs`]) |
+/// | `recv_x` | `E × n R × H` | the packed rows |
+/// | `recv_src` | `E × n R × 2` | each row's source rank and entry |
+/// | `recv_count` | `E` | each expert's rows |
+/// | `combine_recv` (symmetric) | `R × k × H` | `[t × k + kk]`: the expert row of this PE's entry `(t, kk)` |
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LlBufs {
+    /// See the type's docs.
+    pub flags: *mut u64,
+    /// See the type's docs.
+    pub counter: *mut u64,
+    /// See the type's docs.
+    pub staging: *mut bf16,
+    /// See the type's docs.
+    pub meta: *mut u32,
+    /// See the type's docs.
+    pub index: *mut u32,
+    /// See the type's docs.
+    pub pos: *mut u32,
+    /// See the type's docs.
+    pub send_slot: *mut u32,
+    /// See the type's docs.
+    pub counts_out: *mut u32,
+    /// See the type's docs.
+    pub bad_entry: *mut u32,
+    /// See the type's docs.
+    pub recv_x: *mut bf16,
+    /// See the type's docs.
+    pub recv_src: *mut u32,
+    /// See the type's docs.
+    pub recv_count: *mut u32,
+    /// See the type's docs.
+    pub combine_recv: *mut bf16,
+}
+
+// SAFETY: `#[repr(C)]` of thirteen pointers (104 bytes, no padding): the same bytes on the
+// host and nvptx64; the kernels' contracts say what they must point to.
+unsafe impl KernelArg for LlBufs {}
+
+impl LlBufs {
+    /// The routing's part.
+    #[inline(always)]
+    pub fn route(&self) -> RouteBufs {
+        RouteBufs {
+            pos: self.pos,
+            send_slot: self.send_slot,
+            counts_out: self.counts_out,
+            bad_entry: self.bad_entry,
+        }
+    }
+
+    /// The running call's epoch.
+    ///
+    /// # Safety
+    ///
+    /// After this call's [`begin`] in stream order.
+    #[inline(always)]
+    unsafe fn epoch(&self) -> u64 {
+        // SAFETY: written only by `begin`, which finished before this kernel.
+        unsafe { self.counter.read_volatile() }
+    }
+}
+
+/// Step 1 (module docs). Any launch: thread 0 of block 0 does it.
+///
+/// # Safety
+///
+/// `ll` this PE's buffers; before everything else of the call in stream order, after every
+/// kernel of the previous call.
+#[inline(always)]
+pub unsafe fn begin(ll: LlBufs) {
+    if thread::block_idx_x() == 0 && thread::thread_idx_x() == 0 {
+        // SAFETY: only this kernel writes the counter and clears the word, one call at a time.
+        unsafe {
+            ll.counter.write_volatile(ll.counter.read_volatile() + 1);
+            ll.bad_entry.write_volatile(NONE);
+        }
+    }
+}
+
+/// The valid entry `(t, kk)`'s expert, or `None` (`-1` or out of range).
+///
+/// # Safety
+///
+/// `topk` holds token `t`'s entries.
+#[inline(always)]
+unsafe fn expert(call: &MoeCall, topk: *const i32, t: u32, kk: u32) -> Option<u32> {
+    // SAFETY: the caller's.
+    let e = unsafe { topk.add((t * call.top_k + kk) as usize).read() };
+    (e >= 0 && (e as u32) < call.experts).then_some(e as u32)
+}
+
+/// Step 3 (module docs).
+///
+/// # Safety
+///
+/// `x` holds `tokens × hidden` elements and `topk` `tokens × top_k`, in symmetric memory;
+/// `ll` this PE's buffers of the call's shape (every member's at the same addresses), after
+/// this call's route; every member runs the same call.
+#[inline(always)]
+pub unsafe fn send(team: Team, ll: LlBufs, x: *const bf16, topk: *const i32, call: MoeCall) {
+    let peers = Peers::of(team);
+    let (h, r, n) = (
+        call.hidden as usize,
+        call.max_tokens as usize,
+        call.size as usize,
+    );
+    let mut t = thread::block_idx_x();
+    while t < call.tokens {
+        for kk in 0..call.top_k {
+            // SAFETY: t < tokens.
+            let Some(e) = (unsafe { expert(&call, topk, t, kk) }) else {
+                continue;
+            };
+            let (d, j) = (call.owner(e), call.local(e) as usize);
+            let i = (t * call.top_k + kk) as usize;
+            // SAFETY: the route numbered the entry below this PE's rows for e (<= R); the
+            // slot is written by nobody else in this call; `index` holds R × k words.
+            unsafe {
+                let slot = (j * n + peers.rank as usize) * r + ll.pos.add(i).read() as usize;
+                let pe = peers.world(d);
+                tile::push_tile(ll.staging.add(slot * h), x.add(t as usize * h), h, pe);
+                tile::push_tile(ll.meta.add(slot), ll.index.add(i), 1, pe);
+            }
+        }
+        t += thread::grid_dim_x();
+    }
+    thread::sync_threads();
+    if thread::thread_idx_x() == 0 {
+        shmem::quiet();
+    }
+}
+
+/// Step 4 (module docs): thread `i` (of any grid) announces this PE's rows for expert
+/// `i % local` of rank `i / local`.
+///
+/// # Safety
+///
+/// After this PE's [`send`] of the call in stream order; `ll` as for it.
+#[inline(always)]
+pub unsafe fn signal_counts(team: Team, ll: LlBufs, call: MoeCall) {
+    let peers = Peers::of(team);
+    let local = call.local_experts();
+    // SAFETY: after `begin` (stream order).
+    let epoch = unsafe { ll.epoch() };
+    let mut i = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+    while i < call.size * local {
+        let (d, j) = (i / local, i % local);
+        // SAFETY: `counts_out` holds size rows of count_words (the route's); the flag word
+        // `j × n + rank` lies in d's buffer, which only this PE sets.
+        unsafe {
+            let rows = ll
+                .counts_out
+                .add((d * call.count_words() + 1 + j) as usize)
+                .read();
+            let flag = ll.flags.add((j * call.size + peers.rank) as usize);
+            sig::signal(flag, epoch << 32 | rows as u64, peers.world(d));
+        }
+        i += thread::grid_dim_x() * thread::block_dim_x();
+    }
+}
+
+/// Step 5 (module docs): block `b` packs local experts `b, b + gridDim, ...`.
+///
+/// # Safety
+///
+/// After this PE's [`signal_counts`] of the call in stream order; `ll` as for [`send`]; every
+/// member signals its counts of this call; the block has at least `size` threads.
+#[inline(always)]
+pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
+    let peers = Peers::of(team);
+    // SAFETY: after `begin`.
+    let epoch = unsafe { ll.epoch() };
+    let (h, r, n) = (
+        call.hidden as usize,
+        call.max_tokens as usize,
+        call.size as usize,
+    );
+    let first = thread::thread_idx_x() == 0;
+    let mut j = thread::block_idx_x() as usize;
+    while j < call.local_experts() as usize {
+        let s = thread::thread_idx_x();
+        if s < peers.n {
+            // SAFETY: the flag lies in the buffer; rank s sets it for this call.
+            unsafe {
+                sig::wait(
+                    ll.flags.add(j * n + s as usize),
+                    epoch << 32,
+                    peers.world(s),
+                )
+            };
+        }
+        thread::sync_threads();
+        let mut base = 0usize;
+        for src in 0..n {
+            // SAFETY: waited for above (then the block barrier); `recv_*` hold n R rows per
+            // expert, and the rank's rows are at most R.
+            unsafe {
+                let flag = ll.flags.add(j * n + src).read_volatile();
+                let rows = (flag & 0xFFFF_FFFF) as usize;
+                for p in 0..rows {
+                    let from = (j * n + src) * r + p;
+                    let to = j * n * r + base + p;
+                    tile::copy_tile(ll.recv_x.add(to * h), ll.staging.add(from * h), h);
+                    if first {
+                        ll.recv_src.add(2 * to).write(src as u32);
+                        ll.recv_src.add(2 * to + 1).write(ll.meta.add(from).read());
+                    }
+                }
+                base += rows;
+            }
+        }
+        if first {
+            // SAFETY: recv_count holds one word per local expert.
+            unsafe { ll.recv_count.add(j).write(base as u32) };
+        }
+        // The next expert's waits reuse the block's threads.
+        thread::sync_threads();
+        j += thread::grid_dim_x() as usize;
+    }
+}
+
+/// Combine step 1 (module docs): each received row of `expert_out` (the experts' output,
+/// row for row as `recv_x`) back to its source's slot for its entry.
+///
+/// # Safety
+///
+/// After this PE's [`recv`] of the call in stream order; `expert_out` holds `local × n R ×
+/// hidden` elements in symmetric memory; `ll` as for [`send`].
+#[inline(always)]
+pub unsafe fn combine_send(team: Team, ll: LlBufs, expert_out: *const bf16, call: MoeCall) {
+    let peers = Peers::of(team);
+    let (h, rows_per) = (call.hidden as usize, (call.size * call.max_tokens) as usize);
+    let mut w = thread::block_idx_x() as usize;
+    // Rows of every expert, one block a row: w walks expert 0's rows, then expert 1's, ...
+    let mut j = 0usize;
+    let mut before = 0usize;
+    while j < call.local_experts() as usize {
+        // SAFETY: written by `recv`, which finished before this kernel.
+        let count = unsafe { ll.recv_count.add(j).read() } as usize;
+        while w < before + count {
+            let row = j * rows_per + (w - before);
+            // SAFETY: the row is one of expert j's; its source's slot for the entry lies in
+            // `combine_recv` (entries < R k) and only this row is sent there.
+            unsafe {
+                let (src, entry) = (
+                    ll.recv_src.add(2 * row).read(),
+                    ll.recv_src.add(2 * row + 1).read(),
+                );
+                let dst = ll.combine_recv.add(entry as usize * h);
+                tile::push_tile(dst, expert_out.add(row * h), h, peers.world(src));
+            }
+            w += thread::grid_dim_x() as usize;
+        }
+        before += count;
+        j += 1;
+    }
+    thread::sync_threads();
+    if thread::thread_idx_x() == 0 {
+        shmem::quiet();
+    }
+}
+
+/// Combine step 2: thread `d` of one block tells rank `d` that this PE's rows for it are
+/// there.
+///
+/// # Safety
+///
+/// After this PE's [`combine_send`] of the call; one block of at least `size` threads.
+#[inline(always)]
+pub unsafe fn signal_combine(team: Team, ll: LlBufs, call: MoeCall) {
+    let peers = Peers::of(team);
+    let d = thread::thread_idx_x();
+    if d < peers.n {
+        // SAFETY: after `begin`; the flag word lies in d's buffer, set only by this PE.
+        unsafe {
+            let flag = ll
+                .flags
+                .add((call.local_experts() * call.size + peers.rank) as usize);
+            sig::signal(flag, ll.epoch() << 32, peers.world(d));
+        }
+    }
+}
+
+/// Combine step 3 (module docs).
+///
+/// # Safety
+///
+/// `topk` and `weights` hold this PE's `tokens × top_k` entries of the dispatch, `out`
+/// `tokens × hidden` elements; after this PE's [`signal_combine`]; every member signals its
+/// combine of this call; blocks have at least `size` threads.
+#[inline(always)]
+pub unsafe fn combine_reduce(
+    team: Team,
+    ll: LlBufs,
+    topk: *const i32,
+    weights: *const f32,
+    out: *mut bf16,
+    call: MoeCall,
+) {
+    let peers = Peers::of(team);
+    // SAFETY: after `begin`.
+    let epoch = unsafe { ll.epoch() };
+    let s = thread::thread_idx_x();
+    if s < peers.n {
+        // SAFETY: the flag lies in the buffer; rank s sets it for this call.
+        unsafe {
+            let flag = ll
+                .flags
+                .add((call.local_experts() * call.size + s) as usize);
+            sig::wait(flag, epoch << 32, peers.world(s));
+        }
+    }
+    thread::sync_threads();
+    let h = call.hidden as usize;
+    let mut t = thread::block_idx_x();
+    while t < call.tokens {
+        let mut e = thread::thread_idx_x() as usize;
+        while e < h {
+            let mut acc = 0.0f32;
+            for kk in 0..call.top_k {
+                // SAFETY: t < tokens; a valid entry's slot was filled (the flags above).
+                unsafe {
+                    if expert(&call, topk, t, kk).is_some() {
+                        let i = (t * call.top_k + kk) as usize;
+                        acc += weights.add(i).read()
+                            * ll.combine_recv.add(i * h + e).read().to_f32_exact();
+                    }
+                }
+            }
+            // SAFETY: `out` holds tokens × hidden.
+            unsafe { out.add(t as usize * h + e).write(bf16::from_f32_rn(acc)) };
+            e += thread::block_dim_x() as usize;
+        }
+        t += thread::grid_dim_x();
+    }
+}

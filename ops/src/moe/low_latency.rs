@@ -1,0 +1,376 @@
+//! The low-latency mode's host side: [`MoeLlBuffers`], [`Ops::moe_ll_buffers`],
+//! [`Ops::moe_ll_dispatch`] (or its halves [`Ops::moe_ll_dispatch_send`] and
+//! [`Ops::moe_ll_dispatch_recv`]) and [`Ops::moe_ll_combine`] — kernels only, nothing waits on
+//! the host, so a dispatch and its combine record into a graph (`rshmem_moe::low_latency`
+//! has the steps and why no barrier is needed).
+
+use super::buffers::{MoeConfig, MoePayload};
+use super::calls::THREADS;
+use crate::Ops;
+use rshmem_device::bf16;
+use rshmem_host::{Error, LaunchConfig, Result, Stream, SymBuffer, SymRange, SymRangeMut, Team};
+use rshmem_moe::low_latency::LlBufs;
+use rshmem_moe::route;
+use rshmem_ops_kernels::moe as k;
+
+/// Where the dispatch/combine pair of a low-latency buffer set is, as queued (or recorded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// Ready for a dispatch.
+    Idle,
+    /// Sends queued, `tokens` of them; the receive is next.
+    Sent { tokens: u32 },
+    /// Received; the combine is next.
+    Received { tokens: u32 },
+}
+
+/// The buffers of one MoE layer's low-latency dispatches and combines (decode: a few hundred
+/// tokens per PE at most): fixed receive rows, `size × max_tokens` per local expert, with a
+/// count per expert on the device. Made by [`Ops::moe_ll_buffers`] on every PE of the team.
+pub struct MoeLlBuffers<'s> {
+    config: MoeConfig,
+    team: Team,
+    size: u32,
+    step: Step,
+    flags: SymBuffer<'s, u64>,
+    counter: SymBuffer<'s, u64>,
+    staging: SymBuffer<'s, bf16>,
+    meta: SymBuffer<'s, u32>,
+    index: SymBuffer<'s, u32>,
+    pos: SymBuffer<'s, u32>,
+    send_slot: SymBuffer<'s, u32>,
+    counts_out: SymBuffer<'s, u32>,
+    bad_entry: SymBuffer<'s, u32>,
+    recv_x: SymBuffer<'s, bf16>,
+    recv_src: SymBuffer<'s, u32>,
+    recv_count: SymBuffer<'s, u32>,
+    combine_recv: SymBuffer<'s, bf16>,
+}
+
+impl<'s> MoeLlBuffers<'s> {
+    /// The shape the buffers were made for.
+    pub fn config(&self) -> MoeConfig {
+        self.config
+    }
+
+    /// Rows each local expert owns in [`MoeLlBuffers::recv_x`]: `size × max_tokens`.
+    pub fn rows_per_expert(&self) -> usize {
+        (self.size * self.config.max_tokens) as usize
+    }
+
+    /// The received rows: local expert `j`'s are rows `j × rows_per_expert ..`, the first
+    /// `recv_count[j]` of them valid (by source rank, then the source's token order).
+    pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
+        &self.recv_x
+    }
+
+    /// Each received row's source: `[rank, entry]`, the entry `t × top_k + kk` of that
+    /// rank's dispatch.
+    pub fn recv_src(&self) -> &SymBuffer<'s, u32> {
+        &self.recv_src
+    }
+
+    /// Each local expert's received rows (on the device: read it with `to_vec`, or hand it
+    /// to a grouped GEMM of the masked layout).
+    pub fn recv_count(&self) -> &SymBuffer<'s, u32> {
+        &self.recv_count
+    }
+
+    /// The first `topk_idx` entry of the latest dispatch that was neither an expert nor `-1`
+    /// (skipped), as `(token, entry)`; waits for the PE's work (the low-latency calls do not
+    /// check entries on the host).
+    pub fn skipped_entry(&self) -> Result<Option<(u32, u32)>> {
+        let k = self.config.top_k;
+        let bad = self.bad_entry.to_vec()?[0];
+        Ok((bad != u32::MAX).then_some((bad / k, bad % k)))
+    }
+
+    /// Bytes of symmetric memory the buffers take on each PE.
+    pub fn bytes(&self) -> usize {
+        fn b<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
+            x.len() * std::mem::size_of::<T>()
+        }
+        b(&self.flags)
+            + b(&self.counter)
+            + b(&self.staging)
+            + b(&self.meta)
+            + b(&self.index)
+            + b(&self.pos)
+            + b(&self.send_slot)
+            + b(&self.counts_out)
+            + b(&self.bad_entry)
+            + b(&self.recv_x)
+            + b(&self.recv_src)
+            + b(&self.recv_count)
+            + b(&self.combine_recv)
+    }
+
+    fn device(&mut self) -> LlBufs {
+        LlBufs {
+            flags: self.flags.as_mut_ptr(),
+            counter: self.counter.as_mut_ptr(),
+            staging: self.staging.as_mut_ptr(),
+            meta: self.meta.as_mut_ptr(),
+            index: self.index.as_mut_ptr(),
+            pos: self.pos.as_mut_ptr(),
+            send_slot: self.send_slot.as_mut_ptr(),
+            counts_out: self.counts_out.as_mut_ptr(),
+            bad_entry: self.bad_entry.as_mut_ptr(),
+            recv_x: self.recv_x.as_mut_ptr(),
+            recv_src: self.recv_src.as_mut_ptr(),
+            recv_count: self.recv_count.as_mut_ptr(),
+            combine_recv: self.combine_recv.as_mut_ptr(),
+        }
+    }
+
+    /// The error of a call queued out of the dispatch → receive → combine order.
+    fn out_of_order(&self, call: &'static str, wants: &str) -> Error {
+        Error::InvalidArgument {
+            call,
+            message: format!(
+                "{call} wants {wants}, but these buffers are at {:?}: each dispatch is sent, \
+                 received and combined, in that order, before the next (its rows stay in the \
+                 buffers until then)",
+                self.step
+            ),
+        }
+    }
+}
+
+impl<'s> Ops<'s> {
+    /// The low-latency buffers of an MoE layer of shape `config` (bf16 rows) over `team`:
+    /// every member calls it with the same `config` (the allocations are symmetric).
+    pub fn moe_ll_buffers(&self, team: Team, config: MoeConfig) -> Result<MoeLlBuffers<'s>> {
+        const CALL: &str = "Ops::moe_ll_buffers";
+        let shmem = self.shmem;
+        let (Some(size), Some(_)) = (shmem.team_n_pes(team), shmem.team_my_pe(team)) else {
+            return Err(Error::InvalidArgument {
+                call: CALL,
+                message: format!(
+                    "team {team:?}: this PE is not a member of it, or does not hold it"
+                ),
+            });
+        };
+        config.check(CALL, size)?;
+        if config.payload != MoePayload::Bf16 {
+            return Err(Error::InvalidArgument {
+                call: CALL,
+                message: "the low-latency mode moves bf16 rows (MoePayload::Bf16)".into(),
+            });
+        }
+        self.moe_module(CALL)?;
+        let call = config.call(size as u32, 0, 0);
+        let (n, r, h, kk) = (
+            size,
+            config.max_tokens as usize,
+            config.hidden as usize,
+            config.top_k as usize,
+        );
+        let local = call.local_experts() as usize;
+        let mut index = shmem.alloc_zeroed::<u32>(r * kk)?;
+        index.copy_from_host(&(0..(r * kk) as u32).collect::<Vec<_>>())?;
+        Ok(MoeLlBuffers {
+            config,
+            team,
+            size: size as u32,
+            step: Step::Idle,
+            flags: shmem.alloc_zeroed(local * n + n)?,
+            counter: shmem.alloc_zeroed(1)?,
+            staging: shmem.alloc_zeroed(local * n * r * h)?,
+            meta: shmem.alloc_zeroed(local * n * r)?,
+            index,
+            pos: shmem.alloc_zeroed(r * kk)?,
+            send_slot: shmem.alloc_zeroed(r * n)?,
+            counts_out: shmem.alloc_zeroed(n * call.count_words() as usize)?,
+            bad_entry: shmem.alloc_zeroed(1)?,
+            recv_x: shmem.alloc_zeroed(local * n * r * h)?,
+            recv_src: shmem.alloc_zeroed(local * n * r * 2)?,
+            recv_count: shmem.alloc_zeroed(local)?,
+            combine_recv: shmem.alloc_zeroed(r * kk * h)?,
+        })
+    }
+
+    /// Both halves of a low-latency dispatch: [`Ops::moe_ll_dispatch_send`], then
+    /// [`Ops::moe_ll_dispatch_recv`], on `stream`.
+    pub fn moe_ll_dispatch<'a>(
+        &self,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+        x: impl Into<SymRange<'a, bf16>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        tokens: u32,
+    ) -> Result<()> {
+        self.moe_ll_dispatch_send(stream, ll, x, topk_idx, tokens)?;
+        self.moe_ll_dispatch_recv(stream, ll)
+    }
+
+    /// Queues the sends of a low-latency dispatch of this PE's `tokens` tokens (`x`: `tokens
+    /// × hidden` bf16, `topk_idx`: `tokens × top_k` i32, `-1` for none): each valid entry's row
+    /// to its expert's rank, with its count. Returns once queued; other work may be queued
+    /// before [`Ops::moe_ll_dispatch_recv`], which waits for the rows, to overlap the
+    /// transfer. Entries outside `-1 .. experts` are skipped ([`MoeLlBuffers::skipped_entry`]
+    /// says which): nothing here waits on the host. Collective over the buffers' team.
+    pub fn moe_ll_dispatch_send<'a>(
+        &self,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+        x: impl Into<SymRange<'a, bf16>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        tokens: u32,
+    ) -> Result<()> {
+        const CALL: &str = "Ops::moe_ll_dispatch_send";
+        let (x, topk) = (x.into(), topk_idx.into());
+        if ll.step != Step::Idle {
+            return Err(ll.out_of_order(CALL, "the previous dispatch combined"));
+        }
+        let cfg = ll.config;
+        let bad = |message: String| Error::InvalidArgument {
+            call: CALL,
+            message,
+        };
+        if tokens > cfg.max_tokens {
+            return Err(bad(format!(
+                "{tokens} tokens, more than the buffers' max_tokens = {}",
+                cfg.max_tokens
+            )));
+        }
+        let (t, h, kk) = (tokens as usize, cfg.hidden as usize, cfg.top_k as usize);
+        for (what, len, need) in [("x", x.len(), t * h), ("topk_idx", topk.len(), t * kk)] {
+            if len < need {
+                return Err(bad(format!(
+                    "`{what}` holds {len} elements, but {tokens} tokens need {need}"
+                )));
+            }
+        }
+        let module = self.moe_module(CALL)?;
+        let call = cfg.call(ll.size, tokens, 0);
+        let (team, dev) = (ll.team, ll.device());
+        let (_, wide) = self.moe_grids(ll.size);
+        let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
+        // SAFETY: every kernel's contract (rshmem_moe::low_latency): the buffers are this
+        // PE's of the call's shape (one collective allocation: the same addresses on every
+        // member); `x` and `topk` hold `tokens` rows (checked) in symmetric memory; the steps
+        // are queued in order, after the previous combine (checked); every member runs the
+        // same call (the rules).
+        unsafe {
+            module.launch_on::<k::moe_ll_begin>(stream, LaunchConfig::new(1, 32), (dev,))?;
+            module.launch_on::<k::moe_ll_route>(
+                stream,
+                LaunchConfig::new(route_blocks, THREADS),
+                (dev, topk.as_ptr(), call),
+            )?;
+            module.launch_on::<k::moe_ll_send>(
+                stream,
+                wide(tokens),
+                (team, dev, x.as_ptr(), topk.as_ptr(), call),
+            )?;
+            let pairs = ll.size * call.local_experts();
+            module.launch_on::<k::moe_ll_signal_counts>(
+                stream,
+                LaunchConfig::new(pairs.div_ceil(THREADS).max(1), THREADS),
+                (team, dev, call),
+            )?;
+        }
+        ll.step = Step::Sent { tokens };
+        Ok(())
+    }
+
+    /// Queues the receive of the dispatch [`Ops::moe_ll_dispatch_send`] queued: per local
+    /// expert, waits for every rank's rows, then packs them into its rows of
+    /// [`MoeLlBuffers::recv_x`] and sets its count.
+    pub fn moe_ll_dispatch_recv(
+        &self,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+    ) -> Result<()> {
+        const CALL: &str = "Ops::moe_ll_dispatch_recv";
+        let Step::Sent { tokens } = ll.step else {
+            return Err(ll.out_of_order(CALL, "a dispatch sent"));
+        };
+        let module = self.moe_module(CALL)?;
+        let call = ll.config.call(ll.size, tokens, 0);
+        let (team, dev) = (ll.team, ll.device());
+        let (_, wide) = self.moe_grids(ll.size);
+        // SAFETY: as for the sends, which this PE queued last on these buffers; the blocks
+        // have THREADS >= size threads (at most MAX_RANKS ranks).
+        unsafe {
+            module.launch_on::<k::moe_ll_recv>(
+                stream,
+                wide(call.local_experts()),
+                (team, dev, call),
+            )?
+        };
+        ll.step = Step::Received { tokens };
+        Ok(())
+    }
+
+    /// Queues the combine of the latest received dispatch: `expert_out` holds the experts'
+    /// output row for row as [`MoeLlBuffers::recv_x`] (`local × rows_per_expert × hidden`);
+    /// each of this PE's tokens gets `Σ topk_weights × row` over its valid entries, in entry
+    /// order, in f32, rounded once to bf16, into `out` (`tokens × hidden`). `topk_idx` and
+    /// `topk_weights` are the dispatch's (`tokens × top_k`).
+    pub fn moe_ll_combine<'a>(
+        &self,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+        expert_out: impl Into<SymRange<'a, bf16>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        topk_weights: impl Into<SymRange<'a, f32>>,
+        out: impl Into<SymRangeMut<'a, bf16>>,
+    ) -> Result<()> {
+        const CALL: &str = "Ops::moe_ll_combine";
+        let (expert_out, topk, weights, mut out) = (
+            expert_out.into(),
+            topk_idx.into(),
+            topk_weights.into(),
+            out.into(),
+        );
+        let Step::Received { tokens } = ll.step else {
+            return Err(ll.out_of_order(CALL, "a dispatch received"));
+        };
+        let cfg = ll.config;
+        let (t, h, kk) = (tokens as usize, cfg.hidden as usize, cfg.top_k as usize);
+        let rows = cfg.call(ll.size, 0, 0).local_experts() as usize * ll.rows_per_expert();
+        for (what, len, need) in [
+            ("expert_out", expert_out.len(), rows * h),
+            ("topk_idx", topk.len(), t * kk),
+            ("topk_weights", weights.len(), t * kk),
+            ("out", out.len(), t * h),
+        ] {
+            if len < need {
+                return Err(Error::InvalidArgument {
+                    call: CALL,
+                    message: format!("`{what}` holds {len} elements, but the dispatch's {tokens} tokens need {need}"),
+                });
+            }
+        }
+        let module = self.moe_module(CALL)?;
+        let call = cfg.call(ll.size, tokens, 0);
+        let (team, dev) = (ll.team, ll.device());
+        let (one, wide) = self.moe_grids(ll.size);
+        // SAFETY: as for the dispatch, whose receive this PE queued last on these buffers;
+        // `expert_out`, `topk`, `weights` and `out` hold what the kernels read and write.
+        unsafe {
+            module.launch_on::<k::moe_ll_combine_send>(
+                stream,
+                wide(rows as u32),
+                (team, dev, expert_out.as_ptr(), call),
+            )?;
+            module.launch_on::<k::moe_ll_signal_combine>(stream, one, (team, dev, call))?;
+            module.launch_on::<k::moe_ll_combine_reduce>(
+                stream,
+                wide(tokens),
+                (
+                    team,
+                    dev,
+                    topk.as_ptr(),
+                    weights.as_ptr(),
+                    out.as_mut_ptr(),
+                    call,
+                ),
+            )?;
+        }
+        ll.step = Step::Idle;
+        Ok(())
+    }
+}
