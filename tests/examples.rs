@@ -163,3 +163,17 @@ fn launch_overhead_checks_its_counts() {
     }
     assert!(out.contains("the counts were checked"), "{out}");
 }
+
+#[test]
+fn moe_checks_both_modes_on_2_and_3_pes() {
+    for npes in [2, 3] {
+        let out = run_sim("moe", npes, &[]);
+        for pe in 0..npes {
+            assert!(
+                out.contains(&format!("PE {pe}: MoE layer of 13 tokens x 64"))
+                    && out.contains("normal ok, low-latency ok"),
+                "PE {pe}:\n{out}"
+            );
+        }
+    }
+}
