@@ -75,6 +75,7 @@ if want examples; then
     step ring env RSHMEM_NPES=$EX_NPES $BIN/ring
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
     step gemm env RSHMEM_NPES=1 $BIN/gemm
+    step moe env RSHMEM_NPES=$EX_NPES $BIN/moe
     # The tensor-parallel MLP (fused ops); sharing one GPU, small sizes.
     if [ "$NGPU" -lt 2 ]; then
         step tp_mlp env RSHMEM_NPES=2 $BIN/tp_mlp --m 1024 --hidden 1024 --ffn 4096 --iters 3

@@ -6,7 +6,7 @@
 #
 #   device run (carry .gpu): bash .gpu/scripts/gpu-one-h200.sh [SLICE...]
 #
-# SLICEs (default: all, in this order): graphs gemm fused coll overhead regress teams tp1
+# SLICEs (default: all, in this order): graphs gemm fused coll moe overhead regress teams tp1
 # examples collectives tp faults
 # The PEs sharing the GPU run under MPS (gpu-check.sh starts it; GPU_SHARING=timeslice for
 # NVSHMEM's limited mode without it): 2 to 4 PEs, every split-team case included.
@@ -15,7 +15,7 @@
 set -uo pipefail
 G=.gpu/scripts/gpu-check.sh
 OUT=${OUT:-/tmp/rshmem-out}
-SLICES=${*:-graphs gemm fused coll overhead regress teams tp1 examples collectives tp faults}
+SLICES=${*:-graphs gemm fused coll moe overhead regress teams tp1 examples collectives tp faults}
 # Named only: latency2 latency4 (the collectives' same-GPU latency under MPS).
 slice() { # name, budget seconds, env assignments..., -- parts...
     local name=$1 budget=$2; shift 2
@@ -32,6 +32,8 @@ slice graphs 70 BINS=test-graphs PER_TEST_TIMEOUT=40 -- tests
 slice gemm 40 BINS='test-(gemm|streams)' TESTS='gemms_in_graphs|put_signal' PER_TEST_TIMEOUT=40 -- tests
 slice fused 120 BINS=test-fused PER_TEST_TIMEOUT=60 -- tests
 slice coll 200 BINS=test-coll TESTS='_[234]pe' PER_TEST_TIMEOUT=120 -- tests
+# Mixture of experts: dispatch and combine, normal and low-latency (graphs), 2-4 PEs.
+slice moe 200 BINS='test-moe(_ll)?' PER_TEST_TIMEOUT=90 -- tests
 # The launch-overhead example (graphs PART): meaningful with one PE on one GPU.
 slice overhead 60 -- graphs
 # The API suites of the fixtures and examples images (regressions after merges).
