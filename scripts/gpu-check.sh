@@ -179,6 +179,12 @@ if want collectives; then
         || echo "plotting failed (is matplotlib installed?)"
 fi
 
+# MoE dispatch and combine (only when named: `moe_bench`): rshmem's beside torch's local
+# permute, one PE (scripts/moe_bench.py); $OUT/moe_bench.json.
+if want moe_bench; then
+    STEP_TIMEOUT=${MOE_TIMEOUT:-400} step moe_bench python3 .gpu/scripts/moe_bench.py --bin $BIN/moe_bench
+fi
+
 # 2. Test binaries: the GPU instances of the generic suites (ignored on machines without GPUs),
 # each test in its own process under PER_TEST_TIMEOUT; one line per test in $OUT/tests.txt.
 run_tests() {

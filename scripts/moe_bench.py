@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""rshmem's MoE dispatch and combine (ops/examples/moe_bench.rs) beside torch's local permute
+and unpermute, on the GPU machine, in one run.
+
+For each shape (hidden 7168, top-8 of 256 experts; hidden 4096, top-2 of 8) and token count
+(128, 4096 per PE), the Rust binary checks a dispatch + combine round trip (identity experts)
+and times both steps (normal mode; low-latency too at 128 tokens), printing JSON rows. With one
+GPU and one PE the rshmem rows are the local path (every expert on this PE: how close the
+routing, packing and weighted sum run to HBM bandwidth). torch's peer at one rank: the
+permute (`argsort` of the entries by expert, `index_select` of the rows) and the unpermute
+(rows times weights, `index_add_` back per token), timed with CUDA events, median of 20 after
+3 warm-ups. Across GPUs the torch peer would be NCCL all_to_all_single plus the same permute
+(the multi-GPU issue; NCCL cannot put two ranks on one GPU).
+
+Each row's roofline: the bytes the step must touch once in HBM (read the rows, write the
+grouped rows: 2 x rows x hidden x 2 B for the dispatch, the same plus the f32 partials for the
+normal combine) over 4.8 TB/s.
+
+  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20]
+"""
+import argparse, json, os, statistics, subprocess, sys
+
+for var, val in (("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0"),
+                 ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
+    os.environ[var] = val
+
+import torch
+
+SHAPES = [(7168, 256, 8), (4096, 8, 2)]  # hidden, experts, top-k
+TOKENS = [128, 4096]
+HBM = 4.8e12
+
+
+def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters):
+    env = dict(os.environ, RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
+    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", "24G")
+    try:
+        import nvidia.nvshmem as nvs
+        home = list(nvs.__path__)[0]
+        env.setdefault("NVSHMEM_HOME", home)
+        env["LD_LIBRARY_PATH"] = home + "/lib:" + env.get("LD_LIBRARY_PATH", "")
+    except ImportError:
+        pass
+    cmd = [binary, "--tokens", str(tokens), "--hidden", str(hidden), "--experts", str(experts),
+           "--top-k", str(top_k), "--iters", str(iters)] + (["--ll"] if ll else [])
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    rows = []
+    for line in p.stdout.splitlines():
+        line = line.split("] ", 1)[1] if line.startswith("[PE ") else line
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+        rows.append({"impl": "rshmem", "error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]})
+    for r in rows:
+        r.setdefault("impl", "rshmem")
+    return rows
+
+
+def median_us(fn, iters):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(times)
+
+
+def torch_row(tokens, hidden, experts, top_k, iters):
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16, generator=g)
+    topk = torch.stack([torch.randperm(experts, device="cuda", generator=g)[:top_k] for _ in range(tokens)])
+    w = torch.rand(tokens, top_k, device="cuda", generator=g)
+    flat = topk.reshape(-1)
+
+    def permute():
+        order = torch.argsort(flat, stable=True)
+        return x.index_select(0, order // top_k), order
+
+    rows, order = permute()
+    out = torch.zeros(tokens, hidden, device="cuda", dtype=torch.float32)
+
+    def unpermute():
+        out.zero_()
+        out.index_add_(0, order // top_k, rows.float() * w.reshape(-1)[order].unsqueeze(1))
+        return out.to(torch.bfloat16)
+
+    # The check: identity experts give (sum of weights) x x.
+    ref = (w.sum(1, keepdim=True) * x.float()).to(torch.bfloat16)
+    ok = torch.allclose(unpermute().float(), ref.float(), rtol=2 ** -7, atol=1e-3)
+    return {"impl": "torch", "mode": "permute", "tokens": tokens, "hidden": hidden, "experts": experts,
+            "top_k": top_k, "dispatch_us": median_us(permute, iters), "combine_us": median_us(unpermute, iters),
+            "check": "ok" if ok else "FAILED"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.environ.get("MOE_BENCH", ".gpu/bin/moe_bench"))
+    ap.add_argument("--npes", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=20)
+    args = ap.parse_args()
+    rows = []
+    for hidden, experts, top_k in SHAPES:
+        for tokens in TOKENS:
+            got = run_rshmem(args.bin, args.npes, tokens, hidden, experts, top_k, tokens <= 256, args.iters)
+            base = torch_row(tokens, hidden, experts, top_k, args.iters)
+            for r in got + [base]:
+                entries = tokens * top_k
+                r["roofline_dispatch_us"] = 2 * entries * hidden * 2 / HBM * 1e6
+                print(json.dumps(r), flush=True)
+            rows += got + [base]
+    print("\n%-8s %-12s %6s %6s %4s %12s %12s %12s" % ("impl", "mode", "tokens", "hidden", "k",
+                                                        "dispatch us", "combine us", "roofline us"))
+    for r in rows:
+        if "error" in r:
+            print("%-8s error: %s" % (r["impl"], r["error"]))
+            continue
+        print("%-8s %-12s %6d %6d %4d %12.1f %12.1f %12.1f" % (r["impl"], r["mode"], r["tokens"], r["hidden"],
+                                                             r["top_k"], r["dispatch_us"], r["combine_us"],
+                                                             r["roofline_dispatch_us"]))
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "moe_bench.json"), "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "npes": args.npes, "rows": rows}, f, indent=1)
+    failed = [r for r in rows if r.get("check") != "ok"]
+    print("\nchecks: %s" % ("all ok" if not failed else "%d FAILED" % len(failed)))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
