@@ -24,6 +24,7 @@ per_backend! {
     only_rank0_receives => [3];
     fp8_rows_and_scales => [2, 3];
     bad_input_is_refused => [2];
+    mismatched_shapes_are_an_error_not_a_hang => [2, 3];
 }
 
 fn random_routings(shmem: &Shmem) -> Outcome {
@@ -260,5 +261,37 @@ fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
     })?;
     drop(graph);
     out.to_vec()?;
+    Ok(())
+}
+
+/// PEs that disagree on the layer's shape get an error from the buffers' symmetric
+/// allocation, every one of them, instead of a dispatch that waits for ever.
+fn mismatched_shapes_are_an_error_not_a_hang(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let (me, n) = (shmem.my_pe() as u32, shmem.n_pes() as u32);
+    let cfg = MoeConfig {
+        experts: 2 * n,
+        top_k: 2,
+        hidden: 16 + 8 * me,
+        max_tokens: 8,
+        align: 4,
+        payload: MoePayload::Bf16,
+    };
+    let e = ops
+        .moe_buffers(Team::WORLD, cfg)
+        .err()
+        .expect("PEs disagree on hidden");
+    assert!(
+        matches!(e, rshmem::Error::AsymmetricAlloc { .. }),
+        "PE {me}: {e}"
+    );
+    let e = ops
+        .moe_ll_buffers(Team::WORLD, cfg)
+        .err()
+        .expect("PEs disagree on hidden");
+    assert!(
+        matches!(e, rshmem::Error::AsymmetricAlloc { .. }),
+        "PE {me}: {e}"
+    );
     Ok(())
 }
