@@ -150,6 +150,16 @@ fn main() -> Result<()> {
             Ok(start.elapsed().as_secs_f64() * 1e6)
         };
         let gbs = |bytes: usize, us: f64| bytes as f64 / us / 1e3;
+        // One JSON line: a mode's medians and the GB/s of the bytes each step puts on links.
+        let row = |mode: &str, d: f64, c: f64, d_bytes: usize, c_bytes: usize| {
+            println!(
+                "{{\"mode\":\"{mode}\",\"npes\":{n},\"tokens\":{t},\"hidden\":{h},\"experts\":{},\"top_k\":{k},\
+                 \"dispatch_us\":{d:.1},\"combine_us\":{c:.1},\"dispatch_gbs\":{:.1},\"combine_gbs\":{:.1},\"check\":\"ok\"}}",
+                a.experts,
+                gbs(d_bytes, d),
+                gbs(c_bytes, c)
+            )
+        };
 
         // Normal mode; the identity expert: expert_out is recv_x itself.
         let mut bufs = ops.moe_buffers(Team::WORLD, cfg)?;
@@ -168,13 +178,7 @@ fn main() -> Result<()> {
         }
         let (d, c) = (median(d_us), median(c_us));
         if me == 0 {
-            println!(
-                "{{\"mode\":\"normal\",\"npes\":{n},\"tokens\":{t},\"hidden\":{h},\"experts\":{},\"top_k\":{k},\
-                 \"dispatch_us\":{d:.1},\"combine_us\":{c:.1},\"dispatch_gbs\":{:.1},\"combine_gbs\":{:.1},\"check\":\"ok\"}}",
-                a.experts,
-                gbs(pairs * h * 2, d),
-                gbs(pairs * h * 4, c)
-            );
+            row("normal", d, c, pairs * h * 2, pairs * h * 4);
         }
 
         if a.ll {
@@ -192,13 +196,7 @@ fn main() -> Result<()> {
             let (d, c) = (median(d_us), median(c_us));
             let entries = t * k;
             if me == 0 {
-                println!(
-                    "{{\"mode\":\"low_latency\",\"npes\":{n},\"tokens\":{t},\"hidden\":{h},\"experts\":{},\"top_k\":{k},\
-                     \"dispatch_us\":{d:.1},\"combine_us\":{c:.1},\"dispatch_gbs\":{:.1},\"combine_gbs\":{:.1},\"check\":\"ok\"}}",
-                    a.experts,
-                    gbs(entries * h * 2, d),
-                    gbs(entries * h * 2, c)
-                );
+                row("low_latency", d, c, entries * h * 2, entries * h * 2);
             }
         }
         shmem.barrier_all()?;

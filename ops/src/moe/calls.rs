@@ -10,6 +10,33 @@ use rshmem_moe::call::{LayoutWords, NONE};
 use rshmem_moe::{barrier, route};
 use rshmem_ops_kernels::moe::{self as k, Announce};
 
+/// Refuses more tokens than the buffers hold.
+pub(super) fn check_tokens(call: &'static str, tokens: u32, max_tokens: u32) -> Result<()> {
+    if tokens > max_tokens {
+        return Err(Error::InvalidArgument {
+            call,
+            message: format!("{tokens} tokens, more than the buffers' max_tokens = {max_tokens}"),
+        });
+    }
+    Ok(())
+}
+
+/// Checks each `(what, len, need)`: `what` holds `len` elements, and `why` (the call's tokens,
+/// its rows) needs `need`.
+pub(super) fn check_lengths(
+    call: &'static str,
+    why: &str,
+    items: &[(&str, usize, usize)],
+) -> Result<()> {
+    match items.iter().find(|(_, len, need)| len < need) {
+        Some((what, len, need)) => Err(Error::InvalidArgument {
+            call,
+            message: format!("`{what}` holds {len} elements, but {why} need {need}"),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A dispatch's rows: elements (as bytes) and scales, with the ranges' lengths (in their
 /// elements: bf16 or bytes, f32).
 struct Rows {
@@ -131,26 +158,19 @@ impl<'s> Ops<'s> {
                     .into(),
             ));
         }
-        if tokens > cfg.max_tokens {
-            return Err(bad(format!(
-                "{tokens} tokens, more than the buffers' max_tokens = {}",
-                cfg.max_tokens
-            )));
-        }
+        check_tokens(name, tokens, cfg.max_tokens)?;
         let (t, kk, h) = (tokens as usize, cfg.top_k as usize, cfg.hidden as usize);
         let scales_per_row = cfg.call(bufs.size, 0, 0).scales as usize;
-        for (what, len, need) in [
-            ("x", rows.x_len, t * h),
-            ("x_scales", rows.scales_len, t * scales_per_row),
-            ("topk_idx", topk.len(), t * kk),
-            ("topk_weights", weights.len(), t * kk),
-        ] {
-            if len < need {
-                return Err(bad(format!(
-                    "`{what}` holds {len} elements, but {tokens} tokens need {need}"
-                )));
-            }
-        }
+        check_lengths(
+            name,
+            &format!("{tokens} tokens"),
+            &[
+                ("x", rows.x_len, t * h),
+                ("x_scales", rows.scales_len, t * scales_per_row),
+                ("topk_idx", topk.len(), t * kk),
+                ("topk_weights", weights.len(), t * kk),
+            ],
+        )?;
         if !bufs.combined {
             return Err(bad(format!(
                 "dispatch {} of these buffers has not been combined yet: each dispatch is \
@@ -279,26 +299,10 @@ impl<'s> Ops<'s> {
             )));
         }
         let h = cfg.hidden as usize;
-        for (what, len, need, why) in [
-            (
-                "expert_out",
-                expert_out.len(),
-                layout.rows as usize * h,
-                "the dispatch's rows",
-            ),
-            (
-                "out",
-                out.len(),
-                layout.tokens as usize * h,
-                "this PE's tokens",
-            ),
-        ] {
-            if len < need {
-                return Err(bad(format!(
-                    "`{what}` holds {len} elements, but {why} need {need}"
-                )));
-            }
-        }
+        let rows = [("expert_out", expert_out.len(), layout.rows as usize * h)];
+        check_lengths(CALL, "the dispatch's rows", &rows)?;
+        let tokens = [("out", out.len(), layout.tokens as usize * h)];
+        check_lengths(CALL, "this PE's tokens", &tokens)?;
         let module = self.moe_module(CALL)?;
         let call = cfg.call(bufs.size, layout.tokens, layout.epoch);
         let (team, dev) = (bufs.team, bufs.device());

@@ -5,7 +5,7 @@
 //! has the steps and why no barrier is needed).
 
 use super::buffers::{MoeConfig, MoePayload};
-use super::calls::THREADS;
+use super::calls::{check_lengths, check_tokens, THREADS};
 use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_host::{Error, LaunchConfig, Result, Stream, SymBuffer, SymRange, SymRangeMut, Team};
@@ -224,24 +224,10 @@ impl<'s> Ops<'s> {
             return Err(ll.out_of_order(CALL, "the previous dispatch combined"));
         }
         let cfg = ll.config;
-        let bad = |message: String| Error::InvalidArgument {
-            call: CALL,
-            message,
-        };
-        if tokens > cfg.max_tokens {
-            return Err(bad(format!(
-                "{tokens} tokens, more than the buffers' max_tokens = {}",
-                cfg.max_tokens
-            )));
-        }
+        check_tokens(CALL, tokens, cfg.max_tokens)?;
         let (t, h, kk) = (tokens as usize, cfg.hidden as usize, cfg.top_k as usize);
-        for (what, len, need) in [("x", x.len(), t * h), ("topk_idx", topk.len(), t * kk)] {
-            if len < need {
-                return Err(bad(format!(
-                    "`{what}` holds {len} elements, but {tokens} tokens need {need}"
-                )));
-            }
-        }
+        let items = [("x", x.len(), t * h), ("topk_idx", topk.len(), t * kk)];
+        check_lengths(CALL, &format!("{tokens} tokens"), &items)?;
         let module = self.moe_module(CALL)?;
         let call = cfg.call(ll.size, tokens, 0);
         let (team, dev) = (ll.team, ll.device());
@@ -331,19 +317,13 @@ impl<'s> Ops<'s> {
         let cfg = ll.config;
         let (t, h, kk) = (tokens as usize, cfg.hidden as usize, cfg.top_k as usize);
         let rows = cfg.call(ll.size, 0, 0).local_experts() as usize * ll.rows_per_expert();
-        for (what, len, need) in [
+        let items = [
             ("expert_out", expert_out.len(), rows * h),
             ("topk_idx", topk.len(), t * kk),
             ("topk_weights", weights.len(), t * kk),
             ("out", out.len(), t * h),
-        ] {
-            if len < need {
-                return Err(Error::InvalidArgument {
-                    call: CALL,
-                    message: format!("`{what}` holds {len} elements, but the dispatch's {tokens} tokens need {need}"),
-                });
-            }
-        }
+        ];
+        check_lengths(CALL, &format!("the dispatch's {tokens} tokens"), &items)?;
         let module = self.moe_module(CALL)?;
         let call = cfg.call(ll.size, tokens, 0);
         let (team, dev) = (ll.team, ll.device());
