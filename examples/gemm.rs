@@ -14,9 +14,13 @@
 //! `2⁻⁸ · (|ref| + that)` (bf16 keeps 8 significant bits: its ulp at 1 is
 //! 2⁻⁷, half of it 2⁻⁸). The measured worst error, as a fraction of its bound, is printed.
 //! B K x N runs on the sm80 kernel (`Kernel::Auto`); a build without it says so and skips.
+//!
+//! The grouped GEMM (`Ops::grouped_gemm`, a mixture-of-experts layer's experts) is checked the
+//! same way: groups of 0, 1, 130 and 67 rows (offsets layout), each group's rows against its
+//! own B; on GPUs 8 groups of 512 rows too.
 
 use anyhow::{ensure, Result};
-use rshmem::ops::{BLayout, GemmOut, GemmShape, Ops};
+use rshmem::ops::{BLayout, GemmOut, GemmShape, GroupRows, GroupedShape, Ops};
 use rshmem::{bf16, Backend, Pod, Shmem};
 
 /// Output element types, read back as f64.
@@ -55,19 +59,44 @@ fn random(len: usize, seed: &mut u64) -> Vec<bf16> {
         .collect()
 }
 
-/// Runs `shape` with output `O` and checks it.
-fn check<O: Out>(shmem: &Shmem, ops: &Ops<'_>, shape: GemmShape, seed: &mut u64) -> Result<()> {
+/// Runs `shape` with output `O` and checks it: one GEMM, or with `ends` (cumulative row ends,
+/// the last `m`) the grouped GEMM of one B per group.
+fn check<O: Out>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    shape: GemmShape,
+    ends: &[u32],
+    seed: &mut u64,
+) -> Result<()> {
     let GemmShape { m, n, k, b_layout } = shape;
     let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let groups = ends.len().max(1);
     let a = random(mu * ku, seed);
-    let b = random(nu * ku, seed);
+    let b = random(groups * nu * ku, seed);
     let ga = shmem.alloc_from(&a)?;
     let gb = shmem.alloc_from(&b)?;
+    let gends = shmem.alloc_from(if ends.is_empty() { &[0] } else { ends })?;
     let mut gc = shmem.alloc_zeroed::<O>(mu * nu)?;
     let stream = shmem.stream();
-    ops.gemm(&stream, &ga, &gb, &mut gc, shape)?;
+    let grouped = GroupedShape {
+        groups: groups as u32,
+        n,
+        k,
+        b_layout,
+    };
+    let mut run = || match ends {
+        [] => ops.gemm(&stream, &ga, &gb, &mut gc, shape),
+        _ => {
+            let rows = GroupRows::Offsets {
+                ends: (&gends).into(),
+                m,
+            };
+            ops.grouped_gemm(&stream, &ga, &gb, &mut gc, grouped, rows)
+        }
+    };
+    run()?;
     let timing = if shmem.backend() == Backend::Gpu && shape.flops() > 1e9 {
-        let t = shmem.time(|| ops.gemm(&stream, &ga, &gb, &mut gc, shape))?;
+        let t = shmem.time(&mut run)?;
         format!(", {:.1} TFLOP/s", shape.flops() / t.as_secs_f64() / 1e12)
     } else {
         String::new()
@@ -77,19 +106,22 @@ fn check<O: Out>(shmem: &Shmem, ops: &Ops<'_>, shape: GemmShape, seed: &mut u64)
         a.iter().map(|v| f64::from(v.to_f32())).collect(),
         b.iter().map(|v| f64::from(v.to_f32())).collect(),
     );
-    let b_at = |col: usize, kk: usize| match b_layout {
-        BLayout::NK => b[col * ku + kk],
-        BLayout::KN => b[kk * nu + col],
+    // Group g's B starts g n k elements in; row `row` is the first group whose end is past it.
+    let group_of = |row: usize| ends.iter().position(|&e| row < e as usize).unwrap_or(0);
+    let b_at = |g: usize, col: usize, kk: usize| match b_layout {
+        BLayout::NK => b[g * nu * ku + col * ku + kk],
+        BLayout::KN => b[g * nu * ku + kk * nu + col],
     };
     // Big shapes: every 8th row (and the last), to keep the host reference quick.
     let step = if shape.flops() > 2e9 { 8 } else { 1 };
     let accumulation = f64::from(k) * 2f64.powi(-23);
     let mut worst = 0.0f64;
     for row in (0..mu).step_by(step).chain([mu - 1]) {
+        let g = group_of(row);
         for col in 0..nu {
             let (mut exact, mut abs) = (0.0, 0.0);
             for kk in 0..ku {
-                let p = a[row * ku + kk] * b_at(col, kk);
+                let p = a[row * ku + kk] * b_at(g, col, kk);
                 exact += p;
                 abs += p.abs();
             }
@@ -99,8 +131,8 @@ fn check<O: Out>(shmem: &Shmem, ops: &Ops<'_>, shape: GemmShape, seed: &mut u64)
             let err = (got - exact).abs();
             ensure!(
                 err <= bound,
-                "{m}x{n}x{k} B {b_layout:?} -> {}: C[{row}][{col}] = {got}, reference {exact}, \
-                 error {err:.3e} above the bound {bound:.3e}",
+                "{m}x{n}x{k} B {b_layout:?} -> {} (groups {ends:?}): C[{row}][{col}] = {got}, \
+                 reference {exact}, error {err:.3e} above the bound {bound:.3e}",
                 O::NAME
             );
             if bound > 0.0 {
@@ -108,9 +140,13 @@ fn check<O: Out>(shmem: &Shmem, ops: &Ops<'_>, shape: GemmShape, seed: &mut u64)
             }
         }
     }
+    let what = match ends {
+        [] => String::new(),
+        _ => format!(" grouped ({} groups)", ends.len()),
+    };
     println!(
-        "PE {}: {m}x{n}x{k} B {b_layout:?} bf16 -> {}: ok, worst error {:.1}% of the bound \
-         (k·2⁻²³·Σ|a||b|{}){timing}",
+        "PE {}: {m}x{n}x{k}{what} B {b_layout:?} bf16 -> {}: ok, worst error {:.1}% of the \
+         bound (k·2⁻²³·Σ|a||b|{}){timing}",
         shmem.my_pe(),
         O::NAME,
         100.0 * worst,
@@ -145,12 +181,29 @@ fn main() -> Result<()> {
             // granule); N x K takes any n.
             for (layout, n) in [(BLayout::NK, n), (BLayout::KN, n.next_multiple_of(8))] {
                 let shape = GemmShape::new(m, n, k, layout);
-                check::<bf16>(shmem, &ops, shape, &mut seed)?;
-                check::<f32>(shmem, &ops, shape, &mut seed)?;
+                check::<bf16>(shmem, &ops, shape, &[], &mut seed)?;
+                check::<f32>(shmem, &ops, shape, &[], &mut seed)?;
                 ran += 2;
             }
         }
-        println!("PE {}: {ran} GEMMs checked", shmem.my_pe());
+        // Grouped: an empty group, a one-row group, one over a tile, a ragged one.
+        let mut grouped: Vec<(Vec<u32>, u32, u32)> = vec![(vec![0, 1, 131, 198], 72, 56)];
+        if shmem.backend() == Backend::Gpu {
+            grouped.push(((1..=8).map(|g| 512 * g).collect(), 4096, 4096));
+        }
+        for (ends, n, k) in grouped {
+            let m = *ends.last().unwrap_or(&0);
+            for layout in [BLayout::NK, BLayout::KN] {
+                let shape = GemmShape::new(m, n, k, layout);
+                check::<bf16>(shmem, &ops, shape, &ends, &mut seed)?;
+                check::<f32>(shmem, &ops, shape, &ends, &mut seed)?;
+                ran += 2;
+            }
+        }
+        println!(
+            "PE {}: {ran} GEMMs checked (grouped ones included)",
+            shmem.my_pe()
+        );
         Ok(())
     })?;
     Ok(())

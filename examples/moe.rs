@@ -1,6 +1,7 @@
 //! A mixture-of-experts layer over all PEs with rshmem's ops: each PE's tokens are routed to
 //! `top_k` of `experts` experts (spread over the PEs), dispatched, multiplied by their
-//! expert's weight (one GEMM per local expert, `Ops::gemm` on the expert's rows), and
+//! expert's weight (one grouped GEMM over the local experts, `Ops::grouped_gemm`: the normal
+//! mode's rows by offsets, the low-latency mode's counts as they are on the device), and
 //! combined back with the router's weights:
 //!
 //! ```text
@@ -22,7 +23,7 @@
 //! ```
 
 use anyhow::{bail, ensure, Context, Result};
-use rshmem::ops::{BLayout, GemmShape, MoeBuffers, MoeConfig, MoePayload, Ops};
+use rshmem::ops::{BLayout, GroupRows, GroupedShape, MoeBuffers, MoeConfig, MoePayload, Ops};
 use rshmem::{bf16, Backend, Shmem, SymBuffer, Team};
 
 #[derive(Clone, Copy, Debug)]
@@ -118,25 +119,27 @@ fn token(pe: usize, t: usize, s: &Sizes, experts: usize) -> (Vec<bf16>, Vec<i32>
     (row, topk, weights)
 }
 
-/// A pass's inputs: this PE's tokens, their routing, its experts' weights.
+/// A pass's inputs: this PE's tokens, their routing, its experts' weights (one after the
+/// other: local expert j's h x h at j h²).
 struct Inputs<'a, 's> {
     x: &'a SymBuffer<'s, bf16>,
     topk: &'a SymBuffer<'s, i32>,
     weights: &'a SymBuffer<'s, f32>,
     tokens: usize,
-    experts: &'a [SymBuffer<'s, bf16>],
+    experts: &'a SymBuffer<'s, bf16>,
 }
 
-/// One normal-mode pass: dispatch, one GEMM per local expert on its rows, combine.
+/// One normal-mode pass: dispatch, one grouped GEMM over the local experts' rows, combine.
 fn normal<'s>(
     ops: &Ops<'s>,
     stream: &rshmem::Stream<'_>,
     bufs: &mut MoeBuffers<'s>,
     inp: &Inputs<'_, 's>,
     eo: &mut SymBuffer<'s, bf16>,
+    ends: &mut SymBuffer<'s, u32>,
     out: &mut SymBuffer<'s, bf16>,
 ) -> Result<()> {
-    let h = bufs.config().hidden as usize;
+    let h = bufs.config().hidden;
     let layout = ops.moe_dispatch(
         stream,
         bufs,
@@ -145,23 +148,27 @@ fn normal<'s>(
         inp.weights,
         inp.tokens as u32,
     )?;
-    for (j, w) in inp.experts.iter().enumerate() {
-        let (first, count) = (
-            layout.expert_offsets[j] as usize,
-            layout.expert_rows[j] as usize,
-        );
-        if count > 0 {
-            let shape = GemmShape::new(count as u32, h as u32, h as u32, BLayout::NK);
-            let a = bufs.recv_x()?.range(first * h..(first + count) * h)?;
-            ops.gemm(
-                stream,
-                a,
-                w,
-                eo.range_mut(first * h..(first + count) * h)?,
-                shape,
-            )?;
-        }
-    }
+    // Expert j's rows end at offsets[j] + rows[j]; the padding before them (zero rows) joins
+    // its group and computes zeros that the combine never reads.
+    let e: Vec<u32> = layout
+        .expert_offsets
+        .iter()
+        .zip(&layout.expert_rows)
+        .map(|(o, r)| o + r)
+        .collect();
+    ends.copy_from_host(&e)?;
+    let m = e.last().copied().unwrap_or(0);
+    let shape = GroupedShape {
+        groups: e.len() as u32,
+        n: h,
+        k: h,
+        b_layout: BLayout::NK,
+    };
+    let rows = GroupRows::Offsets {
+        ends: (&*ends).into(),
+        m,
+    };
+    ops.grouped_gemm(stream, bufs.recv_x()?, inp.experts, &mut *eo, shape, rows)?;
     ops.moe_combine(stream, bufs, &layout, &*eo, out)?;
     Ok(())
 }
@@ -193,10 +200,10 @@ fn main() -> Result<()> {
         }
         let wscale = 2.0 / (h as f64).sqrt();
         let w_of = |e: usize, o: usize, i: usize| bf16::from_f64((unit(W, e, o * h + i) * 2.0 - 1.0) * wscale);
-        let w_local: Vec<Vec<bf16>> = (0..s.per_pe)
-            .map(|j| (0..h * h).map(|x| w_of(me * s.per_pe + j, x / h, x % h)).collect())
+        let w_local: Vec<bf16> = (0..s.per_pe * h * h)
+            .map(|x| w_of(me * s.per_pe + x / (h * h), x % (h * h) / h, x % h))
             .collect();
-        let w_bufs = w_local.iter().map(|w| shmem.alloc_from(w)).collect::<rshmem::Result<Vec<_>>>()?;
+        let w_bufs = shmem.alloc_from(&w_local)?;
         let (x, topk_buf, w_buf) = (shmem.alloc_from(&rows)?, shmem.alloc_from(&topk)?, shmem.alloc_from(&weights)?);
 
         // Normal mode.
@@ -204,7 +211,8 @@ fn main() -> Result<()> {
         let mut expert_out = shmem.alloc_zeroed::<bf16>(bufs.capacity() * h)?;
         let mut out = shmem.alloc_zeroed::<bf16>(t * h)?;
         let inputs = Inputs { x: &x, topk: &topk_buf, weights: &w_buf, tokens: t, experts: &w_bufs };
-        normal(&ops, &stream, &mut bufs, &inputs, &mut expert_out, &mut out)?;
+        let mut ends = shmem.alloc_zeroed::<u32>(s.per_pe)?;
+        normal(&ops, &stream, &mut bufs, &inputs, &mut expert_out, &mut ends, &mut out)?;
         let got_normal = out.to_vec()?;
 
         // Low-latency mode, on the same tokens: every expert's rows are at j × rows_per_expert.
@@ -213,17 +221,10 @@ fn main() -> Result<()> {
         let mut ll_out = shmem.alloc_zeroed::<bf16>(s.per_pe * per * h)?;
         let mut out2 = shmem.alloc_zeroed::<bf16>(t * h)?;
         ops.moe_ll_dispatch(&stream, &mut ll, &x, &topk_buf, t as u32)?;
-        // The counts are on the device; an example reads them to size its GEMMs (a grouped
-        // GEMM of the masked layout would take them as they are).
-        let counts = ll.recv_count().to_vec()?;
-        for (j, &count) in counts.iter().enumerate() {
-            if count > 0 {
-                let (first, count) = (j * per, count as usize);
-                let shape = GemmShape::new(count as u32, h as u32, h as u32, BLayout::NK);
-                let a = ll.recv_x().range(first * h..(first + count) * h)?;
-                ops.gemm(&stream, a, &w_bufs[j], ll_out.range_mut(first * h..(first + count) * h)?, shape)?;
-            }
-        }
+        // The counts stay on the device: the grouped GEMM's masked layout takes them as they are.
+        let shape = GroupedShape { groups: s.per_pe as u32, n: h as u32, k: h as u32, b_layout: BLayout::NK };
+        let masked = GroupRows::Masked { counts: ll.recv_count().into(), max_m: per as u32 };
+        ops.grouped_gemm(&stream, ll.recv_x(), &w_bufs, &mut ll_out, shape, masked)?;
         ops.moe_ll_combine(&stream, &mut ll, &ll_out, &topk_buf, &w_buf, &mut out2)?;
         let got_ll = out2.to_vec()?;
 
@@ -284,16 +285,18 @@ fn main() -> Result<()> {
                 v.sort_by(|a, b| a.total_cmp(b));
                 Ok(v[v.len() / 2])
             };
-            let normal_us = time(&mut || normal(&ops, &stream, &mut bufs, &inputs, &mut expert_out, &mut out))?;
+            let normal_us = time(&mut || normal(&ops, &stream, &mut bufs, &inputs, &mut expert_out, &mut ends, &mut out))?;
             let ll_us = time(&mut || {
                 ops.moe_ll_dispatch(&stream, &mut ll, &x, &topk_buf, t as u32)?;
+                let masked = GroupRows::Masked { counts: ll.recv_count().into(), max_m: per as u32 };
+                ops.grouped_gemm(&stream, ll.recv_x(), &w_bufs, &mut ll_out, shape, masked)?;
                 ops.moe_ll_combine(&stream, &mut ll, &ll_out, &topk_buf, &w_buf, &mut out2)?;
                 Ok(())
             })?;
             if me == 0 {
                 println!(
                     "PE 0: median of {} (host clock, synchronised): normal dispatch + experts + \
-                     combine {normal_us:.1} us; low-latency dispatch + combine (no experts) \
+                     combine {normal_us:.1} us; low-latency dispatch + experts + combine \
                      {ll_us:.1} us",
                     s.iters
                 );

@@ -22,6 +22,12 @@ JSON line. Then this script
 
   device run: python3 .gpu/scripts/gemm_bench.py [--kn] [--bin PATH] [--shapes 4096x4096x4096,...]
 
+--grouped runs the grouped GEMM (Ops::grouped_gemm, offsets layout, B N x K per group) on
+GROUPED_CASES (and a fresh random imbalanced case) beside torch._grouped_mm (bf16, the same
+offsets) and a loop of per-group torch.matmul, and beside one dense GEMM of the same M x N x K
+(the same FLOPs) by rshmem and cuBLAS; each group of C is checked against f32 torch.matmul with
+the same bound. Rows go to $OUT/gemm_bench_grouped.json.
+
 --kn runs B K x N row-major through Kernel::Auto: the sm90 kernel with wgmma's MN-major B (every
 listed N is a multiple of 8). The binary's path: --bin, else $GEMM_BENCH, else .gpu/bin/gemm_bench.
 """
@@ -46,6 +52,16 @@ SHAPES = [
     (8192, 8192, 3584),
 ]
 BOUND = 2.0 ** -7
+
+# Grouped cases: (name, rows per group, N, K). DeepSeek-V3's experts (hidden 7168, expert
+# width 2048) on 16 local experts: gate+up is N 4096 x K 7168, down N 7168 x K 2048.
+GROUPED_CASES = [
+    ("balanced 8x512", [512] * 8, 4096, 4096),
+    ("ds-v3 gate_up 16x256", [256] * 16, 4096, 7168),
+    ("ds-v3 down 16x256", [256] * 16, 7168, 2048),
+    ("ds-v3 gate_up 16x64 (decode)", [64] * 16, 4096, 7168),
+    ("ragged 8 (one empty)", [0, 96, 1000, 16, 752, 512, 1200, 520], 4096, 4096),
+]
 
 
 def raw_bytes(t):
@@ -116,13 +132,123 @@ def run_shape(binary, m, n, k, kn, kernel, tmp):
     return row
 
 
+def run_binary(binary, tmp, m, n, k, kernel, ends=None):
+    """The bench binary's JSON row, or {"error": ...}."""
+    cmd = [binary, "--dir", tmp, "--m", str(m), "--n", str(n), "--k", str(k), "--kernel", kernel]
+    if ends is not None:
+        cmd += ["--ends", ",".join(str(e) for e in ends)]
+    p = subprocess.run(cmd, env=bench_env(), capture_output=True, text=True, timeout=120)
+    lines = [l.split("] ", 1)[-1] for l in p.stdout.splitlines()]
+    lines = [l for l in lines if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.stderr.write(p.stdout + p.stderr)
+        return {"error": (p.stderr.strip().splitlines() or ["rc=%d" % p.returncode])[-1]}
+    return json.loads(lines[-1])
+
+
+def write(tmp, name, t):
+    with open(os.path.join(tmp, name), "wb") as f:
+        f.write(raw_bytes(t))
+
+
+def run_grouped(binary, name, sizes, n, k, kernel, tmp):
+    g, m = len(sizes), sum(sizes)
+    ends = [sum(sizes[: i + 1]) for i in range(g)]
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(g, n, k, device="cuda", dtype=torch.bfloat16)  # N x K per group
+    write(tmp, "a.bin", a)
+    write(tmp, "b.bin", b)
+    row = {"case": name, "groups": g, "m": m, "n": n, "k": k, "sizes": sizes}
+    r = run_binary(binary, tmp, m, n, k, kernel, ends)
+    if "error" in r:
+        row["error"] = r["error"]
+        return row
+    row["rust_ms"] = r["median_ms"]
+    with open(os.path.join(tmp, "c.bin"), "rb") as f:
+        c = torch.frombuffer(bytearray(f.read()), dtype=torch.bfloat16).reshape(m, n).cuda()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    err, start = 0.0, 0
+    for i, e in enumerate(ends):
+        if e > start:
+            ref = torch.matmul(a[start:e].float(), b[i].float().T)
+            err = max(err, ((c[start:e].float() - ref).abs().max() / ref.abs().max()).item())
+        start = e
+    row["max_rel_err"], row["pass"] = err, err <= BOUND
+    offs = torch.tensor(ends, device="cuda", dtype=torch.int32)
+    bt = b.transpose(-2, -1)  # (G, K, N), each group's N x K as stored
+    try:
+        torch._grouped_mm(a, bt, offs=offs)
+        row["torch_grouped_ms"] = cuda_median_ms(lambda: torch._grouped_mm(a, bt, offs=offs))
+    except Exception as e:  # absent or refusing this shape: the loop below stands in
+        row["torch_grouped_error"] = str(e).splitlines()[0][:200]
+    spans = [(i, (ends[i - 1] if i else 0), e) for i, e in enumerate(ends)]
+
+    def loop():
+        for i, s0, e in spans:
+            if e > s0:
+                torch.matmul(a[s0:e], b[i].T)
+
+    row["torch_loop_ms"] = cuda_median_ms(loop)
+    # The dense GEMM of the same M x N x K (the same FLOPs), by cuBLAS and by rshmem.
+    row["cublas_dense_ms"] = cuda_median_ms(lambda: torch.matmul(a, b[0].T))
+    write(tmp, "b.bin", b[0])
+    d = run_binary(binary, tmp, m, n, k, kernel)
+    row["rust_dense_ms"] = d.get("median_ms")
+    flops = 2.0 * m * n * k
+    row["rust_tflops"] = flops / row["rust_ms"] / 1e9
+    return row
+
+
+def grouped_main(args):
+    import random
+    rng = random.Random()
+    # A fresh imbalanced case each run: 8 groups, multiples of 16 rows, about 4096 in all.
+    sizes = [16 * rng.randint(0, 64) for _ in range(8)]
+    cases = GROUPED_CASES + [("random 8 " + ",".join(map(str, sizes)), sizes, 4096, 4096)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, sizes, n, k in cases:
+            row = run_grouped(args.bin, name, sizes, n, k, args.kernel, tmp)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print()
+    hdr = (f"{'case':>30} {'MxNxK':>16} {'rust us':>9} {'TF/s':>6} {'torch grp':>10} "
+           f"{'loop':>8} {'/grp':>5} {'dense cuBLAS':>12} {'/dense':>6} {'rust dense':>10} {'pass':>5}")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        shape = f"{r['m']}x{r['n']}x{r['k']}"
+        if "error" in r:
+            print(f"{r['case']:>30} {shape:>16}  error: {r['error']}")
+            continue
+        tg = r.get("torch_grouped_ms")
+        peer = tg if tg else r["torch_loop_ms"]
+        rd = r.get("rust_dense_ms")
+        print(f"{r['case']:>30} {shape:>16} {1e3 * r['rust_ms']:>9.1f} {r['rust_tflops']:>6.0f} "
+              f"{(1e3 * tg if tg else float('nan')):>10.1f} {1e3 * r['torch_loop_ms']:>8.1f} "
+              f"{peer / r['rust_ms']:>5.2f} {1e3 * r['cublas_dense_ms']:>12.1f} "
+              f"{r['cublas_dense_ms'] / r['rust_ms']:>6.2f} {(1e3 * rd if rd else float('nan')):>10.1f} "
+              f"{str(r['pass']):>5}")
+    print("/grp: torch._grouped_mm's time (the loop's where it is absent) over rshmem's; "
+          "/dense: cuBLAS's dense GEMM of the same FLOPs over rshmem's grouped")
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "gemm_bench_grouped.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+    sys.exit(0 if all(r.get("pass") for r in rows) else 1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kn", action="store_true", help="B is K x N (the sm80 kernel via Auto)")
     ap.add_argument("--bin", default=os.environ.get("GEMM_BENCH", ".gpu/bin/gemm_bench"))
     ap.add_argument("--kernel", default="auto", choices=["auto", "sm90", "sm80"])
     ap.add_argument("--shapes", help="MxNxK,... (default: the standard list)")
+    ap.add_argument("--grouped", action="store_true", help="the grouped GEMM's cases")
     args = ap.parse_args()
+    if args.grouped:
+        print("GPU:", torch.cuda.get_device_name(), "| torch", torch.__version__)
+        grouped_main(args)
     shapes = SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]

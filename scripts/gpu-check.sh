@@ -117,6 +117,10 @@ if want gemm_bench; then
     STEP_TIMEOUT=300 step gemm_bench_sm80 python3 .gpu/scripts/gemm_bench.py --kernel sm80 \
         --shapes 8192x8192x8192,4096x4096x4096,2048x2048x2048 --bin $BIN/gemm_bench
 fi
+# The grouped GEMM beside torch._grouped_mm, a per-group loop and dense GEMMs of the same FLOPs.
+if want grouped_bench; then
+    STEP_TIMEOUT=300 step grouped_bench python3 .gpu/scripts/gemm_bench.py --grouped --bin $BIN/gemm_bench
+fi
 if want gemm_profile; then
     # Nsight Compute on the 8192^3 GEMM, rshmem's sm90 kernel and cuBLAS's (through torch), the
     # same counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks left alone).

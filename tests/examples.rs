@@ -33,6 +33,7 @@ fn gemm_checks_odd_shapes() {
     for shape in [
         "1x1x8 B NK bf16 -> f32: ok",
         "130x258x72 B NK bf16 -> bf16: ok",
+        "198x72x56 grouped (4 groups) B KN bf16 -> f32: ok",
     ] {
         assert!(out.contains(shape), "{out}");
     }

@@ -11,6 +11,10 @@
 //!     [--pad-bytes P]
 //! ```
 //!
+//! `--ends E0,E1,...` runs the grouped GEMM instead (`Ops::grouped_gemm`, offsets layout): one
+//! group per end (cumulative rows of A, the last one `m`), `b.bin` holding one B per group;
+//! the JSON line then has `groups`.
+//!
 //! `--pad-bytes P` allocates P bytes of the symmetric heap before A, B and C, which moves them
 //! (and so their L2 slices and DRAM channels): a GEMM's speed differs by placement alone.
 //!
@@ -19,7 +23,7 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::{bf16, Shmem};
-use rshmem_ops::{BLayout, GemmOptions, GemmShape, Kernel, Ops};
+use rshmem_ops::{BLayout, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, Ops};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,12 +35,14 @@ struct Args {
     warmup: usize,
     iters: usize,
     pad_bytes: usize,
+    /// The grouped GEMM's cumulative row ends (`--ends`), if grouped.
+    ends: Option<Vec<u32>>,
 }
 
 fn parse() -> Result<Args> {
     let (mut dir, mut m, mut n, mut k) = (None, 0u32, 0u32, 0u32);
     let (mut layout, mut kernel, mut warmup, mut iters) = (BLayout::NK, Kernel::Auto, 3, 20);
-    let mut pad_bytes = 0;
+    let (mut pad_bytes, mut ends) = (0, None);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -50,6 +56,10 @@ fn parse() -> Result<Args> {
             "--warmup" => warmup = value()?.parse()?,
             "--iters" => iters = value()?.parse()?,
             "--pad-bytes" => pad_bytes = value()?.parse()?,
+            "--ends" => {
+                let list: Result<Vec<u32>, _> = value()?.split(',').map(str::parse).collect();
+                ends = Some(list.context("--ends takes row ends: E0,E1,...")?)
+            }
             "--kernel" => {
                 kernel = match value()?.as_str() {
                     "auto" => Kernel::Auto,
@@ -60,7 +70,8 @@ fn parse() -> Result<Args> {
             }
             other => bail!(
                 "unknown argument {other:?}: use --dir DIR --m M --n N --k K [--kn] \
-                 [--kernel auto|sm90|sm80] [--warmup W] [--iters I] [--pad-bytes P]"
+                 [--kernel auto|sm90|sm80] [--warmup W] [--iters I] [--pad-bytes P] \
+                 [--ends E0,E1,...]"
             ),
         }
     }
@@ -72,6 +83,7 @@ fn parse() -> Result<Args> {
         warmup,
         iters,
         pad_bytes,
+        ends,
     })
 }
 
@@ -98,14 +110,36 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
         0 => None,
         p => Some(shmem.alloc_zeroed::<u8>(p)?),
     };
+    let groups = args.ends.as_ref().map_or(0, |e| e.len() as u32);
+    let grouped = GroupedShape {
+        groups,
+        n: shape.n,
+        k: shape.k,
+        b_layout: shape.b_layout,
+    };
+    let b_len = if groups > 0 {
+        grouped.b_len()
+    } else {
+        shape.b_len()
+    };
     let a = shmem.alloc_from(&read_bf16(&args.dir.join("a.bin"), shape.a_len())?)?;
-    let b = shmem.alloc_from(&read_bf16(&args.dir.join("b.bin"), shape.b_len())?)?;
+    let b = shmem.alloc_from(&read_bf16(&args.dir.join("b.bin"), b_len)?)?;
+    let ends = shmem.alloc_from(args.ends.as_deref().unwrap_or(&[0]))?;
     let mut c = shmem.alloc_zeroed::<bf16>(shape.c_len())?;
     let stream = shmem.stream();
     let options = GemmOptions {
         kernel: args.kernel,
     };
-    let mut run = || ops.gemm_with(&stream, &a, &b, &mut c, shape, options);
+    let mut run = || match groups {
+        0 => ops.gemm_with(&stream, &a, &b, &mut c, shape, options),
+        _ => {
+            let rows = GroupRows::Offsets {
+                ends: (&ends).into(),
+                m: shape.m,
+            };
+            ops.grouped_gemm_with(&stream, &a, &b, &mut c, grouped, rows, options)
+        }
+    };
     run()?;
     shmem.synchronize()?;
     for _ in 0..args.warmup {
@@ -120,7 +154,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let median = ms(times[times.len() / 2]);
     let info = ops.device_info();
     println!(
-        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
+        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
          \"backend\": \"{:?}\", \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \
          \"median_ms\": {median:.4}, \"min_ms\": {:.4}, \"tflops\": {:.2}}}",
         shape.m,

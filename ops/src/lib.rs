@@ -80,6 +80,7 @@ pub mod moe;
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use fused::FusedOptions;
 pub use gemm::elem::{GemmIn, GemmOut};
+pub use gemm::grouped::{GroupRows, GroupedShape};
 pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};

@@ -1,7 +1,8 @@
-//! `Ops::gemm` on every backend against a host reference: odd M and N, a K edge that is not a
-//! multiple of 64, bf16 and f16 inputs, f32 and 16-bit outputs, poisoned outputs (every
-//! element of C written, nothing past it); the errors of bad shapes and short buffers; the
-//! tensor-map cache; GEMMs in graphs. Inputs are small integers, exact in bf16 and f16, whose products sum
+//! `Ops::gemm` and `Ops::grouped_gemm` on every backend against a host reference: odd M and
+//! N, a K edge that is not a multiple of 64, bf16 and f16 inputs, f32 and 16-bit outputs,
+//! poisoned outputs (every element of C written, nothing past it; a grouped GEMM's rows in no
+//! group untouched); empty groups, both row layouts, garbage sizes; the errors of bad shapes
+//! and short buffers; the tensor-map cache; GEMMs in graphs. Inputs are small integers, exact in bf16 and f16, whose products sum
 //! exactly in f32, so results compare exactly (as values: -0 = 0; a 16-bit output is the reference rounded to
 //! nearest even, as the kernel rounds). GPU instances of the sm90 cases need an sm_90 GPU.
 
@@ -12,7 +13,10 @@ mod common;
 use common::Outcome;
 use rshmem::Error;
 use rshmem::{bf16, f16, Pod, Shmem, SymBuffer};
-use rshmem_ops::{BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, Kernel, Ops, MAP_SLOTS};
+use rshmem_ops::{
+    BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, GroupRows, GroupedShape, Kernel, Ops,
+    MAP_SLOTS,
+};
 
 per_backend! {
     sm90_odd_shapes_exact => [1];
@@ -22,6 +26,10 @@ per_backend! {
     map_slots_are_reused => [1];
     gemms_in_graphs => [1];
     sub_ranges_of_larger_buffers => [1];
+    grouped_offsets_every_kernel_and_layout => [1];
+    grouped_masked_and_garbage_sizes => [1];
+    grouped_sizes_are_read_when_the_graph_runs => [1];
+    grouped_errors_name_the_problem => [1];
 }
 
 /// Host conversions of the test's element types.
@@ -469,6 +477,321 @@ fn sub_ranges_of_larger_buffers(shmem: &Shmem) -> Outcome {
     if has_sm90(&ops) {
         let r = rshmem_ops::Sm90Launch::new(shmem, a.range(3..)?, &b, shape).map(|_| ());
         expect(r, &["Sm90Launch::new", "`a` starts"])?;
+    }
+    Ok(())
+}
+
+/// The kernels that run here: sm80 everywhere, sm90 where it can.
+fn every_kernel(ops: &Ops<'_>) -> Vec<Kernel> {
+    if has_sm90(ops) {
+        vec![SM90, Kernel::Sm80]
+    } else {
+        vec![Kernel::Sm80]
+    }
+}
+
+/// A grouped GEMM's operands on the host: A (m x k), every group's B (its own values), and
+/// the spans of rows the test expects each group to have: `(group, first row, end)`.
+struct GroupedCase {
+    shape: GroupedShape,
+    /// Ends (offsets) or counts (masked), as the device reads them.
+    sizes: Vec<u32>,
+    /// 0 for offsets, else max_m.
+    masked: u32,
+    m: u32,
+    spans: Vec<(u32, u32, u32)>,
+}
+
+impl GroupedCase {
+    /// B's element of group `g`, column `col` of C, reduction index `kk`.
+    fn b(&self, g: u32, col: u32, kk: u32) -> f32 {
+        small(col, kk, 5 + 2 * g, 3)
+    }
+
+    /// B laid out as the device reads it: groups one after the other.
+    fn b_host(&self) -> Vec<f32> {
+        let GroupedShape {
+            groups,
+            n,
+            k,
+            b_layout,
+        } = self.shape;
+        let mut out = Vec::with_capacity(self.shape.b_len());
+        for g in 0..groups {
+            match b_layout {
+                BLayout::NK => out.extend((0..n * k).map(|i| self.b(g, i / k, i % k))),
+                BLayout::KN => out.extend((0..k * n).map(|i| self.b(g, i % n, i / n))),
+            }
+        }
+        out
+    }
+
+    fn a(&self, row: u32, kk: u32) -> f32 {
+        small(row, kk, 1, 2)
+    }
+
+    /// Runs the case on `kernel` into a poisoned C; `Ok(c)` (C as f32, then its tail).
+    fn run<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
+        &self,
+        shmem: &Shmem,
+        ops: &Ops<'_>,
+        kernel: Kernel,
+    ) -> Result<Vec<f32>, rshmem::Error> {
+        let (m, k, n) = (self.m, self.shape.k, self.shape.n);
+        let a: Vec<In> = (0..m * k).map(|i| In::of(self.a(i / k, i % k))).collect();
+        let b: Vec<In> = self.b_host().into_iter().map(In::of).collect();
+        let ga = shmem.alloc_from(&a)?;
+        let gb = shmem.alloc_from(&b)?;
+        let sizes = shmem.alloc_from(&self.sizes)?;
+        let mut gc = shmem.alloc_from(&vec![Out::poison(); (m * n) as usize + TAIL])?;
+        let rows = self.rows(&sizes);
+        let options = GemmOptions { kernel };
+        ops.grouped_gemm_with(
+            &shmem.stream(),
+            &ga,
+            &gb,
+            &mut gc,
+            self.shape,
+            rows,
+            options,
+        )?;
+        Ok(gc.to_vec()?.into_iter().map(Elem::get).collect())
+    }
+
+    fn rows<'a>(&self, sizes: &'a SymBuffer<'_, u32>) -> GroupRows<'a> {
+        match self.masked {
+            0 => GroupRows::Offsets {
+                ends: sizes.into(),
+                m: self.m,
+            },
+            max_m => GroupRows::Masked {
+                counts: sizes.into(),
+                max_m,
+            },
+        }
+    }
+
+    /// Compares `c` with the reference: each span's rows its group's product (rounded as
+    /// `Out`), every other row of C and the tail still poison.
+    fn check<Out: Elem>(&self, c: &[f32], what: &str) -> Outcome {
+        let (n, k) = (self.shape.n, self.shape.k);
+        let mut owner = vec![None; self.m as usize];
+        for &(g, r0, end) in &self.spans {
+            for r in r0..end {
+                owner[r as usize] = Some(g);
+            }
+        }
+        for row in 0..self.m {
+            for col in 0..n {
+                let got = c[(row * n + col) as usize];
+                match owner[row as usize] {
+                    Some(g) => {
+                        let want: f32 = (0..k).map(|kk| self.a(row, kk) * self.b(g, col, kk)).sum();
+                        let want = Out::of(want).get();
+                        if got != want {
+                            return Err(format!(
+                                "{what}: C[{row}][{col}] (group {g}) = {got}, want {want}"
+                            )
+                            .into());
+                        }
+                    }
+                    None if !got.is_nan() => {
+                        return Err(format!(
+                            "{what}: C[{row}][{col}], in no group, was written ({got})"
+                        )
+                        .into())
+                    }
+                    None => {}
+                }
+            }
+        }
+        if !c[(self.m * n) as usize..].iter().all(|v| v.is_nan()) {
+            return Err(format!("{what}: a store past C's end").into());
+        }
+        Ok(())
+    }
+}
+
+/// Offsets (`torch._grouped_mm`'s layout): an empty first group, one over more than a tile of
+/// rows, a one-row group, a ragged one, rows after the last group left alone; both layouts of
+/// B, every kernel, bf16 and f16 in, f32 and 16-bit out.
+fn grouped_offsets_every_kernel_and_layout(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    for (layout, n) in [(BLayout::NK, 40), (BLayout::KN, 24)] {
+        let case = GroupedCase {
+            shape: GroupedShape {
+                groups: 5,
+                n,
+                k: 72,
+                b_layout: layout,
+            },
+            sizes: vec![0, 130, 131, 131, 198],
+            masked: 0,
+            m: 201,
+            spans: vec![(1, 0, 130), (2, 130, 131), (4, 131, 198)],
+        };
+        for kernel in every_kernel(&ops) {
+            let what = format!("offsets, B {layout:?}, {kernel:?}");
+            case.check::<f32>(&case.run::<bf16, f32>(shmem, &ops, kernel)?, &what)?;
+            case.check::<f16>(&case.run::<f16, f16>(shmem, &ops, kernel)?, &what)?;
+        }
+    }
+    Ok(())
+}
+
+/// The masked layout (a low-latency dispatch's): counts below, at and above each group's room
+/// (clamped to it), an empty group; offsets that go back or past m (clamped: no row twice, none
+/// outside A and C); all groups empty (nothing written).
+fn grouped_masked_and_garbage_sizes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let shape = |groups| GroupedShape {
+        groups,
+        n: 136,
+        k: 16,
+        b_layout: BLayout::NK,
+    };
+    let cases = [
+        GroupedCase {
+            shape: shape(4),
+            sizes: vec![70, 0, 1000, 33],
+            masked: 70,
+            m: 280,
+            spans: vec![(0, 0, 70), (2, 140, 210), (3, 210, 243)],
+        },
+        GroupedCase {
+            shape: shape(3),
+            sizes: vec![50, 20, 9999],
+            masked: 0,
+            m: 80,
+            spans: vec![(0, 0, 50), (2, 50, 80)],
+        },
+        GroupedCase {
+            shape: shape(2),
+            sizes: vec![0, 0],
+            masked: 0,
+            m: 9,
+            spans: vec![],
+        },
+    ];
+    for case in &cases {
+        for kernel in every_kernel(&ops) {
+            let what = format!(
+                "sizes {:?} (masked {}), {kernel:?}",
+                case.sizes, case.masked
+            );
+            case.check::<bf16>(&case.run::<bf16, bf16>(shmem, &ops, kernel)?, &what)?;
+        }
+    }
+    Ok(())
+}
+
+/// The sizes are data the GEMM reads when it runs: a graph recorded once computes each
+/// launch's layout, written to the sizes buffer between launches.
+fn grouped_sizes_are_read_when_the_graph_runs(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.new_stream()?;
+    let mut case = GroupedCase {
+        shape: GroupedShape {
+            groups: 3,
+            n: 24,
+            k: 16,
+            b_layout: BLayout::NK,
+        },
+        sizes: vec![10, 10, 30],
+        masked: 0,
+        m: 30,
+        spans: vec![],
+    };
+    let (m, n, k) = (case.m, case.shape.n, case.shape.k);
+    let a: Vec<bf16> = (0..m * k)
+        .map(|i| bf16::from_f32(case.a(i / k, i % k)))
+        .collect();
+    let b: Vec<bf16> = case.b_host().into_iter().map(bf16::from_f32).collect();
+    let (ga, gb) = (shmem.alloc_from(&a)?, shmem.alloc_from(&b)?);
+    let mut sizes = shmem.alloc_from(&case.sizes)?;
+    let mut gc = shmem.alloc_from(&vec![f32::NAN; (m * n) as usize + TAIL])?;
+    for kernel in every_kernel(&ops) {
+        let options = GemmOptions { kernel };
+        // Seen once before the capture (the sm90 path's tensor maps).
+        let rows = case.rows(&sizes);
+        ops.grouped_gemm_with(&stream, &ga, &gb, &mut gc, case.shape, rows, options)?;
+        let graph = stream.capture(|| {
+            ops.grouped_gemm_with(&stream, &ga, &gb, &mut gc, case.shape, rows, options)
+        })?;
+        for (ends, spans) in [
+            (vec![10, 10, 30], vec![(0, 0, 10), (2, 10, 30)]),
+            (vec![0, 29, 30], vec![(1, 0, 29), (2, 29, 30)]),
+        ] {
+            sizes.copy_from_host(&ends)?;
+            gc.copy_from_host(&vec![f32::NAN; gc.len()])?;
+            // SAFETY: the operands are alive and as long as the shape needs.
+            unsafe { graph.launch(&stream)? };
+            (case.sizes, case.spans) = (ends, spans);
+            case.check::<f32>(&gc.to_vec()?, &format!("graph, {kernel:?}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn grouped_errors_name_the_problem(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let a = shmem.alloc_zeroed::<bf16>(64 * 16)?;
+    let b = shmem.alloc_zeroed::<bf16>(3 * 8 * 16)?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; 64 * 8])?;
+    let sizes = shmem.alloc_from(&[4u32, 8, 64])?;
+    let shape = GroupedShape {
+        groups: 3,
+        n: 8,
+        k: 16,
+        b_layout: BLayout::NK,
+    };
+    let offsets = |m| GroupRows::Offsets {
+        ends: (&sizes).into(),
+        m,
+    };
+    let mut run = |shape, rows| ops.grouped_gemm(&stream, &a, &b, &mut c, shape, rows);
+    let expect = |r: Result<(), Error>, parts: &[&str]| -> Outcome {
+        let e = r
+            .err()
+            .ok_or("a bad grouped GEMM was accepted")?
+            .to_string();
+        match parts.iter().find(|p| !e.contains(*p)) {
+            Some(p) => Err(format!("`{p}` not in: {e}").into()),
+            None => Ok(()),
+        }
+    };
+    expect(
+        run(GroupedShape { groups: 0, ..shape }, offsets(64)),
+        &["Ops::grouped_gemm", "groups must be > 0"],
+    )?;
+    expect(
+        run(GroupedShape { groups: 4, ..shape }, offsets(64)),
+        &["`b` has 384", "4 x 8 x 16 = 512"],
+    )?;
+    let few = GroupRows::Offsets {
+        ends: sizes.range(..2)?,
+        m: 64,
+    };
+    expect(
+        run(shape, few),
+        &["group sizes have 2", "3 (one per group)"],
+    )?;
+    expect(run(shape, offsets(65)), &["`a` has 1024", "65 x 16"])?;
+    expect(
+        run(GroupedShape { k: 12, ..shape }, offsets(64)),
+        &["k = 12", "multiple of 8"],
+    )?;
+    let masked = |max_m| GroupRows::Masked {
+        counts: (&sizes).into(),
+        max_m,
+    };
+    expect(run(shape, masked(0)), &["max_m = 0"])?;
+    expect(run(shape, masked(22)), &["`a` has 1024", "m x k = 66 x 16"])?;
+    // m = 0 (every group empty) is no work, not an error.
+    run(shape, offsets(0))?;
+    if !c.to_vec()?.iter().all(|v| v.is_nan()) {
+        return Err("a refused grouped GEMM wrote C".into());
     }
     Ok(())
 }

@@ -31,18 +31,23 @@ fn set(names: impl IntoIterator<Item = &'static str>) -> BTreeSet<&'static str> 
     names.into_iter().collect()
 }
 
+/// The plain and grouped kernels of (In, Out): sm90's, then sm80's.
 fn gemm_names<
     In,
     Out: Gemm90<In, false> + Gemm90<In, true> + Gemm80<In, false> + Gemm80<In, true>,
->() -> [[&'static str; 2]; 2] {
+>() -> [[&'static str; 4]; 2] {
     [
         [
             name::<<Out as Gemm90<In, false>>::Kernel>(),
             name::<<Out as Gemm90<In, true>>::Kernel>(),
+            name::<<Out as Gemm90<In, false>>::Grouped>(),
+            name::<<Out as Gemm90<In, true>>::Grouped>(),
         ],
         [
             name::<<Out as Gemm80<In, false>>::Kernel>(),
             name::<<Out as Gemm80<In, true>>::Kernel>(),
+            name::<<Out as Gemm80<In, false>>::Grouped>(),
+            name::<<Out as Gemm80<In, true>>::Grouped>(),
         ],
     ]
 }
@@ -67,7 +72,7 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
     ];
     let sm90 = set(pairs.iter().flat_map(|p| p[0]));
     let sm80 = set(pairs.iter().flat_map(|p| p[1]));
-    assert_eq!(sm90.len(), 8, "{sm90:?}");
+    assert_eq!((sm90.len(), sm80.len()), (16, 16), "{sm90:?} {sm80:?}");
     assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
     assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
 }

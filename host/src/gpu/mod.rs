@@ -206,7 +206,7 @@ fn run_pe(
 
     let visible = cuda::init_driver().map_err(Error::NoGpu)?;
     // Asked only where PEs may share a GPU (it asks the MPS daemon).
-    let mps = (local_rank >= visible || npes > visible) && mps::detect().is_some();
+    let mps = (local_rank >= visible || npes > visible) && mps::active();
     if local_rank >= visible && !mps && !oversubscribe() {
         return Err(mps::unavailable(pe, local_rank, visible));
     }

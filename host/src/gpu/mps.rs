@@ -33,6 +33,14 @@ pub(crate) const PERCENTAGE_VAR: &str = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
 /// The commands that restart it (with the same `CUDA_MPS_*` variables set).
 pub(crate) const RESTART: &str = "echo quit | nvidia-cuda-mps-control; nvidia-cuda-mps-control -d";
 
+/// What the launcher tells the PEs it starts under MPS: that the daemon answered it. Each PE
+/// asking the daemon again raced its siblings (three PEs asking at once: one was refused now
+/// and then, and started as if there were no MPS).
+pub(crate) const LAUNCHED_UNDER_VAR: &str = "RSHMEM_MPS";
+
+/// Attempts [`detect`] makes, 200 ms apart, before it says no daemon answers.
+const ATTEMPTS: u32 = 3;
+
 /// How long the control daemon gets to answer: a control pipe left by a daemon that died has
 /// no reader, and writing to it would block for ever.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -58,12 +66,25 @@ pub(crate) fn detect() -> Option<Daemon> {
     if !pipe_dir.join("control").exists() {
         return None;
     }
-    ask(
-        &mut Command::new("nvidia-cuda-mps-control"),
-        "get_default_active_thread_percentage",
-        ANSWER_TIMEOUT,
-    )?;
+    // The daemon serves one client at a time: another client's request (a sibling PE's, a
+    // script's) can make this one fail; a daemon that is gone never answers.
+    (0..ATTEMPTS).find_map(|i| {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        ask(
+            &mut Command::new("nvidia-cuda-mps-control"),
+            "get_default_active_thread_percentage",
+            ANSWER_TIMEOUT,
+        )
+    })?;
     Some(Daemon { pipe_dir })
+}
+
+/// Whether MPS runs for this PE: its launcher found the daemon ([`LAUNCHED_UNDER_VAR`]), or,
+/// for a PE started otherwise (srun, mpirun), the daemon answers it ([`detect`]).
+pub(crate) fn active() -> bool {
+    std::env::var_os(LAUNCHED_UNDER_VAR).is_some_and(|v| v == "1") || detect().is_some()
 }
 
 /// What `client` prints when given `command` on its standard input and exits successfully
@@ -153,10 +174,13 @@ impl Sharing {
     /// The variables rshmem's launcher sets for every PE.
     pub(crate) fn pe_env(&self) -> Vec<(&'static str, String)> {
         match self {
-            Sharing::Mps {
-                percentage: Percentage::Set(p),
-                ..
-            } => vec![(PERCENTAGE_VAR, p.to_string())],
+            Sharing::Mps { percentage, .. } => {
+                let mut env = vec![(LAUNCHED_UNDER_VAR, "1".to_string())];
+                if let Percentage::Set(p) = percentage {
+                    env.push((PERCENTAGE_VAR, p.to_string()));
+                }
+                env
+            }
             _ => Vec::new(),
         }
     }
@@ -259,7 +283,13 @@ mod tests {
                 },
                 "{npes} PEs on {visible} GPUs"
             );
-            assert_eq!(s.pe_env(), vec![(PERCENTAGE_VAR, p.to_string())]);
+            assert_eq!(
+                s.pe_env(),
+                vec![
+                    (LAUNCHED_UNDER_VAR, "1".to_string()),
+                    (PERCENTAGE_VAR, p.to_string())
+                ]
+            );
             assert_eq!(s.warning(), None);
             // MPS wins over time-slicing where both are possible.
             assert_eq!(plan(npes, visible, true, true, None).unwrap(), s);
@@ -269,7 +299,7 @@ mod tests {
     #[test]
     fn the_users_percentage_is_kept_and_checked() {
         let s = plan(2, 1, false, true, Some("40".into())).unwrap();
-        assert_eq!(s.pe_env(), vec![]);
+        assert_eq!(s.pe_env(), vec![(LAUNCHED_UNDER_VAR, "1".to_string())]);
         assert_eq!(s.warning(), None);
         let s = plan(2, 1, false, true, Some("80".into())).unwrap();
         let w = s.warning().unwrap();
@@ -282,7 +312,10 @@ mod tests {
             plan(4, 1, false, true, Some(String::new()))
                 .unwrap()
                 .pe_env(),
-            vec![(PERCENTAGE_VAR, "25".to_string())]
+            vec![
+                (LAUNCHED_UNDER_VAR, "1".to_string()),
+                (PERCENTAGE_VAR, "25".to_string())
+            ]
         );
     }
 

@@ -11,6 +11,8 @@
 //!
 //! * [`tile`]: [`Problem`] (a kernel argument) and [`Tile`];
 //! * [`schedule`]: [`Schedule`], [`GroupM`], [`TileScheduler`] (a persistent block's tiles);
+//! * [`grouped`]: [`Grouped`], the schedule of a grouped GEMM (G GEMMs sharing N and K, each
+//!   its rows of A and its own B, rows per group in [`GroupRows`] on the device);
 //! * [`pipeline`]: [`PipelineState`] (stage and phase of a multi-stage pipeline);
 //! * [`epilogue`]: [`Epilogue`], [`OutElem`], [`StoreC`];
 //! * [`act`]: activations for epilogues; [`maps`]: the sm90 kernel's operand maps.
@@ -55,6 +57,7 @@ macro_rules! unroll {
 
 pub mod act;
 pub mod epilogue;
+pub mod grouped;
 pub mod maps;
 pub mod pipeline;
 pub mod schedule;
@@ -63,6 +66,7 @@ pub mod sm90;
 pub mod tile;
 
 pub use epilogue::{Epilogue, OutElem, StoreC};
+pub use grouped::{GroupRows, Grouped};
 pub use maps::Sm90Maps;
 pub use pipeline::PipelineState;
 pub use schedule::{GroupM, Schedule, TileScheduler};

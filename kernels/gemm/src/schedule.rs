@@ -1,6 +1,7 @@
 //! Which tile a block computes next, and when its operands may load: the [`Schedule`] a
 //! mainloop is given, [`GroupM`] (the one a plain GEMM uses), and the [`TileScheduler`] that
-//! walks a persistent block through the schedule.
+//! walks a persistent block through the schedule (of one GEMM, or of a grouped GEMM's
+//! groups: [`crate::grouped`]).
 
 use crate::tile::{tiles, Problem, Tile};
 use rshmem_device::thread;
@@ -24,14 +25,33 @@ pub const fn grouped(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
     (first_m + i % rows, i / rows)
 }
 
-/// The order of a GEMM's tiles and what gates their loads. Every method says where the
-/// mainloops call it; they call it there and nowhere else.
+/// The order of a GEMM's tiles, what gates their loads, and (for a grouped GEMM) which rows
+/// each group has. Every method says where the mainloops call it; they call it there and
+/// nowhere else.
 pub trait Schedule: Copy {
+    /// Whether the problem is *grouped*: `G` GEMMs sharing N and K, group `g` multiplying its
+    /// rows of A (those [`Schedule::group`] gives, among the problem's `m`) by the `g`-th of
+    /// `G` matrices B stacked one after the other, into the same rows of C. Default: false,
+    /// one GEMM.
+    const GROUPED: bool = false;
+
     /// Which tile (along M, along N) is the `t`-th of the schedule; every tile exactly once
-    /// for `t` in `0..tiles_m * tiles_n`. Default: [`grouped`].
+    /// for `t` in `0..tiles_m * tiles_n` (of the problem, or of one group of a grouped
+    /// problem). Default: [`grouped`].
     #[inline(always)]
     fn tile(&self, t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
         grouped(t, tiles_m, tiles_n)
+    }
+
+    /// A grouped schedule's group `g`: its first row of A and C and its number of rows, or
+    /// `None` past the last group; the rows lie within the problem's `m`, and groups come in
+    /// row order ([`TileScheduler`] cuts a group's start to the previous group's end, so that
+    /// no row is computed twice). The scheduler asks for `g = 0, 1, ...` in order, each once
+    /// per walk. Default (never called unless [`Schedule::GROUPED`]): `None`.
+    #[inline(always)]
+    fn group(&self, g: u32) -> Option<(u32, u32)> {
+        let _ = g;
+        None
     }
 
     /// Called by each thread that issues loads of `tile`'s operands, before its first load
@@ -57,26 +77,54 @@ impl Schedule for GroupM {}
 /// A persistent block's tiles: `blockIdx.x`, `blockIdx.x + gridDim.x`, ... of the schedule,
 /// each placed by [`Schedule::tile`] on tiles of `BM x BN`. Every role of a block walks its
 /// own scheduler over the same tiles.
+///
+/// A grouped schedule's tiles are numbered group after group (`ceil(rows / BM) x tiles_n`
+/// each, none for an empty group); the walk moves through the groups as its index grows, so
+/// each role reads each group's rows once.
 #[derive(Clone, Copy, Debug)]
 pub struct TileScheduler<S, const BM: u32, const BN: u32> {
     schedule: S,
+    /// The problem's rows: the end of every plain tile's rows.
+    m: u32,
+    /// Tiles along M of the problem (plain) or of the current group (grouped).
     tiles_m: u32,
     tiles_n: u32,
     next: u32,
     step: u32,
+    /// Grouped: the current group, the index of its first tile, and its rows.
+    group: u32,
+    first: u32,
+    rows: (u32, u32),
 }
 
 impl<S: Schedule, const BM: u32, const BN: u32> TileScheduler<S, BM, BN> {
     /// This block's walk over `problem`'s tiles.
     #[inline(always)]
     pub fn new(schedule: S, problem: Problem) -> Self {
+        Self::of_block(
+            schedule,
+            problem,
+            thread::block_idx_x(),
+            thread::grid_dim_x(),
+        )
+    }
+
+    /// The walk of block `block` of a grid of `blocks` (what [`TileScheduler::new`] gives
+    /// the calling block).
+    #[inline(always)]
+    pub fn of_block(schedule: S, problem: Problem, block: u32, blocks: u32) -> Self {
         let (tiles_m, tiles_n) = tiles(problem, BM, BN);
         Self {
             schedule,
-            tiles_m,
+            m: problem.m,
+            // Grouped: no group yet; the first `next` moves to group 0.
+            tiles_m: if S::GROUPED { 0 } else { tiles_m },
             tiles_n,
-            next: thread::block_idx_x(),
-            step: thread::grid_dim_x(),
+            next: block,
+            step: blocks,
+            group: u32::MAX,
+            first: 0,
+            rows: (0, 0),
         }
     }
 
@@ -93,15 +141,45 @@ impl<S: Schedule, const BM: u32, const BN: u32> Iterator for TileScheduler<S, BM
     #[inline(always)]
     fn next(&mut self) -> Option<Tile> {
         let t = self.next;
-        if t >= self.tiles_m * self.tiles_n {
-            return None;
+        if !S::GROUPED {
+            if t >= self.tiles_m * self.tiles_n {
+                return None;
+            }
+            self.next += self.step;
+            let (i, j) = self.schedule.tile(t, self.tiles_m, self.tiles_n);
+            return Some(Tile {
+                index: t,
+                m0: i * BM,
+                n0: j * BN,
+                group: 0,
+                m_end: self.m,
+            });
+        }
+        // On to the group that holds tile `t` (`first <= t` always: `t` only grows).
+        while t - self.first >= self.tiles_m * self.tiles_n {
+            self.first += self.tiles_m * self.tiles_n;
+            self.group = self.group.wrapping_add(1);
+            let Some(rows) = self.schedule.group(self.group) else {
+                // Past the last group: so is every later call.
+                self.tiles_m = 0;
+                return None;
+            };
+            // Never back into the previous group's rows (sizes are data: they may be wrong).
+            let end = self.rows.0 + self.rows.1;
+            let start = rows.0.max(end);
+            self.rows = (start, (rows.0 + rows.1).saturating_sub(start));
+            self.tiles_m = self.rows.1.div_ceil(BM);
         }
         self.next += self.step;
-        let (i, j) = self.schedule.tile(t, self.tiles_m, self.tiles_n);
+        let (i, j) = self
+            .schedule
+            .tile(t - self.first, self.tiles_m, self.tiles_n);
         Some(Tile {
             index: t,
-            m0: i * BM,
+            m0: self.rows.0 + i * BM,
             n0: j * BN,
+            group: self.group,
+            m_end: self.rows.0 + self.rows.1,
         })
     }
 }

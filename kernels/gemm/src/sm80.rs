@@ -162,7 +162,8 @@ unsafe fn copy_tile<const ROWS: u32, const COLS: u32, const DST_LD: u32>(
 /// * `problem.k` is a multiple of 8; `a` and `b` start 16-byte aligned, their leading
 ///   dimensions are multiples of 8, A holds at least `m x k` and B `n x k` (`B_KN = false`)
 ///   or `k x n` (`B_KN = true`) of `problem`, in global memory that nothing writes while the
-///   kernel runs.
+///   kernel runs. With a grouped schedule ([`Schedule::GROUPED`]) B holds one such matrix per
+///   group, stacked (group `g`'s first row is row `g n`, or `g k`, of `b`).
 /// * `schedule` and `epilogue` are valid for the problem (their own contracts).
 #[inline(always)]
 pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
@@ -172,7 +173,7 @@ pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
     schedule: S,
     epilogue: E,
 ) {
-    let Problem { m, n, k } = problem;
+    let Problem { n, k, .. } = problem;
     let (lda, ldb) = (a.ld(), b.ld());
     let (a, b) = (a.as_ptr().cast::<u16>(), b.as_ptr().cast::<u16>());
     let tid = thread::thread_idx_x();
@@ -191,9 +192,20 @@ pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
     // The lane's row and 8-column block within each 8 x 8 matrix of an `ldmatrix.x4`.
     let (quad, row8) = (lane / 8, lane % 8);
 
+    // A grouped B: one matrix per group, stacked.
+    let b_group = if B_KN { k } else { n } as usize * ldb as usize;
+
     for tile in TileScheduler::<S, BM, BN>::new(schedule, problem) {
         // SAFETY: the schedule's contract; every thread, before its first copy of the tile.
         unsafe { schedule.before_loads(tile) };
+        // Rows end at the tile's group's end (the problem's m when not grouped).
+        let m = tile.m_end;
+        let b = if S::GROUPED {
+            // SAFETY: B holds `groups` matrices (the caller's contract), `tile.group` below.
+            unsafe { b.add(tile.group as usize * b_group) }
+        } else {
+            b
+        };
 
         // Copies of k-step `kt` into stage `kt % STAGES`.
         let load = |kt: u32| {

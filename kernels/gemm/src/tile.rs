@@ -19,15 +19,22 @@ pub struct Problem {
 // the host and the device.
 unsafe impl KernelArg for Problem {}
 
-/// One output tile: its place in the schedule and its first row and column of C.
+/// One output tile: its place in the schedule, its first row and column of C, and (for a
+/// grouped GEMM) its group and the end of that group's rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
     /// Its index in the schedule (0..tiles).
     pub index: u32,
-    /// Row of C of its first row.
+    /// Row of C (and A) of its first row.
     pub m0: u32,
     /// Column of C of its first column.
     pub n0: u32,
+    /// Its group, whose B it multiplies: 0 unless the schedule is grouped
+    /// ([`crate::Schedule::GROUPED`]).
+    pub group: u32,
+    /// One past the last row of C the tile may store: `problem.m`, or the end of its group's
+    /// rows (the rows after it, up to the tile's edge, belong to the next group or to none).
+    pub m_end: u32,
 }
 
 /// The tiles of `problem` for tiles of `bm x bn`: (along M, along N).

@@ -430,7 +430,7 @@ impl<'s> Ops<'s> {
         Starts::of(&a, &b, Some(c)).check(call)?;
         let path = self.path_for(call, options.kernel)?;
         let maps = match path {
-            Path::Sm90 => Some(self.sm90_maps(call, stream, a, b, shape)?),
+            Path::Sm90 => Some(self.sm90_maps(call, stream, a, b, shape, 0)?),
             Path::Sm80 => None,
         };
         Ok(Start {

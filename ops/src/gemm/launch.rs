@@ -61,17 +61,42 @@ pub fn sm90_maps<'a, In: GemmIn>(
     b: impl Into<SymRange<'a, In>>,
     shape: GemmShape,
 ) -> Result<[TensorMap; 2]> {
+    encode_sm90(shmem, a.into(), b.into(), shape, 0)
+}
+
+/// [`sm90_maps`], or with `groups > 0` those of a grouped GEMM: `b` then holds `groups`
+/// matrices B stacked, and its map is 3-D (the groups outermost, boxes one group deep), so
+/// that each group's edges zero-fill as a plain B's do.
+pub(crate) fn encode_sm90<In: GemmIn>(
+    shmem: &Shmem,
+    a: SymRange<'_, In>,
+    b: SymRange<'_, In>,
+    shape: GemmShape,
+    groups: u32,
+) -> Result<[TensorMap; 2]> {
     let GemmShape { m, k, b_layout, .. } = shape;
-    let (a, b) = (a.into(), b.into());
-    // A row-major `rows x cols` matrix, boxes as the kernel reads them.
-    let encode = |buf: SymRange<'_, In>, rows: u32, cols: u32, box_dims: [u32; 2]| {
+    let size = size_of::<In>() as u64;
+    // A row-major `rows x cols` matrix (`layers` of them, one after the other, where 3-D),
+    // boxes as the kernel reads them.
+    let encode = |buf: SymRange<'_, In>, rows: u32, cols: u32, layers: u32, box_2d: [u32; 2]| {
+        let (cols, rows) = (u64::from(cols), u64::from(rows));
+        let (dims, strides, box_dims) = if layers == 0 {
+            (vec![cols, rows], vec![cols * size], box_2d.to_vec())
+        } else {
+            let d = vec![cols, rows, u64::from(layers)];
+            (
+                d,
+                vec![cols * size, rows * cols * size],
+                vec![box_2d[0], box_2d[1], 1],
+            )
+        };
         TensorMap::tiled(
             shmem,
             &TiledSpec {
                 ty: In::TMA,
                 global: buf.as_ptr().cast(),
-                dims: &[u64::from(cols), u64::from(rows)],
-                strides: &[u64::from(cols) * size_of::<In>() as u64],
+                dims: &dims,
+                strides: &strides,
                 box_dims: &box_dims,
                 swizzle: Swizzle::B128,
             },
@@ -82,8 +107,8 @@ pub fn sm90_maps<'a, In: GemmIn>(
         BLayout::NK => sm90::B_BOX_NK,
         BLayout::KN => sm90::B_BOX_KN,
     };
-    let map_b = encode(b, b_rows, b_cols, b_box)?;
-    Ok([encode(a, m, k, sm90::A_BOX)?, map_b])
+    let map_b = encode(b, b_rows, b_cols, groups, b_box)?;
+    Ok([encode(a, m, k, 0, sm90::A_BOX)?, map_b])
 }
 
 /// What a kernel on [`sm90::gemm`] needs from the host: its launch configuration and its

@@ -40,6 +40,8 @@ pub(crate) struct MapKey {
     pub elem: &'static str,
     /// B is K x N (its map is of another shape).
     pub b_kn: bool,
+    /// Groups of a grouped GEMM (B's map is 3-D), 0 for a plain one.
+    pub groups: u32,
 }
 
 /// The slots on the device and what each holds.
@@ -156,6 +158,7 @@ mod tests {
             k: 8,
             elem: "bf16",
             b_kn: false,
+            groups: 0,
         }
     }
 

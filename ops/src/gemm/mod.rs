@@ -6,6 +6,7 @@
 //! mainloops with its plain epilogue.
 
 pub mod elem;
+pub mod grouped;
 pub mod launch;
 pub mod maps;
 pub mod shape;
@@ -126,7 +127,7 @@ impl<'s> Ops<'s> {
         let module = loaded(&self.gemm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
-        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape)?;
+        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
         let problem = rshmem_gemm::Problem { m, n, k };
         let config = self.persistent(sm90::tiles(problem), sm90::THREADS, sm90::SHARED_BYTES);
         let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
@@ -146,10 +147,11 @@ impl<'s> Ops<'s> {
         }
     }
 
-    /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as the sm90 mainloop reads
-    /// them, from the table (filled on a miss: see [`maps`]; while `stream` records a
-    /// graph, only a slot that already describes them, pinned for the graph's life); kernel
-    /// arguments. `call` is the op the errors name.
+    /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n; `groups` of them stacked when
+    /// `groups > 0`, a grouped GEMM's) as the sm90 mainloop reads them, from the table
+    /// (filled on a miss: see [`maps`]; while `stream` records a graph, only a slot that
+    /// already describes them, pinned for the graph's life); kernel arguments. `call` is the
+    /// op the errors name.
     pub(crate) fn sm90_maps<In: GemmIn>(
         &self,
         call: &'static str,
@@ -157,6 +159,7 @@ impl<'s> Ops<'s> {
         a: SymRange<'_, In>,
         b: SymRange<'_, In>,
         shape: GemmShape,
+        groups: u32,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
@@ -168,6 +171,7 @@ impl<'s> Ops<'s> {
             k,
             elem: In::NAME,
             b_kn,
+            groups,
         };
         let mut table = self.table();
         let slot = if stream.is_capturing() {
@@ -187,7 +191,7 @@ impl<'s> Ops<'s> {
             stream.keep_with_graph(table.pin(slot))?;
             slot
         } else {
-            table.slot(key, || launch::sm90_maps(self.shmem, a, b, shape))?
+            table.slot(key, || launch::encode_sm90(self.shmem, a, b, shape, groups))?
         };
         Ok(table.kernel_ptrs(slot))
     }

@@ -191,7 +191,7 @@ impl PeShared {
 
 /// Why NVSHMEM runs its limited multi-process-per-GPU mode here, and the way out.
 pub(super) fn limited_mpg_remedy() -> String {
-    if mps::detect().is_none() {
+    if !mps::active() {
         return format!(
             "several PEs share a GPU without MPS (RSHMEM_GPU_OVERSUBSCRIBE=1): run one PE per \
              GPU, or start MPS ({}), under which NVSHMEM runs its full mode",

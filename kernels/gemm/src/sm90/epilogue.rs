@@ -32,7 +32,8 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
         // the tile's `before_epilogue` (and not `done + 1` before our `stored` of this tile).
         unsafe { smem.ready().wait_parity(done & 1) };
     }
-    let (m, n) = (problem.m, problem.n);
+    // Rows end at the tile's group's end (the problem's m when not grouped).
+    let (m, n) = (tile.m_end, problem.n);
     // The thread's two rows (registers i with (i / 2) % 2 = 0 and 1), each worked out by the
     // epilogue once; a row past m gets the last row's context and stores nothing.
     let row_of = |half: u32| tile.m0 + row0 + WgmmaAcc::<128>::coords(lane_tid, 2 * half).0;

@@ -88,7 +88,9 @@ pub const fn tiles(problem: Problem) -> u32 {
 ///   [`SHARED_BYTES`] of dynamic shared memory, of code built for sm_90a, on an sm_90 GPU.
 /// * `map_a` and `map_b` point to tensor maps in global memory as [`A_BOX`] describes (B's
 ///   for its layout), of tensors of at least `problem`'s extent, of element type `T`, that
-///   nothing writes while the kernel runs.
+///   nothing writes while the kernel runs. With a grouped schedule ([`Schedule::GROUPED`])
+///   B's map is 3-D, its groups outermost: `{K, N, G}` or `{N, K, G}`, boxes [`B_BOX_NK`] or
+///   [`B_BOX_KN`] with a third extent of 1.
 /// * `schedule` and `epilogue` are valid for the problem (their own contracts).
 #[inline(always)]
 pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(

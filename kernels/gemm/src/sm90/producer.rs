@@ -44,13 +44,21 @@ pub(super) unsafe fn produce<S: Schedule, const B_KN: bool>(
                 let k0 = (kt * BK) as i32;
                 tma::load_2d(map_a, a, full, k0, tile.m0 as i32);
                 let b = a.add(A_BYTES as usize);
+                // A grouped B is 3-D, its group outermost: each group's edges zero-fill.
+                let load_b = |at: *mut u8, x: i32, y: i32| {
+                    if S::GROUPED {
+                        tma::load_3d(map_b, at, full, x, y, tile.group as i32)
+                    } else {
+                        tma::load_2d(map_b, at, full, x, y)
+                    }
+                };
                 if B_KN {
                     for j in 0..BN / 64 {
                         let at = b.add((j * B_KN_BOX_BYTES) as usize);
-                        tma::load_2d(map_b, at, full, (tile.n0 + 64 * j) as i32, k0);
+                        load_b(at, (tile.n0 + 64 * j) as i32, k0);
                     }
                 } else {
-                    tma::load_2d(map_b, b, full, k0, tile.n0 as i32);
+                    load_b(b, k0, tile.n0 as i32);
                 }
             }
             state.advance();
