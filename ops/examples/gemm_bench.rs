@@ -15,6 +15,9 @@
 //! group per end (cumulative rows of A, the last one `m`), `b.bin` holding one B per group;
 //! the JSON line then has `groups`.
 //!
+//! `--split auto|off|P` sets the split of K (`GemmOptions::split_k`: auto, none, or P parts);
+//! the JSON line says which split ran (`split`: the parts, 1 for none).
+//!
 //! `--pad-bytes P` allocates P bytes of the symmetric heap before A, B and C, which moves them
 //! (and so their L2 slices and DRAM channels): a GEMM's speed differs by placement alone.
 //!
@@ -23,7 +26,7 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::{bf16, Shmem};
-use rshmem_ops::{BLayout, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, Ops};
+use rshmem_ops::{BLayout, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, Ops, SplitK};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,6 +35,7 @@ struct Args {
     dir: PathBuf,
     shape: GemmShape,
     kernel: Kernel,
+    split_k: SplitK,
     warmup: usize,
     iters: usize,
     pad_bytes: usize,
@@ -42,7 +46,7 @@ struct Args {
 fn parse() -> Result<Args> {
     let (mut dir, mut m, mut n, mut k) = (None, 0u32, 0u32, 0u32);
     let (mut layout, mut kernel, mut warmup, mut iters) = (BLayout::NK, Kernel::Auto, 3, 20);
-    let (mut pad_bytes, mut ends) = (0, None);
+    let (mut pad_bytes, mut ends, mut split_k) = (0, None, SplitK::Auto);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -60,6 +64,13 @@ fn parse() -> Result<Args> {
                 let list: Result<Vec<u32>, _> = value()?.split(',').map(str::parse).collect();
                 ends = Some(list.context("--ends takes row ends: E0,E1,...")?)
             }
+            "--split" => {
+                split_k = match value()?.as_str() {
+                    "auto" => SplitK::Auto,
+                    "off" => SplitK::Off,
+                    p => SplitK::Parts(p.parse().context("--split takes auto, off or a count")?),
+                }
+            }
             "--kernel" => {
                 kernel = match value()?.as_str() {
                     "auto" => Kernel::Auto,
@@ -70,8 +81,8 @@ fn parse() -> Result<Args> {
             }
             other => bail!(
                 "unknown argument {other:?}: use --dir DIR --m M --n N --k K [--kn] \
-                 [--kernel auto|sm90|sm80] [--warmup W] [--iters I] [--pad-bytes P] \
-                 [--ends E0,E1,...]"
+                 [--kernel auto|sm90|sm80] [--split auto|off|P] [--warmup W] [--iters I] \
+                 [--pad-bytes P] [--ends E0,E1,...]"
             ),
         }
     }
@@ -80,6 +91,7 @@ fn parse() -> Result<Args> {
         dir: dir.context("--dir DIR is needed (where a.bin and b.bin are)")?,
         shape: GemmShape::new(m, n, k, layout),
         kernel,
+        split_k,
         warmup,
         iters,
         pad_bytes,
@@ -129,6 +141,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let stream = shmem.stream();
     let options = GemmOptions {
         kernel: args.kernel,
+        split_k: args.split_k,
     };
     let mut run = || match groups {
         0 => ops.gemm_with(&stream, &a, &b, &mut c, shape, options),
@@ -153,8 +166,17 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let median = ms(times[times.len() / 2]);
     let info = ops.device_info();
+    // What the call split K into (the grouped GEMM never splits; the sm80 kernel neither).
+    let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
+    let (m, n, k) = (shape.m, shape.n, shape.k);
+    let split = match groups {
+        0 if info.sm == 90 && args.kernel != Kernel::Sm80 => {
+            rshmem_ops::gemm::split_k::parts(args.split_k, info.multiprocessors, m, n, k, bytes)
+        }
+        _ => 1,
+    };
     println!(
-        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
+        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"split\": {split}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
          \"backend\": \"{:?}\", \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \
          \"median_ms\": {median:.4}, \"min_ms\": {:.4}, \"tflops\": {:.2}}}",
         shape.m,

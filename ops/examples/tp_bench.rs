@@ -135,9 +135,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
         kernel: args.kernel,
         ..FusedOptions::default()
     };
-    let plain = GemmOptions {
-        kernel: args.kernel,
-    };
+    let plain = GemmOptions::kernel(args.kernel);
     let b = shmem.alloc_from(&read_bf16(
         &args.dir.join(format!("b{me}.bin")),
         shape.b_len(),

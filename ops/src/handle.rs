@@ -37,6 +37,8 @@ pub struct Ops<'s> {
     /// reduce-scatter's fix-up (where `gemm80` is loaded).
     pub(crate) tp80: Option<Module<'s>>,
     pub(crate) maps: Mutex<MapTable<'s>>,
+    /// The split-K GEMMs' workspace and order ([`crate::gemm::split_k`]).
+    pub(crate) split: Mutex<crate::gemm::split_k::SplitState<'s>>,
     /// The fused calls' workspace (the call counter among its flags), side stream and graph
     /// pin ([`crate::fused`]).
     pub(crate) tp: Mutex<crate::fused::calls::TpState<'s>>,
@@ -48,7 +50,8 @@ pub struct Ops<'s> {
 
 impl<'s> Ops<'s> {
     /// Loads the ops' kernel images that can run on this PE's device (once), allocates the
-    /// GEMM's tensor-map table ([`crate::gemm::maps`]) and finds which PEs the collectives reach
+    /// GEMM's tensor-map table ([`crate::gemm::maps`]) and split-K workspace
+    /// ([`crate::gemm::split_k`]) and finds which PEs the collectives reach
     /// through peer mappings ([`crate::coll`]). Collective: every PE calls it, in the same
     /// order relative to its other allocations.
     pub fn new(shmem: &'s Shmem) -> Result<Self> {
@@ -64,6 +67,7 @@ impl<'s> Ops<'s> {
             tp90: load(&crate::fused::IMAGE90, sm90)?,
             tp80: load(&crate::fused::IMAGE80, sm80)?,
             maps: Mutex::new(MapTable::new(shmem)?),
+            split: Mutex::new(crate::gemm::split_k::SplitState::new(shmem)?),
             tp: Mutex::new(crate::fused::calls::TpState::default()),
             coll: crate::coll::State::new(shmem)?,
             moe: load(&crate::moe::IMAGE, sm80)?,

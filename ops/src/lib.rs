@@ -52,7 +52,7 @@
 //!     let shape = GemmShape::new(m, n, k, BLayout::NK);
 //!     ops.gemm(&shmem.stream(), &a, &b, &mut c, shape)?;
 //!     // Or force the Hopper kernel (an error on other GPUs):
-//!     let sm90 = GemmOptions { kernel: Kernel::Sm90 };
+//!     let sm90 = GemmOptions::kernel(Kernel::Sm90);
 //!     ops.gemm_with(&shmem.stream(), &a, &b, &mut c, shape, sm90)?;
 //!     assert!(c.to_vec()?.iter().all(|&x| x == bf16::from_f32(40.0)));
 //!     Ok(())
@@ -84,5 +84,6 @@ pub use gemm::grouped::{GroupRows, GroupedShape};
 pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
+pub use gemm::split_k::SplitK;
 pub use handle::Ops;
 pub use moe::{MoeBuffers, MoeConfig, MoeLayout, MoeLlBuffers, MoePayload};

@@ -14,7 +14,7 @@ use common::Outcome;
 use rshmem::Error;
 use rshmem::{bf16, f16, Pod, Shmem, SymBuffer};
 use rshmem_ops::{
-    BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, GroupRows, GroupedShape, Kernel, Ops,
+    BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, GroupRows, GroupedShape, Kernel, Ops, SplitK,
     MAP_SLOTS,
 };
 
@@ -30,6 +30,10 @@ per_backend! {
     grouped_masked_and_garbage_sizes => [1];
     grouped_sizes_are_read_when_the_graph_runs => [1];
     grouped_errors_name_the_problem => [1];
+    split_k_exact_every_layout_and_output => [1];
+    split_k_is_deterministic => [1];
+    split_k_on_two_streams_and_in_graphs => [1];
+    split_k_errors_name_the_problem => [1];
 }
 
 /// Host conversions of the test's element types.
@@ -91,7 +95,7 @@ fn run_gemm<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
     shape: GemmShape,
     kernel: Kernel,
 ) -> Result<(), rshmem::Error> {
-    run_gemm_at::<In, Out>(shmem, ops, shape, kernel, [0; 3])
+    run_gemm_at::<In, Out>(shmem, ops, shape, GemmOptions::kernel(kernel), [0; 3])
 }
 
 /// [`run_gemm`] on A, B and C that start `at` elements into larger buffers (ranges of them):
@@ -100,7 +104,7 @@ fn run_gemm_at<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
     shmem: &Shmem,
     ops: &Ops<'_>,
     shape: GemmShape,
-    kernel: Kernel,
+    options: GemmOptions,
     [at_a, at_b, at_c]: [usize; 3],
 ) -> Result<(), rshmem::Error> {
     let GemmShape { m, n, k, b_layout } = shape;
@@ -128,12 +132,12 @@ fn run_gemm_at<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
         gb.range(at_b..)?,
         gc.range_mut(at_c..)?,
         shape,
-        GemmOptions { kernel },
+        options,
     )?;
     let c = gc.to_vec()?;
     assert!(
         c[..at_c].iter().all(|v| v.get().is_nan()),
-        "{shape:?} {kernel:?}: a store before C's start (element {at_c})"
+        "{shape:?} {options:?}: a store before C's start (element {at_c})"
     );
     let c = &c[at_c..];
     for row in 0..m {
@@ -144,7 +148,7 @@ fn run_gemm_at<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
             let got = c[(row * n + col) as usize].get();
             assert!(
                 got == Out::of(want).get(),
-                "{shape:?} {kernel:?}: C[{row}][{col}] = {got}, want {want}"
+                "{shape:?} {options:?}: C[{row}][{col}] = {got}, want {want}"
             );
         }
     }
@@ -217,7 +221,7 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
     let stream = shmem.stream();
     let err = |shape: GemmShape, kernel: Kernel, c: &mut SymBuffer<'_, f32>| {
         let e = ops
-            .gemm_with(&stream, &a, &b, c, shape, GemmOptions { kernel })
+            .gemm_with(&stream, &a, &b, c, shape, GemmOptions::kernel(kernel))
             .expect_err("must refuse");
         e.to_string()
     };
@@ -321,7 +325,7 @@ fn gemms_in_graphs(shmem: &Shmem) -> Outcome {
     let mut b = shmem.alloc_zeroed::<bf16>(shape.b_len())?;
     let mut c = shmem.alloc_zeroed::<f32>(shape.c_len().max(33 * 8))?;
     let sm90 = has_sm90(&ops);
-    let options = |kernel| GemmOptions { kernel };
+    let options = |kernel| GemmOptions::kernel(kernel);
     if sm90 {
         let graph = stream.capture(|| {
             let refused = ops
@@ -429,10 +433,10 @@ fn sub_ranges_of_larger_buffers(shmem: &Shmem) -> Outcome {
     for &kernel in &kernels {
         // A 48 bytes in, B 16, C 24 (f32) or 12 (bf16): each as aligned as the kernels need.
         let nk = GemmShape::new(67, 45, 40, BLayout::NK);
-        run_gemm_at::<bf16, f32>(shmem, &ops, nk, kernel, [24, 8, 6])?;
-        run_gemm_at::<bf16, bf16>(shmem, &ops, nk, kernel, [8, 40, 6])?;
+        run_gemm_at::<bf16, f32>(shmem, &ops, nk, GemmOptions::kernel(kernel), [24, 8, 6])?;
+        run_gemm_at::<bf16, bf16>(shmem, &ops, nk, GemmOptions::kernel(kernel), [8, 40, 6])?;
         let kn = GemmShape::new(33, 24, 16, BLayout::KN);
-        run_gemm_at::<bf16, f32>(shmem, &ops, kn, kernel, [16, 8, 2])?;
+        run_gemm_at::<bf16, f32>(shmem, &ops, kn, GemmOptions::kernel(kernel), [16, 8, 2])?;
     }
     let expect = |r: rshmem::Result<()>, words: &[&str]| -> Outcome {
         let msg = match r {
@@ -450,7 +454,7 @@ fn sub_ranges_of_larger_buffers(shmem: &Shmem) -> Outcome {
     let mut c = shmem.alloc_from(&vec![f32::NAN; shape.c_len() + 8])?;
     let stream = shmem.stream();
     for &kernel in &kernels {
-        let o = GemmOptions { kernel };
+        let o = GemmOptions::kernel(kernel);
         let r = ops.gemm_with(&stream, a.range(1..)?, &b, &mut c, shape, o);
         expect(
             r,
@@ -545,7 +549,7 @@ impl GroupedCase {
         let sizes = shmem.alloc_from(&self.sizes)?;
         let mut gc = shmem.alloc_from(&vec![Out::poison(); (m * n) as usize + TAIL])?;
         let rows = self.rows(&sizes);
-        let options = GemmOptions { kernel };
+        let options = GemmOptions::kernel(kernel);
         ops.grouped_gemm_with(
             &shmem.stream(),
             &ga,
@@ -711,7 +715,7 @@ fn grouped_sizes_are_read_when_the_graph_runs(shmem: &Shmem) -> Outcome {
     let mut sizes = shmem.alloc_from(&case.sizes)?;
     let mut gc = shmem.alloc_from(&vec![f32::NAN; (m * n) as usize + TAIL])?;
     for kernel in every_kernel(&ops) {
-        let options = GemmOptions { kernel };
+        let options = GemmOptions::kernel(kernel);
         // Seen once before the capture (the sm90 path's tensor maps).
         let rows = case.rows(&sizes);
         ops.grouped_gemm_with(&stream, &ga, &gb, &mut gc, case.shape, rows, options)?;
@@ -792,6 +796,231 @@ fn grouped_errors_name_the_problem(shmem: &Shmem) -> Outcome {
     run(shape, offsets(0))?;
     if !c.to_vec()?.iter().all(|v| v.is_nan()) {
         return Err("a refused grouped GEMM wrote C".into());
+    }
+    Ok(())
+}
+
+/// `kernel` with K split as `split_k` says.
+fn split(kernel: Kernel, split_k: SplitK) -> GemmOptions {
+    GemmOptions { kernel, split_k }
+}
+
+/// Split-K, exactly: parts of 1 k-step up to many, a K edge inside the last part, odd M and N
+/// (one tile, several), both layouts, f32 and 16-bit outputs, bf16 and f16 inputs, poisoned C;
+/// and Auto, which splits a one-tile shape on the simulator's 2 SMs.
+fn split_k_exact_every_layout_and_output(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    for (m, n, k, parts) in [
+        (1, 33, 136, 3),
+        (37, 45, 200, 4),
+        (130, 257, 264, 2),
+        (5, 8, 64, 1),
+    ] {
+        for layout in [BLayout::NK, BLayout::KN] {
+            // B K x N needs n a multiple of 8.
+            let n: u32 = if layout == BLayout::KN {
+                (n as u32).next_multiple_of(8)
+            } else {
+                n
+            };
+            let shape = GemmShape::new(m, n, k, layout);
+            let o = split(SM90, SplitK::Parts(parts));
+            run_gemm_at::<bf16, f32>(shmem, &ops, shape, o, [0; 3])?;
+            run_gemm_at::<f16, f16>(shmem, &ops, shape, o, [8, 16, 2])?;
+        }
+    }
+    // Sums up to 2 * 3 * 1024: bf16 rounds them, once, after the parts are added.
+    let shape = GemmShape::new(19, 24, 1024, BLayout::NK);
+    run_gemm_at::<bf16, bf16>(shmem, &ops, shape, split(SM90, SplitK::Parts(16)), [0; 3])?;
+    let sms = ops.device_info().multiprocessors;
+    let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
+    let auto = rshmem_ops::gemm::split_k::parts(SplitK::Auto, sms, 19, 24, 1024, bytes);
+    if shmem.backend() == rshmem::Backend::Sim && auto < 2 {
+        return Err(format!("Auto did not split a one-tile 19 x 24 x 1024 on {sms} SMs").into());
+    }
+    run_gemm_at::<bf16, f32>(
+        shmem,
+        &ops,
+        shape,
+        split(Kernel::Auto, SplitK::Auto),
+        [0; 3],
+    )?;
+    Ok(())
+}
+
+/// Fractional random values (their sums round): a split GEMM gives the same bits run after
+/// run, and stays within f32 rounding of an f64 reference, as the unsplit one does.
+fn split_k_is_deterministic(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    let shape = GemmShape::new(9, 40, 768, BLayout::NK);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ std::process::id() as u64;
+    let mut rand = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        bf16::from_f32((seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0)
+    };
+    let a: Vec<bf16> = (0..shape.a_len()).map(|_| rand()).collect();
+    let b: Vec<bf16> = (0..shape.b_len()).map(|_| rand()).collect();
+    let (ga, gb) = (shmem.alloc_from(&a)?, shmem.alloc_from(&b)?);
+    let mut c = shmem.alloc_from(&vec![f32::NAN; shape.c_len()])?;
+    let stream = shmem.stream();
+    let mut run = |o: GemmOptions| -> Result<Vec<f32>, Error> {
+        ops.gemm_with(&stream, &ga, &gb, &mut c, shape, o)?;
+        c.to_vec()
+    };
+    let plain = run(split(SM90, SplitK::Off))?;
+    let first = run(split(SM90, SplitK::Parts(5)))?;
+    for _ in 0..3 {
+        if run(split(SM90, SplitK::Parts(5)))? != first {
+            return Err("a split GEMM gave other bits on a second run".into());
+        }
+    }
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    for (i, (&p, &s)) in plain.iter().zip(&first).enumerate() {
+        let (row, col) = (i / n, i % n);
+        let want: f64 = (0..k)
+            .map(|kk| f64::from(a[row * k + kk].to_f32()) * f64::from(b[col * k + kk].to_f32()))
+            .sum();
+        // |terms| < 1, k of them: f32 sums err by at most k ulps of k.
+        let bound = k as f64 * k as f64 * f64::from(f32::EPSILON);
+        for (what, got) in [("unsplit", p), ("split", s)] {
+            if (f64::from(got) - want).abs() > bound {
+                return Err(format!("{what} C[{row}][{col}] = {got}, want {want} (m {m})").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Split GEMMs on two streams, queued alternately (they share the workspace: each waits for
+/// the previous), each right; Auto in a capture records the unsplit kernel, whose launches
+/// give the right C; forced parts in a capture are refused.
+fn split_k_on_two_streams_and_in_graphs(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    let shapes = [
+        GemmShape::new(7, 24, 512, BLayout::NK),
+        GemmShape::new(12, 16, 640, BLayout::NK),
+    ];
+    let streams = [shmem.new_stream()?, shmem.new_stream()?];
+    let mut bufs = Vec::new();
+    for (i, shape) in shapes.iter().enumerate() {
+        let a: Vec<f32> = (0..shape.a_len() as u32)
+            .map(|j| small(j, i as u32, 1, 2))
+            .collect();
+        let b: Vec<f32> = (0..shape.b_len() as u32)
+            .map(|j| small(j, i as u32, 4, 3))
+            .collect();
+        let want = reference(&a, &b, *shape);
+        let ga = shmem.alloc_from(&a.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
+        let gb = shmem.alloc_from(&b.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
+        let gc = shmem.alloc_from(&vec![f32::NAN; shape.c_len()])?;
+        bufs.push((ga, gb, gc, want));
+    }
+    for round in 0..3 {
+        for (i, (ga, gb, gc, _)) in bufs.iter_mut().enumerate() {
+            let o = split(SM90, SplitK::Parts(3 + i as u32 + round));
+            ops.gemm_with(&streams[i], &*ga, &*gb, gc, shapes[i], o)?;
+        }
+    }
+    shmem.synchronize()?;
+    for (i, (_, _, gc, want)) in bufs.iter().enumerate() {
+        if gc.to_vec()? != *want {
+            return Err(format!("split GEMM {i} on its own stream: wrong C").into());
+        }
+    }
+    let stream = &streams[0];
+    let (ga, gb, gc, want) = &mut bufs[0];
+    let graph = stream.capture(|| {
+        let refused = ops
+            .gemm_with(
+                stream,
+                &*ga,
+                &*gb,
+                &mut *gc,
+                shapes[0],
+                split(SM90, SplitK::Parts(2)),
+            )
+            .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("SplitK::Parts in a graph capture"),
+            "{refused}"
+        );
+        ops.gemm_with(
+            stream,
+            &*ga,
+            &*gb,
+            &mut *gc,
+            shapes[0],
+            split(SM90, SplitK::Auto),
+        )
+    })?;
+    gc.copy_from_host(&vec![f32::NAN; shapes[0].c_len()])?;
+    // SAFETY: the graph's buffers live until it is dropped below.
+    unsafe { graph.launch(stream)? };
+    stream.synchronize()?;
+    if gc.to_vec()? != *want {
+        return Err("the GEMM recorded with SplitK::Auto gave a wrong C".into());
+    }
+    drop(graph);
+    Ok(())
+}
+
+fn split_k_errors_name_the_problem(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let a = shmem.alloc_zeroed::<bf16>(512 * 512)?;
+    let b = shmem.alloc_zeroed::<bf16>(512 * 512)?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; 512 * 512])?;
+    let stream = shmem.stream();
+    let mut run = |shape, o| ops.gemm_with(&stream, &a, &b, &mut c, shape, o);
+    let expect = |r: Result<(), Error>, parts: &[&str]| -> Outcome {
+        let e = r.err().ok_or("a bad split was accepted")?.to_string();
+        match parts.iter().find(|p| !e.contains(*p)) {
+            Some(p) => Err(format!("`{p}` not in: {e}").into()),
+            None => Ok(()),
+        }
+    };
+    if ops.device_info().sm >= 80 {
+        expect(
+            run(
+                GemmShape::new(8, 8, 64, BLayout::NK),
+                split(Kernel::Sm80, SplitK::Parts(2)),
+            ),
+            &["Ops::gemm", "only the sm90 kernel splits K"],
+        )?;
+    }
+    if has_sm90(&ops) {
+        expect(
+            run(
+                GemmShape::new(8, 8, 200, BLayout::NK),
+                split(SM90, SplitK::Parts(5)),
+            ),
+            &["SplitK::Parts(5) for k = 200", "at most 4 parts"],
+        )?;
+        let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
+        // Parts of 512 x 512 f32 (1 MiB each): more than the workspace holds.
+        let p = (bytes >> 20) as u32 + 1;
+        expect(
+            run(
+                GemmShape::new(512, 512, 512, BLayout::NK),
+                split(SM90, SplitK::Parts(p)),
+            ),
+            &["the split-K workspace holds", "512 x n 512"],
+        )?;
+    }
+    if !c.to_vec()?.iter().all(|v| v.is_nan()) {
+        return Err("a refused split GEMM wrote C".into());
     }
     Ok(())
 }

@@ -49,13 +49,15 @@ pub trait Epilogue: Copy {
     /// GEMM's, and 1.8 times slower than it on one PE: docs/fused.md).
     type Row: Copy;
 
-    /// The context of `row` (`row < m`) for this tile's stores of it; called by each consumer
-    /// thread before its first [`Epilogue::store`] of the row, after [`Epilogue::before_epilogue`].
+    /// The context of `row` (`row < m`) for `tile`'s stores of it; called by each consumer
+    /// thread before its first [`Epilogue::store`] of the row in the tile, after
+    /// [`Epilogue::before_epilogue`]. Most epilogues need the row alone; a split-K one the
+    /// tile's part of K ([`Tile::split`]).
     ///
     /// # Safety
     ///
     /// What the implementation requires (as for [`Epilogue::store`]).
-    unsafe fn row(&self, row: u32) -> Self::Row;
+    unsafe fn row(&self, tile: Tile, row: u32) -> Self::Row;
 
     /// How many addends [`Epilogue::addend`] has for this row: values the epilogue adds to the
     /// accumulators before it stores them (a residual; the peers' partial products of a
@@ -176,7 +178,7 @@ impl<T: OutElem> Epilogue for StoreC<T> {
     type Row = *mut T;
 
     #[inline(always)]
-    unsafe fn row(&self, row: u32) -> *mut T {
+    unsafe fn row(&self, _tile: Tile, row: u32) -> *mut T {
         // In C (`c` holds m rows) for the rows the mainloops ask for.
         self.c.row(row)
     }

@@ -124,7 +124,7 @@ mod tests {
         let problem = Problem { m, n, k: 8 };
         // SAFETY: `sizes` lives through the walk.
         let schedule = unsafe { Grouped::new(rows, problem) };
-        TileScheduler::<_, 4, 8>::of_block(schedule, problem, block, blocks).collect()
+        TileScheduler::<_, 4, 8, 8>::of_block(schedule, problem, block, blocks).collect()
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! * [`schedule`]: [`Schedule`], [`GroupM`], [`TileScheduler`] (a persistent block's tiles);
 //! * [`grouped`]: [`Grouped`], the schedule of a grouped GEMM (G GEMMs sharing N and K, each
 //!   its rows of A and its own B, rows per group in [`GroupRows`] on the device);
+//! * [`split_k`]: [`SplitK`] and [`StorePartial`], a GEMM whose K is split over blocks
+//!   (decode-sized M), and [`split_k::reduce`], which adds the parts in a fixed order;
 //! * [`pipeline`]: [`PipelineState`] (stage and phase of a multi-stage pipeline);
 //! * [`epilogue`]: [`Epilogue`], [`OutElem`], [`StoreC`];
 //! * [`act`]: activations for epilogues; [`maps`]: the sm90 kernel's operand maps.
@@ -63,6 +65,7 @@ pub mod pipeline;
 pub mod schedule;
 pub mod sm80;
 pub mod sm90;
+pub mod split_k;
 pub mod tile;
 
 pub use epilogue::{Epilogue, OutElem, StoreC};
@@ -70,4 +73,5 @@ pub use grouped::{GroupRows, Grouped};
 pub use maps::Sm90Maps;
 pub use pipeline::PipelineState;
 pub use schedule::{GroupM, Schedule, TileScheduler};
+pub use split_k::{SplitK, StorePartial};
 pub use tile::{Problem, Tile};

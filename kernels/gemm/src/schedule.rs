@@ -1,7 +1,7 @@
 //! Which tile a block computes next, and when its operands may load: the [`Schedule`] a
 //! mainloop is given, [`GroupM`] (the one a plain GEMM uses), and the [`TileScheduler`] that
-//! walks a persistent block through the schedule (of one GEMM, or of a grouped GEMM's
-//! groups: [`crate::grouped`]).
+//! walks a persistent block through the schedule (of one GEMM, of a grouped GEMM's groups:
+//! [`crate::grouped`], or of a GEMM whose K is split: [`crate::split_k`]).
 
 use crate::tile::{tiles, Problem, Tile};
 use rshmem_device::thread;
@@ -54,6 +54,15 @@ pub trait Schedule: Copy {
         None
     }
 
+    /// Parts K is split into (at least 1, at most the k-steps; 1 for a grouped schedule): each
+    /// output tile is then computed `splits` times, part `s` over k-steps `s * steps / splits
+    /// ..(s + 1) * steps / splits`, and its epilogue gets partial sums ([`Tile::split`]),
+    /// which something else must add up ([`crate::split_k`]). Default: 1.
+    #[inline(always)]
+    fn splits(&self) -> u32 {
+        1
+    }
+
     /// Called by each thread that issues loads of `tile`'s operands, before its first load
     /// of them (one thread on sm90, every thread on sm80): an all-gather GEMM waits here for
     /// the peer's signal that the tile's rows of A arrived. Default: nothing.
@@ -75,20 +84,27 @@ pub struct GroupM;
 impl Schedule for GroupM {}
 
 /// A persistent block's tiles: `blockIdx.x`, `blockIdx.x + gridDim.x`, ... of the schedule,
-/// each placed by [`Schedule::tile`] on tiles of `BM x BN`. Every role of a block walks its
-/// own scheduler over the same tiles.
+/// each placed by [`Schedule::tile`] on tiles of `BM x BN`, its k-steps (of `BK`) in
+/// [`Tile::k_step0`] and [`Tile::k_steps`]. Every role of a block walks its own scheduler
+/// over the same tiles.
+///
+/// A split schedule ([`Schedule::splits`] `> 1`) numbers all tiles of part 0 of K, then all
+/// of part 1, and so on: blocks that run at once read different parts of B.
 ///
 /// A grouped schedule's tiles are numbered group after group (`ceil(rows / BM) x tiles_n`
 /// each, none for an empty group); the walk moves through the groups as its index grows, so
 /// each role reads each group's rows once.
 #[derive(Clone, Copy, Debug)]
-pub struct TileScheduler<S, const BM: u32, const BN: u32> {
+pub struct TileScheduler<S, const BM: u32, const BN: u32, const BK: u32> {
     schedule: S,
     /// The problem's rows: the end of every plain tile's rows.
     m: u32,
     /// Tiles along M of the problem (plain) or of the current group (grouped).
     tiles_m: u32,
     tiles_n: u32,
+    /// K's k-steps and the parts they are split into.
+    k_steps: u32,
+    splits: u32,
     next: u32,
     step: u32,
     /// Grouped: the current group, the index of its first tile, and its rows.
@@ -97,7 +113,7 @@ pub struct TileScheduler<S, const BM: u32, const BN: u32> {
     rows: (u32, u32),
 }
 
-impl<S: Schedule, const BM: u32, const BN: u32> TileScheduler<S, BM, BN> {
+impl<S: Schedule, const BM: u32, const BN: u32, const BK: u32> TileScheduler<S, BM, BN, BK> {
     /// This block's walk over `problem`'s tiles.
     #[inline(always)]
     pub fn new(schedule: S, problem: Problem) -> Self {
@@ -114,12 +130,21 @@ impl<S: Schedule, const BM: u32, const BN: u32> TileScheduler<S, BM, BN> {
     #[inline(always)]
     pub fn of_block(schedule: S, problem: Problem, block: u32, blocks: u32) -> Self {
         let (tiles_m, tiles_n) = tiles(problem, BM, BN);
+        let k_steps = problem.k.div_ceil(BK);
         Self {
             schedule,
             m: problem.m,
             // Grouped: no group yet; the first `next` moves to group 0.
             tiles_m: if S::GROUPED { 0 } else { tiles_m },
             tiles_n,
+            k_steps,
+            // Never more parts than k-steps (a part of none would store zeros), never split
+            // a grouped walk.
+            splits: if S::GROUPED {
+                1
+            } else {
+                schedule.splits().clamp(1, k_steps.max(1))
+            },
             next: block,
             step: blocks,
             group: u32::MAX,
@@ -133,26 +158,45 @@ impl<S: Schedule, const BM: u32, const BN: u32> TileScheduler<S, BM, BN> {
     pub fn schedule(&self) -> &S {
         &self.schedule
     }
+
+    /// Part `split`'s k-steps: (first, count).
+    #[inline(always)]
+    fn part(&self, split: u32) -> (u32, u32) {
+        let at = |s: u32| (u64::from(s) * u64::from(self.k_steps) / u64::from(self.splits)) as u32;
+        (at(split), at(split + 1) - at(split))
+    }
 }
 
-impl<S: Schedule, const BM: u32, const BN: u32> Iterator for TileScheduler<S, BM, BN> {
+impl<S: Schedule, const BM: u32, const BN: u32, const BK: u32> Iterator
+    for TileScheduler<S, BM, BN, BK>
+{
     type Item = Tile;
 
     #[inline(always)]
     fn next(&mut self) -> Option<Tile> {
         let t = self.next;
         if !S::GROUPED {
-            if t >= self.tiles_m * self.tiles_n {
+            let per_split = self.tiles_m * self.tiles_n;
+            if t >= per_split * self.splits {
                 return None;
             }
             self.next += self.step;
-            let (i, j) = self.schedule.tile(t, self.tiles_m, self.tiles_n);
+            let (split, r) = if self.splits > 1 {
+                (t / per_split, t % per_split)
+            } else {
+                (0, t)
+            };
+            let (i, j) = self.schedule.tile(r, self.tiles_m, self.tiles_n);
+            let (k_step0, k_steps) = self.part(split);
             return Some(Tile {
                 index: t,
                 m0: i * BM,
                 n0: j * BN,
                 group: 0,
                 m_end: self.m,
+                split,
+                k_step0,
+                k_steps,
             });
         }
         // On to the group that holds tile `t` (`first <= t` always: `t` only grows).
@@ -180,6 +224,9 @@ impl<S: Schedule, const BM: u32, const BN: u32> Iterator for TileScheduler<S, BM
             n0: j * BN,
             group: self.group,
             m_end: self.rows.0 + self.rows.1,
+            split: 0,
+            k_step0: 0,
+            k_steps: self.k_steps,
         })
     }
 }

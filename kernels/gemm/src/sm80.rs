@@ -187,15 +187,13 @@ pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
     // SAFETY: as above.
     let slice_b = |s: u32| unsafe { smem.add((s * STAGE_ELEMS + A_ELEMS) as usize) };
 
-    let k_steps = k.div_ceil(BK);
-
     // The lane's row and 8-column block within each 8 x 8 matrix of an `ldmatrix.x4`.
     let (quad, row8) = (lane / 8, lane % 8);
 
     // A grouped B: one matrix per group, stacked.
     let b_group = if B_KN { k } else { n } as usize * ldb as usize;
 
-    for tile in TileScheduler::<S, BM, BN>::new(schedule, problem) {
+    for tile in TileScheduler::<S, BM, BN, BK>::new(schedule, problem) {
         // SAFETY: the schedule's contract; every thread, before its first copy of the tile.
         unsafe { schedule.before_loads(tile) };
         // Rows end at the tile's group's end (the problem's m when not grouped).
@@ -207,10 +205,11 @@ pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
             b
         };
 
-        // Copies of k-step `kt` into stage `kt % STAGES`.
+        // Copies of the tile's `kt`-th k-step into stage `kt % STAGES`.
+        let k_steps = tile.k_steps;
         let load = |kt: u32| {
             let s = kt % STAGES;
-            let k0 = kt * BK;
+            let k0 = (tile.k_step0 + kt) * BK;
             // SAFETY: the slices hold BM (BN) rows of K_MAJOR_LD or BK rows of N_MAJOR_LD;
             // the stage is free (the barrier before this call in the loop, or the one ending
             // the previous tile); the matrices' extents and alignment are the caller's
@@ -300,7 +299,7 @@ pub unsafe fn gemm<T: Input, S: Schedule, E: Epilogue, const B_KN: bool>(
                 // The row's context, once for its four fragments (a row past m gets the
                 // last row's and stores nothing).
                 // SAFETY: a row < m, as the epilogue's contract asks.
-                let row = unsafe { epilogue.row(r.min(m - 1)) };
+                let row = unsafe { epilogue.row(tile, r.min(m - 1)) };
                 unroll!(j in [0, 1, 2, 3] {
                     let col = tile.n0 + warp_n + 8 * j as u32 + 2 * t4;
                     if r < m && col < n {

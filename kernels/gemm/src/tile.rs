@@ -19,8 +19,9 @@ pub struct Problem {
 // the host and the device.
 unsafe impl KernelArg for Problem {}
 
-/// One output tile: its place in the schedule, its first row and column of C, and (for a
-/// grouped GEMM) its group and the end of that group's rows.
+/// One output tile: its place in the schedule, its first row and column of C, (for a grouped
+/// GEMM) its group and the end of that group's rows, and (for a split-K GEMM) which part of
+/// the reduction it sums.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
     /// Its index in the schedule (0..tiles).
@@ -35,6 +36,14 @@ pub struct Tile {
     /// One past the last row of C the tile may store: `problem.m`, or the end of its group's
     /// rows (the rows after it, up to the tile's edge, belong to the next group or to none).
     pub m_end: u32,
+    /// Its part of K, 0 unless the schedule splits K ([`crate::Schedule::splits`]): partial
+    /// tiles of the same `(m0, n0)` differ by it alone.
+    pub split: u32,
+    /// Its first k-step (of the mainloop's `BK`) and its number of k-steps: all of K (`0`,
+    /// `ceil(k / BK)`) unless K is split.
+    pub k_step0: u32,
+    /// See [`Tile::k_step0`].
+    pub k_steps: u32,
 }
 
 /// The tiles of `problem` for tiles of `bm x bn`: (along M, along N).

@@ -5,6 +5,10 @@
 //! each with 1-D blocks of [`sm90::THREADS`], [`sm90::SHARED_BYTES`] of shared memory and at
 //! most one block per SM (the grid walks all tiles; `rshmem::ops` launches one block per SM).
 //!
+//! Split-K ([`rshmem_gemm::split_k`]), for problems of too few tiles: `splitk90_*` computes
+//! the parts of K into an f32 workspace (per input type and layout), `splitk_reduce_*` adds
+//! them into C (per output type; any 1-D launch).
+//!
 //! On the host, [`Gemm90`] names the kernels of each (input, output, layout):
 //!
 //! ```
@@ -12,18 +16,27 @@
 //! use rshmem_ops_kernels::gemm90::Gemm90;
 //! assert_eq!(<<f32 as Gemm90<bf16, false>>::Kernel as Kernel>::NAME, "gemm90_bf16_f32_nk");
 //! assert_eq!(<<f32 as Gemm90<bf16, true>>::Grouped as Kernel>::NAME, "grouped90_bf16_f32_kn");
+//! assert_eq!(<<bf16 as SplitK90<true>>::Kernel as Kernel>::NAME, "splitk90_bf16_kn");
 //! ```
 
 use rshmem_device::prelude::*;
 use rshmem_device::{bf16, f16};
 pub use rshmem_gemm::sm90;
-use rshmem_gemm::{GroupM, GroupRows, Grouped, Problem, Sm90Maps, StoreC};
+use rshmem_gemm::{
+    split_k, GroupM, GroupRows, Grouped, Problem, Sm90Maps, SplitK, StoreC, StorePartial,
+};
 
 /// The arguments of the plain kernels: `(maps, problem, c)`.
 pub type Args<Out> = (Sm90Maps, Problem, MatrixMut<Out>);
 
 /// The arguments of the grouped kernels: `(maps, problem, rows, c)` (`problem.m` all rows).
 pub type GroupedArgs<Out> = (Sm90Maps, Problem, GroupRows, MatrixMut<Out>);
+
+/// The arguments of the split-K kernels: `(maps, problem, splits, partials)`.
+pub type SplitArgs = (Sm90Maps, Problem, u32, MatrixMut<f32>);
+
+/// The arguments of the split-K reductions: `(partials, splits, m, n, c)`.
+pub type ReduceArgs<Out> = (Matrix<f32>, u32, u32, u32, MatrixMut<Out>);
 
 /// The sm_90a GEMMs computing `Self` (C's element type) from inputs `In`, B K x N when `B_KN`
 /// (wgmma's MN-major B), else N x K. Implemented by this module's table, one impl per row.
@@ -84,4 +97,76 @@ sm90_gemms! {
     gemm90_bf16_f32_kn, grouped90_bf16_f32_kn: bf16 => f32, true;
     gemm90_f16_f16_kn, grouped90_f16_f16_kn: f16 => f16, true;
     gemm90_f16_f32_kn, grouped90_f16_f32_kn: f16 => f32, true;
+}
+
+/// The split-K GEMM of inputs `Self`, B K x N when `B_KN`: its parts of K into an f32
+/// workspace. Implemented by this module's table.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait SplitK90<const B_KN: bool>: Sized {
+    /// The kernel.
+    type Kernel: rshmem_device::Kernel<Args = SplitArgs>;
+}
+
+macro_rules! sm90_split_k {
+    ($($name:ident: $in:ty, $kn:literal;)*) => {$(
+        #[doc = concat!("The parts of K of `C = A · B` (A of `", stringify!($in), "`, B k x n when `B_KN = ",
+            stringify!($kn), "`, else n x k): part s of every tile into rows `s m ..` of `partials`.")]
+        ///
+        /// # Safety
+        ///
+        /// The contract of [`sm90::gemm`], as the plain kernels'; `partials` holds `splits *
+        /// problem.m` rows of at least `problem.n` f32s.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $name(maps: Sm90Maps, problem: Problem, splits: u32, partials: MatrixMut<f32>) {
+            let epilogue = StorePartial { partials, m: problem.m };
+            // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
+            unsafe { sm90::gemm::<$in, _, _, $kn>(maps.a, maps.b, problem, SplitK { splits }, epilogue) }
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl SplitK90<$kn> for $in {
+            type Kernel = $name;
+        }
+    )*};
+}
+
+sm90_split_k! {
+    splitk90_bf16_nk: bf16, false;
+    splitk90_f16_nk: f16, false;
+    splitk90_bf16_kn: bf16, true;
+    splitk90_f16_kn: f16, true;
+}
+
+/// The reduction of a split-K GEMM's parts into C of `Self`. Implemented by this module's
+/// table.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait SplitReduce: Sized {
+    /// The kernel.
+    type Kernel: rshmem_device::Kernel<Args = ReduceArgs<Self>>;
+}
+
+macro_rules! split_reduce {
+    ($($name:ident: $out:ty;)*) => {$(
+        #[doc = concat!("`c` (of `", stringify!($out), "`) = the sum of the `splits` slabs of `partials`, in order.")]
+        ///
+        /// # Safety
+        ///
+        /// The contract of [`split_k::reduce`].
+        #[kernel]
+        pub unsafe fn $name(partials: Matrix<f32>, splits: u32, m: u32, n: u32, c: MatrixMut<$out>) {
+            // SAFETY: this kernel's contract is the reduction's.
+            unsafe { split_k::reduce(partials, splits, m, n, c) }
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl SplitReduce for $out {
+            type Kernel = $name;
+        }
+    )*};
+}
+
+split_reduce! {
+    splitk_reduce_f32: f32;
+    splitk_reduce_bf16: bf16;
+    splitk_reduce_f16: f16;
 }

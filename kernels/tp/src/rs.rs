@@ -284,7 +284,7 @@ impl Epilogue for RsEpilogue {
     /// Where the row goes, decided once per row: this rank's whole-band rows to C, adding the
     /// peers' partials; every other row to its owner's slot `rank`.
     #[inline(always)]
-    unsafe fn row(&self, row: u32) -> RsRow {
+    unsafe fn row(&self, _tile: Tile, row: u32) -> RsRow {
         let c = &self.call;
         let n = c.n as usize;
         let (lo, hi) = self.whole_rows();

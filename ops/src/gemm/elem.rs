@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use rshmem_ops::gemm::elem::{GemmIn, GemmOut};
-//! use rshmem_ops_kernels::gemm90::Gemm90;
+//! use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90, SplitReduce};
 //! use rshmem_host::Kernel;
 //! fn kernel_of<In: GemmIn, Out: GemmOut<In>>() -> &'static str {
 //!     <<Out as Gemm90<In, false>>::Kernel as Kernel>::NAME
@@ -18,15 +18,16 @@ use bytemuck::Pod;
 use rshmem_device::{bf16, f16};
 use rshmem_host::TmaType;
 use rshmem_ops_kernels::gemm80::Gemm80;
-use rshmem_ops_kernels::gemm90::Gemm90;
+use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90, SplitReduce};
 
 mod private {
     /// Seals [`super::GemmIn`] and [`super::GemmOut`].
     pub trait Sealed {}
 }
 
-/// An input element type of a GEMM (A and B): `bf16` or `f16`.
-pub trait GemmIn: Pod + private::Sealed {
+/// An input element type of a GEMM (A and B): `bf16` or `f16`, with split-K kernels of both
+/// layouts ([`SplitK90`]).
+pub trait GemmIn: Pod + private::Sealed + SplitK90<false> + SplitK90<true> {
     /// Its tensor-map element type.
     const TMA: TmaType;
     /// Its name in messages.
@@ -35,15 +36,23 @@ pub trait GemmIn: Pod + private::Sealed {
 
 /// An output element type of a GEMM with inputs `In` (f32, or `In` itself: rounded to nearest
 /// even from the f32 accumulators): a type for which `kernels/ops`' tables define the sm_90a
-/// and sm_80 kernels of both layouts of B ([`Gemm90`], [`Gemm80`]).
+/// and sm_80 kernels of both layouts of B ([`Gemm90`], [`Gemm80`]) and a split-K reduction
+/// ([`SplitReduce`]).
 pub trait GemmOut<In: GemmIn>:
-    Pod + private::Sealed + Gemm90<In, false> + Gemm90<In, true> + Gemm80<In, false> + Gemm80<In, true>
+    Pod
+    + private::Sealed
+    + SplitReduce
+    + Gemm90<In, false>
+    + Gemm90<In, true>
+    + Gemm80<In, false>
+    + Gemm80<In, true>
 {
 }
 
 impl<In: GemmIn, Out> GemmOut<In> for Out where
     Out: Pod
         + private::Sealed
+        + SplitReduce
         + Gemm90<In, false>
         + Gemm90<In, true>
         + Gemm80<In, false>

@@ -10,6 +10,7 @@ pub mod grouped;
 pub mod launch;
 pub mod maps;
 pub mod shape;
+pub mod split_k;
 
 use crate::Ops;
 use elem::{GemmIn, GemmOut};
@@ -19,6 +20,7 @@ use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRang
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
 use shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts, CALL};
+use split_k::SplitK;
 
 /// The sm_90a image of the `gemm90` family (the Hopper GEMM).
 pub static IMAGE90: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-gemm90");
@@ -79,7 +81,15 @@ impl<'s> Ops<'s> {
         shape.check(a.len(), b.len(), c.len())?;
         Starts::of(&a, &b, Some(&c)).check(CALL)?;
         match self.path(options.kernel)? {
-            Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape),
+            Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape, options.split_k),
+            Path::Sm80 if matches!(options.split_k, SplitK::Parts(p) if p > 1) => {
+                Err(Error::Unsupported {
+                    call: CALL,
+                    reason: "with SplitK::Parts on the sm80 kernel: only the sm90 kernel \
+                             splits K"
+                        .into(),
+                })
+            }
             Path::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
         }
     }
@@ -123,15 +133,29 @@ impl<'s> Ops<'s> {
         b: SymRange<'_, In>,
         c: SymRangeMut<'_, Out>,
         shape: GemmShape,
+        split_k: SplitK,
     ) -> Result<()> {
         let module = loaded(&self.gemm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
-        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
         let problem = rshmem_gemm::Problem { m, n, k };
-        let config = self.persistent(sm90::tiles(problem), sm90::THREADS, sm90::SHARED_BYTES);
+        let parts = self.split_parts(split_k, stream, problem)?;
+        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
         let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
-        let args = (maps, problem, c.matrix_mut(m, n)?);
+        let mut c = c.matrix_mut(m, n)?;
+        if parts > 1 {
+            let c = c.as_matrix_mut();
+            // SAFETY: as for the plain launch below; `parts` from `split_parts`.
+            return unsafe {
+                if b_kn {
+                    self.sm90_split::<In, Out, true>(stream, maps, problem, parts, c)
+                } else {
+                    self.sm90_split::<In, Out, false>(stream, maps, problem, parts, c)
+                }
+            };
+        }
+        let config = self.persistent(sm90::tiles(problem), sm90::THREADS, sm90::SHARED_BYTES);
+        let args = (maps, problem, c);
         // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
         // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
         // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot

@@ -55,6 +55,19 @@ pub enum Kernel {
 pub struct GemmOptions {
     /// The kernel; [`Kernel::Auto`] unless a test or benchmark forces one.
     pub kernel: Kernel,
+    /// Whether K is split over blocks (sm90 path; [`super::split_k`]): [`SplitK::Auto`]
+    /// unless a test or benchmark forces it.
+    pub split_k: super::split_k::SplitK,
+}
+
+impl GemmOptions {
+    /// `kernel`, K split as [`SplitK::Auto`](super::split_k::SplitK::Auto) decides.
+    pub const fn kernel(kernel: Kernel) -> Self {
+        Self {
+            kernel,
+            split_k: super::split_k::SplitK::Auto,
+        }
+    }
 }
 
 /// The call GEMM errors name.

@@ -40,8 +40,8 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
     // SAFETY: rows < m, as the epilogue's contract asks.
     let rows = unsafe {
         [
-            epilogue.row(row_of(0).min(m - 1)),
-            epilogue.row(row_of(1).min(m - 1)),
+            epilogue.row(tile, row_of(0).min(m - 1)),
+            epilogue.row(tile, row_of(1).min(m - 1)),
         ]
     };
     // The addends: one straight-line pass over the fragment per addend (registers 2p and

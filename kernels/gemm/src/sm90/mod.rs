@@ -102,8 +102,7 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
 ) {
     // SAFETY: the launch's SHARED_BYTES (the contract).
     let smem = unsafe { Smem::init(CONSUMERS) };
-    let tiles = TileScheduler::<S, BM, BN>::new(schedule, problem);
-    let k_steps = problem.k.div_ceil(BK);
+    let tiles = TileScheduler::<S, BM, BN, BK>::new(schedule, problem);
     let tid = thread::thread_idx_x();
     let warpgroup = tid / 128;
     if warpgroup == 0 {
@@ -112,7 +111,7 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
         unsafe { hopper::setmaxnreg_dec::<40>() };
         if tid == 0 {
             // SAFETY: one thread; the maps and schedule as this function's contract says.
-            unsafe { producer::produce::<S, B_KN>(smem, map_a, map_b, k_steps, tiles) };
+            unsafe { producer::produce::<S, B_KN>(smem, map_a, map_b, tiles) };
         } else if tile_sync::wanted::<E>() && tid == 32 {
             // SAFETY: one thread of another warp; the epilogue's contract.
             unsafe { tile_sync::run(smem, &epilogue, tiles) };
@@ -131,7 +130,7 @@ pub unsafe fn gemm<T: WgmmaElem, S: Schedule, E: Epilogue, const B_KN: bool>(
     for tile in tiles {
         // SAFETY: both consumer warpgroups, at the producer's position for this tile (both
         // walk the same tiles and k-steps).
-        unsafe { consumer::mma_tile::<T, B_KN>(smem, &mut state, k_steps, row0, &mut acc) };
+        unsafe { consumer::mma_tile::<T, B_KN>(smem, &mut state, tile.k_steps, row0, &mut acc) };
         // SAFETY: every consumer thread, once per tile; the epilogue's contract.
         unsafe {
             epilogue::store_tile(

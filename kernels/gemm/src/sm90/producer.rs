@@ -6,7 +6,7 @@ use crate::pipeline::PipelineState;
 use crate::schedule::{Schedule, TileScheduler};
 use rshmem_device::hopper::{tma, TensorMap};
 
-/// For each of the block's tiles and each of its `k_steps`, once the consumers have released
+/// For each of the block's tiles and each of its k-steps, once the consumers have released
 /// the next stage, the TMA loads of A's [`BM`] x [`BK`] box and B's (one N x K box, or four
 /// K x N boxes side by side along N), completing on the stage's "full" barrier.
 ///
@@ -19,8 +19,7 @@ pub(super) unsafe fn produce<S: Schedule, const B_KN: bool>(
     smem: Smem,
     map_a: *const TensorMap,
     map_b: *const TensorMap,
-    k_steps: u32,
-    tiles: TileScheduler<S, BM, BN>,
+    tiles: TileScheduler<S, BM, BN, BK>,
 ) {
     // SAFETY: the maps are in global memory (the caller's contract).
     unsafe {
@@ -32,7 +31,7 @@ pub(super) unsafe fn produce<S: Schedule, const B_KN: bool>(
     for tile in tiles {
         // SAFETY: the schedule's contract.
         unsafe { schedule.before_loads(tile) };
-        for kt in 0..k_steps {
+        for kt in tile.k_step0..tile.k_step0 + tile.k_steps {
             let (s, full) = (state.stage(), smem.full(state.stage()));
             // SAFETY: stage `s` lies in the launch's shared memory; it is refilled only once
             // every consumer released its previous round; the boxes are STAGE_BYTES (TMA

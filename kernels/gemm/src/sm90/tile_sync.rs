@@ -10,7 +10,7 @@
 //! for their stages.
 
 use super::smem::Smem;
-use super::{BM, BN};
+use super::{BK, BM, BN};
 use crate::epilogue::Epilogue;
 use crate::schedule::{Schedule, TileScheduler};
 
@@ -38,7 +38,7 @@ pub(super) const fn wanted<E: Epilogue>() -> bool {
 pub(super) unsafe fn run<S: Schedule, E: Epilogue>(
     smem: Smem,
     epilogue: &E,
-    tiles: TileScheduler<S, BM, BN>,
+    tiles: TileScheduler<S, BM, BN, BK>,
 ) {
     for (done, tile) in (0u32..).zip(tiles) {
         // SAFETY: the epilogue's contract; the barriers' phases as the docs above say. The
