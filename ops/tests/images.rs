@@ -7,7 +7,7 @@ use rshmem_device::{bf16, f16, Kernel};
 use rshmem_ops::{coll, fused, gemm};
 use rshmem_ops_kernels::coll::{Op, ReduceKernels, Rounds};
 use rshmem_ops_kernels::gemm80::Gemm80;
-use rshmem_ops_kernels::gemm90::Gemm90;
+use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90, SplitReduce};
 use rshmem_ops_kernels::tp80::{self, Tp80};
 use rshmem_ops_kernels::tp90::Tp90;
 use rshmem_ops_kernels::{Layout, Visit};
@@ -70,9 +70,19 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
         gemm_names::<f16, f16>(),
         gemm_names::<f16, f32>(),
     ];
-    let sm90 = set(pairs.iter().flat_map(|p| p[0]));
+    let mut sm90 = set(pairs.iter().flat_map(|p| p[0]));
     let sm80 = set(pairs.iter().flat_map(|p| p[1]));
-    assert_eq!((sm90.len(), sm80.len()), (16, 16), "{sm90:?} {sm80:?}");
+    // Split-K: the parts per input and layout, the reduction per output.
+    sm90.extend([
+        name::<<bf16 as SplitK90<false>>::Kernel>(),
+        name::<<bf16 as SplitK90<true>>::Kernel>(),
+        name::<<f16 as SplitK90<false>>::Kernel>(),
+        name::<<f16 as SplitK90<true>>::Kernel>(),
+        name::<<f32 as SplitReduce>::Kernel>(),
+        name::<<bf16 as SplitReduce>::Kernel>(),
+        name::<<f16 as SplitReduce>::Kernel>(),
+    ]);
+    assert_eq!((sm90.len(), sm80.len()), (23, 16), "{sm90:?} {sm80:?}");
     assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
     assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
 }
