@@ -822,7 +822,7 @@ fn split_k_exact_every_layout_and_output(shmem: &Shmem) -> Outcome {
         for layout in [BLayout::NK, BLayout::KN] {
             // B K x N needs n a multiple of 8.
             let n: u32 = if layout == BLayout::KN {
-                (n as u32).next_multiple_of(8)
+                n.next_multiple_of(8)
             } else {
                 n
             };

@@ -159,17 +159,18 @@ impl<'s> Ops<'s> {
     /// `maps` describe A and B of `In` (B K x N when `B_KN`) for `problem`, as the plain
     /// sm90 launch requires; `c` holds `problem.m x problem.n`; `parts` is as
     /// [`Ops::split_parts`] gave it (> 1, within the workspace and the k-steps).
-    pub(crate) unsafe fn sm90_split<In: GemmIn, Out: GemmOut<In>, const B_KN: bool>(
+    pub(crate) unsafe fn sm90_split<
+        In: GemmIn + SplitK90<B_KN>,
+        Out: GemmOut<In>,
+        const B_KN: bool,
+    >(
         &self,
         stream: &Stream<'_>,
         maps: Sm90Maps,
         problem: Problem,
         parts: u32,
         c: MatrixMut<Out>,
-    ) -> Result<()>
-    where
-        In: SplitK90<B_KN>,
-    {
+    ) -> Result<()> {
         let module = super::loaded(&self.gemm90, "sm90")?;
         let Problem { m, n, .. } = problem;
         let mut guard = self.split.lock().unwrap_or_else(|p| p.into_inner());
