@@ -814,7 +814,7 @@ fn split_k_exact_every_layout_and_output(shmem: &Shmem) -> Outcome {
         return Ok(());
     }
     for (m, n, k, parts) in [
-        (1, 33, 136, 3),
+        (1, 33u32, 136, 3),
         (37, 45, 200, 4),
         (130, 257, 264, 2),
         (5, 8, 64, 1),
