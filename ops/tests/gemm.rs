@@ -159,6 +159,18 @@ fn run_gemm_at<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
     Ok(())
 }
 
+/// `r` is an error whose message mentions every one of `words`.
+fn expect(r: Result<(), Error>, words: &[&str]) -> Outcome {
+    let msg = match r {
+        Ok(()) => return Err(format!("expected an error mentioning {words:?}").into()),
+        Err(e) => e.to_string(),
+    };
+    match words.iter().find(|w| !msg.contains(*w)) {
+        Some(w) => Err(format!("the message {msg:?} does not mention {w:?}").into()),
+        None => Ok(()),
+    }
+}
+
 const SM90: Kernel = Kernel::Sm90;
 
 /// Whether the sm90 kernel runs here (the simulator, or an sm_90 GPU).
@@ -438,16 +450,6 @@ fn sub_ranges_of_larger_buffers(shmem: &Shmem) -> Outcome {
         let kn = GemmShape::new(33, 24, 16, BLayout::KN);
         run_gemm_at::<bf16, f32>(shmem, &ops, kn, GemmOptions::kernel(kernel), [16, 8, 2])?;
     }
-    let expect = |r: rshmem::Result<()>, words: &[&str]| -> Outcome {
-        let msg = match r {
-            Ok(()) => return Err(format!("expected an error mentioning {words:?}").into()),
-            Err(e) => e.to_string(),
-        };
-        match words.iter().find(|w| !msg.contains(*w)) {
-            Some(w) => Err(format!("the message {msg:?} does not mention {w:?}").into()),
-            None => Ok(()),
-        }
-    };
     let shape = GemmShape::new(16, 8, 16, BLayout::NK);
     let a = shmem.alloc_zeroed::<bf16>(shape.a_len() + 8)?;
     let b = shmem.alloc_zeroed::<bf16>(shape.b_len() + 8)?;
@@ -755,16 +757,6 @@ fn grouped_errors_name_the_problem(shmem: &Shmem) -> Outcome {
         m,
     };
     let mut run = |shape, rows| ops.grouped_gemm(&stream, &a, &b, &mut c, shape, rows);
-    let expect = |r: Result<(), Error>, parts: &[&str]| -> Outcome {
-        let e = r
-            .err()
-            .ok_or("a bad grouped GEMM was accepted")?
-            .to_string();
-        match parts.iter().find(|p| !e.contains(*p)) {
-            Some(p) => Err(format!("`{p}` not in: {e}").into()),
-            None => Ok(()),
-        }
-    };
     expect(
         run(GroupedShape { groups: 0, ..shape }, offsets(64)),
         &["Ops::grouped_gemm", "groups must be > 0"],
@@ -984,13 +976,6 @@ fn split_k_errors_name_the_problem(shmem: &Shmem) -> Outcome {
     let mut c = shmem.alloc_from(&vec![f32::NAN; 512 * 512])?;
     let stream = shmem.stream();
     let mut run = |shape, o| ops.gemm_with(&stream, &a, &b, &mut c, shape, o);
-    let expect = |r: Result<(), Error>, parts: &[&str]| -> Outcome {
-        let e = r.err().ok_or("a bad split was accepted")?.to_string();
-        match parts.iter().find(|p| !e.contains(*p)) {
-            Some(p) => Err(format!("`{p}` not in: {e}").into()),
-            None => Ok(()),
-        }
-    };
     if ops.device_info().sm >= 80 {
         expect(
             run(
