@@ -199,23 +199,43 @@ def run_grouped(binary, name, sizes, n, k, kernel, tmp):
     return row
 
 
+def run_all(cases, run_one):
+    """Each case through `run_one(case, tmp)` in one temporary directory, each row's JSON printed
+    as it comes; the rows."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            row = run_one(case, tmp)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print()
+    return rows
+
+
+def print_header(hdr):
+    print(hdr)
+    print("-" * len(hdr))
+
+
+def finish(rows, name):
+    """The rows to $OUT/name (where $OUT is set); exit status 0 if every row passed."""
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, name), "w") as f:
+            json.dump(rows, f, indent=1)
+    sys.exit(0 if all(r.get("pass") for r in rows) else 1)
+
+
 def grouped_main(args):
     import random
     rng = random.Random()
     # A fresh imbalanced case each run: 8 groups, multiples of 16 rows, about 4096 in all.
     sizes = [16 * rng.randint(0, 64) for _ in range(8)]
     cases = GROUPED_CASES + [("random 8 " + ",".join(map(str, sizes)), sizes, 4096, 4096)]
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, sizes, n, k in cases:
-            row = run_grouped(args.bin, name, sizes, n, k, args.kernel, tmp)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    print()
-    hdr = (f"{'case':>30} {'MxNxK':>16} {'rust us':>9} {'TF/s':>6} {'torch grp':>10} "
-           f"{'loop':>8} {'/grp':>5} {'dense cuBLAS':>12} {'/dense':>6} {'rust dense':>10} {'pass':>5}")
-    print(hdr)
-    print("-" * len(hdr))
+    rows = run_all(cases, lambda c, tmp: run_grouped(args.bin, *c, args.kernel, tmp))
+    print_header(f"{'case':>30} {'MxNxK':>16} {'rust us':>9} {'TF/s':>6} {'torch grp':>10} "
+                 f"{'loop':>8} {'/grp':>5} {'dense cuBLAS':>12} {'/dense':>6} {'rust dense':>10} "
+                 f"{'pass':>5}")
     for r in rows:
         shape = f"{r['m']}x{r['n']}x{r['k']}"
         if "error" in r:
@@ -231,11 +251,7 @@ def grouped_main(args):
               f"{str(r['pass']):>5}")
     print("/grp: torch._grouped_mm's time (the loop's where it is absent) over rshmem's; "
           "/dense: cuBLAS's dense GEMM of the same FLOPs over rshmem's grouped")
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "gemm_bench_grouped.json"), "w") as f:
-            json.dump(rows, f, indent=1)
-    sys.exit(0 if all(r.get("pass") for r in rows) else 1)
+    finish(rows, "gemm_bench_grouped.json")
 
 
 def main():
@@ -254,16 +270,9 @@ def main():
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     print("GPU:", torch.cuda.get_device_name(), "| torch", torch.__version__,
           "| bound: max|c-ref|/max|ref| <= 2^-7 =", BOUND)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for m, n, k in shapes:
-            row = run_shape(args.bin, m, n, k, args.kn, args.kernel, tmp)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    print()
-    hdr = f"{'shape (MxNxK)':>20} {'B':>3} {'rust TF/s':>10} {'cublas TF/s':>12} {'ratio':>6} {'max rel err':>12} {'pass':>5}"
-    print(hdr)
-    print("-" * len(hdr))
+    rows = run_all(shapes, lambda s, tmp: run_shape(args.bin, *s, args.kn, args.kernel, tmp))
+    print_header(f"{'shape (MxNxK)':>20} {'B':>3} {'rust TF/s':>10} {'cublas TF/s':>12} {'ratio':>6} "
+                 f"{'max rel err':>12} {'pass':>5}")
     for r in rows:
         shape = f"{r['m']}x{r['n']}x{r['k']}"
         if "error" in r:
@@ -271,13 +280,8 @@ def main():
             continue
         print(f"{shape:>20} {r['layout']:>3} {r['tflops']:>10.1f} {r['cublas_tflops']:>12.1f} "
               f"{r['tflops'] / r['cublas_tflops']:>6.2f} {r['max_rel_err']:>12.2e} {str(r['pass']):>5}")
-    out = os.environ.get("OUT")
-    if out:
-        tag = ("_kn" if args.kn else "") + ("" if args.kernel == "auto" else "_" + args.kernel)
-        with open(os.path.join(out, "gemm_bench%s.json" % tag), "w") as f:
-            json.dump(rows, f, indent=1)
-    ok = all(r.get("pass") for r in rows)
-    sys.exit(0 if ok else 1)
+    tag = ("_kn" if args.kn else "") + ("" if args.kernel == "auto" else "_" + args.kernel)
+    finish(rows, "gemm_bench%s.json" % tag)
 
 
 if __name__ == "__main__":
