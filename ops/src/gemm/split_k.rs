@@ -79,7 +79,6 @@ pub fn parts(option: SplitK, sms: u32, m: u32, n: u32, k: u32, workspace: usize)
             let fit = workspace as u64 / (4 * u64::from(m) * u64::from(n)).max(1);
             let p = (sms / tiles.max(1))
                 .min(k.div_ceil(sm90::BK) / MIN_STEPS)
-                .min(MAX_PARTS)
                 .min(fit.min(u64::from(MAX_PARTS)) as u32);
             if p >= 2 {
                 p
