@@ -299,7 +299,6 @@ macro_rules! wgmma_family {
     (@acc [$($acc:literal)*] [$(($r:literal, $f:ident, $settle:ident))*]) => {
         /// Pins the accumulator registers after a wait (CUTLASS's
         /// `warpgroup_fence_operand`), so no access to them moves above the `wait_group`.
-        #[inline(always)]
         /// Then calls `each(i, d[i])` for every register, in straight-line code.
         #[inline(always)]
         pub(crate) fn wgmma_settle<const R: usize>(d: &mut [f32; R], each: &mut dyn FnMut(u32, f32)) {
