@@ -10,7 +10,8 @@
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
 # CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
 # PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
-# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N), `graphs` (launch overhead with and
+# (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N; `grouped_bench` and
+# `splitk_bench` its grouped and split-K cases), `graphs` (launch overhead with and
 # without CUDA graphs: examples/launch_overhead.rs on 1 and 2 PEs; the graph tests themselves are
 # `BINS=test-graphs` of `tests`), `collectives` (examples/all_reduce, then
 # scripts/collectives_bench.py: rshmem's collectives beside NCCL, torch symmetric memory and
@@ -120,6 +121,14 @@ fi
 # The grouped GEMM beside torch._grouped_mm, a per-group loop and dense GEMMs of the same FLOPs.
 if want grouped_bench; then
     STEP_TIMEOUT=300 step grouped_bench python3 .gpu/scripts/gemm_bench.py --grouped --bin $BIN/gemm_bench
+fi
+# Split-K at decode-sized M (and one large shape Auto must leave unsplit), off then auto per shape.
+if want splitk_bench; then
+    STEP_TIMEOUT=300 step splitk_bench python3 .gpu/scripts/gemm_bench.py --split off,auto \
+        --shapes 16x4096x4096,64x4096x4096,16x8192x8192,64x8192x8192,128x8192x8192,32x7168x2048,128x4096x14336,4096x4096x4096 \
+        --bin $BIN/gemm_bench
+    STEP_TIMEOUT=120 step splitk_bench_kn python3 .gpu/scripts/gemm_bench.py --kn --split off,auto \
+        --shapes 16x4096x4096,128x8192x8192 --bin $BIN/gemm_bench
 fi
 if want gemm_profile; then
     # Nsight Compute on the 8192^3 GEMM, rshmem's sm90 kernel and cuBLAS's (through torch), the
