@@ -131,30 +131,35 @@ if want splitk_bench; then
         --shapes 16x4096x4096,128x8192x8192 --bin $BIN/gemm_bench
 fi
 if want gemm_profile; then
-    # Nsight Compute on the 8192^3 GEMM, rshmem's sm90 kernel and cuBLAS's (through torch), the
-    # same counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks left alone).
+    # Nsight Compute on one GEMM (PROFILE_SHAPE=MxNxK, default 8192x8192x8192; PROFILE_SPLIT, the
+    # gemm_bench --split, default auto), rshmem's kernels and cuBLAS's (through torch), the same
+    # counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks left alone).
+    # rshmem's kernels of the second timed call are profiled: the GEMM, and the split-K reduce
+    # where the GEMM split K.
+    IFS=x read -r PM PN PK <<<"${PROFILE_SHAPE:-8192x8192x8192}"
     mkdir -p /tmp/gp
-    python3 - <<'PY'
-import torch, ctypes
-m = n = k = 8192
+    PM=$PM PN=$PN PK=$PK python3 - <<'PY'
+import torch, ctypes, os
+m, n, k = (int(os.environ[v]) for v in ("PM", "PN", "PK"))
 for name, shape in (("a", (m, k)), ("b", (n, k))):
     t = torch.randn(*shape, dtype=torch.bfloat16).contiguous()
     open("/tmp/gp/%s.bin" % name, "wb").write(ctypes.string_at(t.data_ptr(), t.numel() * 2))
 PY
     cat >/tmp/gp/cublas.py <<'PY'
-import torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+import torch, os
+m, n, k = (int(os.environ[v]) for v in ("PM", "PN", "PK"))
+a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
 for _ in range(5):
     c = a @ b.T
 torch.cuda.synchronize()
 PY
-    METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum,lts__t_bytes.sum.per_second,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x,launch__registers_per_thread
+    METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum,lts__t_bytes.sum.per_second,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_read.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x,launch__registers_per_thread
     NCU="ncu --clock-control none --target-processes all --metrics $METRICS"
-    STEP_TIMEOUT=200 step ncu_rshmem env NVSHMEM_SYMMETRIC_SIZE=2G RSHMEM_NPES=1 $NCU -k regex:gemm90 --launch-skip 2 --launch-count 1 \
-        $BIN/gemm_bench --dir /tmp/gp --m 8192 --n 8192 --k 8192 --iters 3 --warmup 1
-    STEP_TIMEOUT=200 step ncu_cublas $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
-    grep -E "^  [a-z_]+__|gemm|nvjet|sm90" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
+    STEP_TIMEOUT=200 step ncu_rshmem env NVSHMEM_SYMMETRIC_SIZE=2G RSHMEM_NPES=1 $NCU -k regex:'gemm90|splitk' --launch-skip 2 --launch-count 2 \
+        $BIN/gemm_bench --dir /tmp/gp --m $PM --n $PN --k $PK --split "${PROFILE_SPLIT:-auto}" --iters 3 --warmup 1
+    STEP_TIMEOUT=200 step ncu_cublas env PM=$PM PN=$PN PK=$PK $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
+    grep -E "^  [a-z_]+__|gemm|nvjet|sm90|splitk" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
 fi
 [ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
 

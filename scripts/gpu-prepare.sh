@@ -44,7 +44,7 @@ PY
 # every kernel); the scripts unpack them there with Python's tarfile, which reads xz everywhere.
 tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
 cp scripts/gpu-check.sh scripts/gpu-one-h200.sh scripts/gpu-tests.sh scripts/mps.sh scripts/gpu-hang.sh scripts/plot_perf.py scripts/gemm_bench.py \
-    scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py scripts/moe_bench.py .gpu/scripts/
+    scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py scripts/moe_bench.py scripts/hbm_read.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 # The GEMM images' cubins, for the SASS check (cuobjdump reads cubins, not our embedding).
 # rshmem-ops may have several build folders (one per feature set): take the newest's.

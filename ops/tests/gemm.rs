@@ -971,8 +971,13 @@ fn split_k_on_two_streams_and_in_graphs(shmem: &Shmem) -> Outcome {
 
 fn split_k_errors_name_the_problem(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
-    let a = shmem.alloc_zeroed::<bf16>(512 * 512)?;
-    let b = shmem.alloc_zeroed::<bf16>(512 * 512)?;
+    // Parts of 512 x 512 f32 (1 MiB each): one more than the workspace holds, each of one
+    // k-step (64), so that the workspace is what refuses them on either backend.
+    let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
+    let p = (bytes >> 20) as u32 + 1;
+    let k = 64 * p;
+    let a = shmem.alloc_zeroed::<bf16>(512 * k as usize)?;
+    let b = shmem.alloc_zeroed::<bf16>(512 * k as usize)?;
     let mut c = shmem.alloc_from(&vec![f32::NAN; 512 * 512])?;
     let stream = shmem.stream();
     let mut run = |shape, o| ops.gemm_with(&stream, &a, &b, &mut c, shape, o);
@@ -993,12 +998,9 @@ fn split_k_errors_name_the_problem(shmem: &Shmem) -> Outcome {
             ),
             &["SplitK::Parts(5) for k = 200", "at most 4 parts"],
         )?;
-        let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
-        // Parts of 512 x 512 f32 (1 MiB each): more than the workspace holds.
-        let p = (bytes >> 20) as u32 + 1;
         expect(
             run(
-                GemmShape::new(512, 512, 512, BLayout::NK),
+                GemmShape::new(512, 512, k, BLayout::NK),
                 split(SM90, SplitK::Parts(p)),
             ),
             &["the split-K workspace holds", "512 x n 512"],
