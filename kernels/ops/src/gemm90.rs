@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use rshmem_device::{bf16, Kernel};
-//! use rshmem_ops_kernels::gemm90::Gemm90;
+//! use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90};
 //! assert_eq!(<<f32 as Gemm90<bf16, false>>::Kernel as Kernel>::NAME, "gemm90_bf16_f32_nk");
 //! assert_eq!(<<f32 as Gemm90<bf16, true>>::Grouped as Kernel>::NAME, "grouped90_bf16_f32_kn");
 //! assert_eq!(<<bf16 as SplitK90<true>>::Kernel as Kernel>::NAME, "splitk90_bf16_kn");
