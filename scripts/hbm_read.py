@@ -5,22 +5,9 @@ value), and torch.mv (cuBLAS's GEMV, M = 1), medians of 20 with CUDA events afte
 
   device run: python3 .gpu/scripts/hbm_read.py [NxK,...]   (default 4096x4096,8192x8192,14336x4096)
 """
-import statistics, sys
+import sys
 import torch
-
-
-def median_ms(fn, iters=20, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+from gemm_bench import cuda_median_ms as median_ms  # beside this script, here and there
 
 
 shapes = sys.argv[1] if len(sys.argv) > 1 else "4096x4096,8192x8192,14336x4096"
