@@ -134,11 +134,12 @@ if want gemm_profile; then
     # Nsight Compute on one GEMM (PROFILE_SHAPE=MxNxK, default 8192x8192x8192; PROFILE_SPLIT, the
     # gemm_bench --split, default auto), rshmem's kernels and cuBLAS's (through torch), the same
     # counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks left alone).
-    # rshmem's kernels of the second timed call are profiled: the GEMM, and the split-K reduce
-    # where the GEMM split K.
+    # ncu skips rshmem's first two launches and profiles the next two: a split GEMM's parts and
+    # reduce (of the warm-up call), or two plain GEMMs where K is not split.
     IFS=x read -r PM PN PK <<<"${PROFILE_SHAPE:-8192x8192x8192}"
+    export PM PN PK # the shape, for both Python scripts below
     mkdir -p /tmp/gp
-    PM=$PM PN=$PN PK=$PK python3 - <<'PY'
+    python3 - <<'PY'
 import torch, ctypes, os
 m, n, k = (int(os.environ[v]) for v in ("PM", "PN", "PK"))
 for name, shape in (("a", (m, k)), ("b", (n, k))):
@@ -158,7 +159,7 @@ PY
     NCU="ncu --clock-control none --target-processes all --metrics $METRICS"
     STEP_TIMEOUT=200 step ncu_rshmem env NVSHMEM_SYMMETRIC_SIZE=2G RSHMEM_NPES=1 $NCU -k regex:'gemm90|splitk' --launch-skip 2 --launch-count 2 \
         $BIN/gemm_bench --dir /tmp/gp --m $PM --n $PN --k $PK --split "${PROFILE_SPLIT:-auto}" --iters 3 --warmup 1
-    STEP_TIMEOUT=200 step ncu_cublas env PM=$PM PN=$PN PK=$PK $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
+    STEP_TIMEOUT=200 step ncu_cublas $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
     grep -E "^  [a-z_]+__|gemm|nvjet|sm90|splitk" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
 fi
 [ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench

@@ -7,7 +7,7 @@ value), and torch.mv (cuBLAS's GEMV, M = 1), medians of 20 with CUDA events afte
 """
 import sys
 import torch
-from gemm_bench import cuda_median_ms as median_ms  # beside this script, here and there
+from gemm_bench import cuda_median_ms as median_ms  # scripts/ and .gpu/scripts/ hold both
 
 
 shapes = sys.argv[1] if len(sys.argv) > 1 else "4096x4096,8192x8192,14336x4096"
