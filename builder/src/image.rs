@@ -34,6 +34,15 @@ struct ManifestTarget {
     cubin: Option<String>,
 }
 
+/// `file`'s name where it lies beside `manifest` (so the folder can be moved whole, as the
+/// GPU scripts carry it), else its full path.
+fn beside(file: &std::path::Path, manifest: &std::path::Path) -> String {
+    match (file.parent(), manifest.parent(), file.file_name()) {
+        (Some(a), Some(b), Some(name)) if a == b => name.to_string_lossy().into_owned(),
+        _ => file.display().to_string(),
+    }
+}
+
 /// The format name and version manifests carry.
 pub(crate) const MANIFEST_FORMAT: &str = "rshmem-image/1";
 
@@ -53,8 +62,8 @@ fn manifest(out: &Output) -> Manifest<'_> {
             .iter()
             .map(|t| ManifestTarget {
                 sm: t.arch.sm(),
-                ptx: t.ptx.display().to_string(),
-                cubin: t.cubin.as_ref().map(|c| c.display().to_string()),
+                ptx: beside(&t.ptx, &out.manifest),
+                cubin: t.cubin.as_ref().map(|c| beside(c, &out.manifest)),
             })
             .collect(),
     }
@@ -129,6 +138,7 @@ mod tests {
         assert_eq!(json["signatures"]["a"], "x: *mut f32");
         assert_eq!(json["targets"][1]["cubin"], serde_json::Value::Null);
         assert_eq!(json["targets"][0]["sm"], 90);
+        assert_eq!(json["targets"][0]["ptx"], "k.sm_90.ptx", "beside the manifest: relative");
         assert!(
             src.contains("sm: 90, ptx: include_str!(\"/o/k.sm_90.ptx\"), cubin: Some(include_bytes!(\"/o/k.sm_90.cubin\"))"),
             "{src}"

@@ -82,6 +82,15 @@ impl Shmem {
         outcome
     }
 
+    /// Ends this PE without the backend's collective teardown, as a failed PE ends (NVSHMEM
+    /// stays initialised until the process exits): for a program that cannot tell whether
+    /// every PE reaches its [`Shmem::finalize`] (an interpreter shutting down). Never blocks on
+    /// other PEs.
+    pub fn abandon(self, reason: &str) {
+        let _ = self.inner.finish(Err(reason.into()));
+        drop(self);
+    }
+
     /// A handle to a stream this PE's program made outside rshmem (torch's current stream):
     /// rshmem queues work on it as on its own streams, and never destroys it.
     ///
