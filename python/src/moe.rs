@@ -316,22 +316,29 @@ fn moe_dispatch(
     w.expect(CALL, DType::F32, "topk_weights")?;
     let scales = x_scales.map(|t| find("x_scales", &t)).transpose()?;
     let inner = bufs.inner.clone();
+    if let Some(sc) = &scales {
+        sc.expect(CALL, DType::F32, "x_scales")?;
+    }
     let layout = on_stream(py, pe, stream, |live, s| {
+        // The ranges first: one may be a receive buffer, whose lookup locks the buffers too.
+        let (idx, w) = (idx.range::<i32>()?, w.range::<f32>()?);
+        let rows = match &scales {
+            None => (x.range::<bf16>()?.cast::<u8>().or_raise()?, None),
+            Some(sc) => (x.range::<u8>()?, Some(sc.range::<f32>()?)),
+        };
         let mut guard = inner.lock();
         let Buffers::Normal(b) = &mut *guard else {
             return Err(arg(format!("{CALL}: these are low-latency buffers: use rshmem.moe_ll_dispatch")));
         };
-        match &scales {
-            None => live
+        match rows {
+            (x, None) => live
                 .ops
-                .moe_dispatch(s, b, x.range::<bf16>()?, idx.range::<i32>()?, w.range::<f32>()?, tokens)
+                .moe_dispatch(s, b, x.cast::<bf16>().or_raise()?, idx, w, tokens)
                 .or_raise(),
-            Some(sc) => {
-                sc.expect(CALL, DType::F32, "x_scales")?;
-                live.ops
-                    .moe_dispatch_fp8(s, b, x.range::<u8>()?, sc.range::<f32>()?, idx.range::<i32>()?, w.range::<f32>()?, tokens)
-                    .or_raise()
-            }
+            (x, Some(sc)) => live
+                .ops
+                .moe_dispatch_fp8(s, b, x, sc, idx, w, tokens)
+                .or_raise(),
         }
     })?;
     Ok(Layout {
@@ -365,13 +372,12 @@ fn moe_combine(
     o.expect(CALL, DType::Bf16, "the combine")?;
     let (inner, layout) = (bufs.inner.clone(), layout.to_rust());
     on_stream(py, pe, stream, |live, s| {
+        let (e, o) = (e.range::<bf16>()?, o.range_mut::<bf16>()?);
         let mut guard = inner.lock();
         let Buffers::Normal(b) = &mut *guard else {
             return Err(arg(format!("{CALL}: these are low-latency buffers: use rshmem.moe_ll_combine")));
         };
-        live.ops
-            .moe_combine(s, b, &layout, e.range::<bf16>()?, o.range_mut::<bf16>()?)
-            .or_raise()
+        live.ops.moe_combine(s, b, &layout, e, o).or_raise()
     })
 }
 
@@ -393,13 +399,12 @@ fn moe_ll_dispatch(
     idx.expect(CALL, DType::I32, "topk_idx")?;
     let inner = bufs.inner.clone();
     on_stream(py, pe, stream, |live, s| {
+        let (x, idx) = (x.range::<bf16>()?, idx.range::<i32>()?);
         let mut guard = inner.lock();
         let Buffers::LowLatency(b) = &mut *guard else {
             return Err(arg(format!("{CALL}: these are normal-mode buffers: use rshmem.moe_dispatch")));
         };
-        live.ops
-            .moe_ll_dispatch(s, b, x.range::<bf16>()?, idx.range::<i32>()?, tokens)
-            .or_raise()
+        live.ops.moe_ll_dispatch(s, b, x, idx, tokens).or_raise()
     })
 }
 
@@ -431,13 +436,13 @@ fn moe_ll_combine(
     o.expect(CALL, DType::Bf16, "the combine")?;
     let inner = bufs.inner.clone();
     on_stream(py, pe, stream, |live, s| {
+        let (e, idx) = (e.range::<bf16>()?, idx.range::<i32>()?);
+        let (w, o) = (w.range::<f32>()?, o.range_mut::<bf16>()?);
         let mut guard = inner.lock();
         let Buffers::LowLatency(b) = &mut *guard else {
             return Err(arg(format!("{CALL}: these are normal-mode buffers: use rshmem.moe_combine")));
         };
-        live.ops
-            .moe_ll_combine(s, b, e.range::<bf16>()?, idx.range::<i32>()?, w.range::<f32>()?, o.range_mut::<bf16>()?)
-            .or_raise()
+        live.ops.moe_ll_combine(s, b, e, idx, w, o).or_raise()
     })
 }
 

@@ -100,7 +100,7 @@ def test_a_rank_that_raises_fails_the_job_naming_it_and_the_others_do_not_hang()
         rshmem.all_reduce(x)  # the others wait for PE 1 here
         rshmem.barrier_all()
 
-    with pytest.raises(rshmem.RshmemError, match=r"PE 1 failed.*ValueError: rank one gives up") as e:
+    with pytest.raises(rshmem.RshmemError, match=r"(?s)PE 1 failed.*ValueError: rank one gives up.*PE 0, PE 2 failed waiting for PE 1") as e:
         run(pe_main, 3)
     assert e.value.pe == 1
 

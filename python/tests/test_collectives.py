@@ -149,7 +149,7 @@ def read_ref(v, dtype):
 def test_bad_collective_arguments_are_refused_before_anything_runs():
     def pe_main():
         x, out = rshmem.empty(8, "f32"), rshmem.empty(4, "f32")
-        with pytest.raises(rshmem.ArgumentError, match="out.*4.*8|8.*out"):
+        with pytest.raises(rshmem.ArgumentError, match="`dst` holds 4 elements, but an all-reduce of 8"):
             rshmem.all_reduce(x, out)
         with pytest.raises(rshmem.ArgumentError, match="is i32, but"):
             rshmem.all_reduce(x, rshmem.empty(8, "i32"))
