@@ -132,13 +132,19 @@ mod tests {
         assert!(src.contains("CRATE: &str = \"k\""), "{src}");
         assert!(src.contains("Some((3, 4, 5))"), "{src}");
         assert!(src.contains("&[\"a\", \"b\"]"), "{src}");
-        assert!(src.contains("SIGNATURES: &[(&str, &str)] = &[(\"a\", \"x: *mut f32\")]"), "{src}");
+        assert!(
+            src.contains("SIGNATURES: &[(&str, &str)] = &[(\"a\", \"x: *mut f32\")]"),
+            "{src}"
+        );
         let json = serde_json::to_value(manifest(&out)).unwrap();
         assert_eq!(json["format"], MANIFEST_FORMAT);
         assert_eq!(json["signatures"]["a"], "x: *mut f32");
         assert_eq!(json["targets"][1]["cubin"], serde_json::Value::Null);
         assert_eq!(json["targets"][0]["sm"], 90);
-        assert_eq!(json["targets"][0]["ptx"], "k.sm_90.ptx", "beside the manifest: relative");
+        assert_eq!(
+            json["targets"][0]["ptx"], "k.sm_90.ptx",
+            "beside the manifest: relative"
+        );
         assert!(
             src.contains("sm: 90, ptx: include_str!(\"/o/k.sm_90.ptx\"), cubin: Some(include_bytes!(\"/o/k.sm_90.cubin\"))"),
             "{src}"

@@ -250,7 +250,9 @@ impl Builder {
             }
         }
         let image_rs = plan.out_dir.join(format!("rshmem-image-{}.rs", plan.name));
-        let manifest = plan.out_dir.join(format!("rshmem-image-{}.json", plan.name));
+        let manifest = plan
+            .out_dir
+            .join(format!("rshmem-image-{}.json", plan.name));
         let output = Output {
             name: plan.name,
             kernels,

@@ -88,7 +88,9 @@ pub(crate) fn kernels_in(tc: &Toolchain, objects: &[PathBuf]) -> Result<Entries>
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             entries.kernels.extend(kernel_name_in_define(line));
             entries.bounds.extend(launch_bounds_in_global(line));
-            entries.signatures.extend(marker_text(line, SIGNATURE_MARKER));
+            entries
+                .signatures
+                .extend(marker_text(line, SIGNATURE_MARKER));
         }
     }
     entries.signatures.sort();

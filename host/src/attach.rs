@@ -55,10 +55,7 @@ impl Shmem {
     /// differently.
     pub fn attach_gpu(config: &GpuAttach) -> Result<Shmem> {
         let GpuAttach {
-            pe,
-            npes,
-            device,
-            ..
+            pe, npes, device, ..
         } = *config;
         if npes == 0 || pe >= npes {
             return Err(Error::Launcher(format!(

@@ -78,12 +78,12 @@ mod sym_range;
 mod team;
 mod tensor_map;
 
+pub use attach::{GpuAttach, SimJob};
 pub use contract::{
     BoxError, CollElem, DeviceInfo, ElemKind, Error, GpuSharing, KernelImage, LaunchConfig,
     RawKernelArgs, Result, SimEntry, TargetImage,
 };
 pub use contract::{Swizzle, TiledSpec, TmaType};
-pub use attach::{GpuAttach, SimJob};
 pub use graph::Graph;
 pub use job::{run, Job};
 pub use module::Module;

@@ -1,8 +1,8 @@
 //! Loaded modules and launches: [`Module`], a kernel image loaded on one PE.
 
 use crate::contract::{
-    BoundArgs, Error, KernelCall, KernelImage, LaunchConfig, ModuleBackend, RawCall,
-    RawKernelArgs, Result, SimEntry,
+    BoundArgs, Error, KernelCall, KernelImage, LaunchConfig, ModuleBackend, RawCall, RawKernelArgs,
+    Result, SimEntry,
 };
 use crate::select::Backend;
 use crate::shmem::Shmem;
@@ -163,7 +163,10 @@ impl<'s> Module<'s> {
                 ),
             });
         }
-        let call = RawCall { args: *args, entry: sim };
+        let call = RawCall {
+            args: *args,
+            entry: sim,
+        };
         let call = KernelCall::raw(name, stream.id, config, &call);
         // SAFETY: this function's contract: the arguments are the kernel's, and `sim` its code.
         unsafe { self.inner.launch(&call) }?;

@@ -23,9 +23,9 @@ pyo3::create_exception!(
 pub fn to_py(e: Error) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::InvalidArgument { .. } | Error::LengthMismatch { .. } | Error::Unsupported { .. } => {
-            ArgumentError::new_err(message)
-        }
+        Error::InvalidArgument { .. }
+        | Error::LengthMismatch { .. }
+        | Error::Unsupported { .. } => ArgumentError::new_err(message),
         Error::PeFailed { pe, .. } => with_pe(RshmemError::new_err(message), pe),
         _ => RshmemError::new_err(message),
     }

@@ -72,13 +72,19 @@ fn read_image(path: &str) -> PyResult<KernelImage> {
     let mut targets = Vec::new();
     for t in &m.targets {
         let ptx = std::fs::read_to_string(file(&t.ptx)).map_err(|e| {
-            arg(format!("rshmem.load_kernels: reading {}: {e}", file(&t.ptx).display()))
+            arg(format!(
+                "rshmem.load_kernels: reading {}: {e}",
+                file(&t.ptx).display()
+            ))
         })?;
         let cubin = match &t.cubin {
             Some(c) => Some(forever(
                 std::fs::read(file(c))
                     .map_err(|e| {
-                        arg(format!("rshmem.load_kernels: reading {}: {e}", file(c).display()))
+                        arg(format!(
+                            "rshmem.load_kernels: reading {}: {e}",
+                            file(c).display()
+                        ))
                     })?
                     .into_boxed_slice(),
             )),
@@ -130,14 +136,38 @@ enum Scalar {
 fn scalar(name: &str) -> Option<Scalar> {
     let last = name.rsplit("::").next().unwrap_or(name);
     Some(match last {
-        "i8" => Scalar::Int { bits: 8, signed: true },
-        "i16" => Scalar::Int { bits: 16, signed: true },
-        "i32" => Scalar::Int { bits: 32, signed: true },
-        "i64" | "isize" => Scalar::Int { bits: 64, signed: true },
-        "u8" => Scalar::Int { bits: 8, signed: false },
-        "u16" => Scalar::Int { bits: 16, signed: false },
-        "u32" => Scalar::Int { bits: 32, signed: false },
-        "u64" | "usize" => Scalar::Int { bits: 64, signed: false },
+        "i8" => Scalar::Int {
+            bits: 8,
+            signed: true,
+        },
+        "i16" => Scalar::Int {
+            bits: 16,
+            signed: true,
+        },
+        "i32" => Scalar::Int {
+            bits: 32,
+            signed: true,
+        },
+        "i64" | "isize" => Scalar::Int {
+            bits: 64,
+            signed: true,
+        },
+        "u8" => Scalar::Int {
+            bits: 8,
+            signed: false,
+        },
+        "u16" => Scalar::Int {
+            bits: 16,
+            signed: false,
+        },
+        "u32" => Scalar::Int {
+            bits: 32,
+            signed: false,
+        },
+        "u64" | "usize" => Scalar::Int {
+            bits: 64,
+            signed: false,
+        },
         "f32" => Scalar::Float { bits: 32 },
         "f64" => Scalar::Float { bits: 64 },
         "bool" => Scalar::Bool,
@@ -151,9 +181,18 @@ impl Scalar {
     /// The tensor element type a pointer to it takes.
     fn dtype(self) -> DType {
         match self {
-            Scalar::Int { bits: 8, signed: true } => DType::I8,
-            Scalar::Int { bits: 16, signed: true } => DType::I16,
-            Scalar::Int { bits: 32, signed: true } => DType::I32,
+            Scalar::Int {
+                bits: 8,
+                signed: true,
+            } => DType::I8,
+            Scalar::Int {
+                bits: 16,
+                signed: true,
+            } => DType::I16,
+            Scalar::Int {
+                bits: 32,
+                signed: true,
+            } => DType::I32,
             Scalar::Int { signed: true, .. } => DType::I64,
             Scalar::Int { bits: 8, .. } => DType::U8,
             Scalar::Int { bits: 16, .. } => DType::U16,
@@ -178,9 +217,15 @@ fn parse_signature(text: &str) -> Vec<(String, Param)> {
             let (name, ty) = p.split_once(':').unwrap_or(("?", p));
             let ty = ty.trim();
             let param = if let Some(rest) = ty.strip_prefix("*mut ") {
-                scalar(rest).map_or(Param::Other(ty.into()), |elem| Param::Ptr { elem, mutable: true })
+                scalar(rest).map_or(Param::Other(ty.into()), |elem| Param::Ptr {
+                    elem,
+                    mutable: true,
+                })
             } else if let Some(rest) = ty.strip_prefix("*const ") {
-                scalar(rest).map_or(Param::Other(ty.into()), |elem| Param::Ptr { elem, mutable: false })
+                scalar(rest).map_or(Param::Other(ty.into()), |elem| Param::Ptr {
+                    elem,
+                    mutable: false,
+                })
             } else {
                 scalar(ty).map_or(Param::Other(ty.into()), Param::Value)
             };
@@ -244,7 +289,11 @@ pub struct Kernels {
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        let module = self.module.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let module = self
+            .module
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         self.core.drop_within(module);
         self.core.release();
     }
@@ -281,7 +330,12 @@ enum PyArg {
 }
 
 /// Packs `value` for a parameter of type `s` (named `name`), checked against its range.
-fn push_value(args: &mut RawKernelArgs, name: &str, s: Scalar, value: &PyArg) -> Result<(), String> {
+fn push_value(
+    args: &mut RawKernelArgs,
+    name: &str,
+    s: Scalar,
+    value: &PyArg,
+) -> Result<(), String> {
     let pushed = match (s, value) {
         (Scalar::Bool, PyArg::Bool(b)) => args.push(*b),
         (Scalar::Int { bits, signed }, PyArg::Int(v)) => {
@@ -291,7 +345,9 @@ fn push_value(args: &mut RawKernelArgs, name: &str, s: Scalar, value: &PyArg) ->
                 (0, (1i128 << bits) - 1)
             };
             if *v < lo || *v > hi {
-                return Err(format!("`{name}` = {v} is outside the range of its type ({lo}..={hi})"));
+                return Err(format!(
+                    "`{name}` = {v} is outside the range of its type ({lo}..={hi})"
+                ));
             }
             match (bits, signed) {
                 (8, true) => args.push(*v as i8),
@@ -308,12 +364,21 @@ fn push_value(args: &mut RawKernelArgs, name: &str, s: Scalar, value: &PyArg) ->
         (Scalar::Float { bits: 32 }, PyArg::Int(v)) => args.push(*v as f32),
         (Scalar::Float { .. }, PyArg::Float(v)) => args.push(*v),
         (Scalar::Float { .. }, PyArg::Int(v)) => args.push(*v as f64),
-        (Scalar::Half(DType::Bf16), PyArg::Float(v)) => args.push(rshmem_device::bf16::from_f64(*v)),
+        (Scalar::Half(DType::Bf16), PyArg::Float(v)) => {
+            args.push(rshmem_device::bf16::from_f64(*v))
+        }
         (Scalar::Half(_), PyArg::Float(v)) => args.push(rshmem_device::f16::from_f64(*v)),
         (s, PyArg::Tensor(t)) => {
-            return Err(format!("`{name}` is a {s:?} value, but a tensor ({}) was passed", t.2))
+            return Err(format!(
+                "`{name}` is a {s:?} value, but a tensor ({}) was passed",
+                t.2
+            ))
         }
-        (s, _) => return Err(format!("`{name}` takes a {s:?}: pass a Python number of that kind")),
+        (s, _) => {
+            return Err(format!(
+                "`{name}` takes a {s:?}: pass a Python number of that kind"
+            ))
+        }
     };
     pushed.map_err(|e| e.to_string())
 }
@@ -373,7 +438,11 @@ impl Kernels {
         }
         let mut raw = RawKernelArgs::new();
         for ((pname, param), value) in params.iter().zip(&args) {
-            let bad = |why: String| arg(format!("{call}: {why} (the kernel is `{name}({signature})`)"));
+            let bad = |why: String| {
+                arg(format!(
+                    "{call}: {why} (the kernel is `{name}({signature})`)"
+                ))
+            };
             match param {
                 Param::Other(ty) => {
                     return Err(bad(format!(

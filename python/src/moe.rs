@@ -52,7 +52,11 @@ impl std::ops::DerefMut for MappedGuard<'_> {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let bufs = self.bufs.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let bufs = self
+            .bufs
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         self.core.drop_within(bufs);
         self.core.release();
     }
@@ -76,7 +80,11 @@ struct RecvRegion {
 }
 
 /// Bytes `at..at + len` of `buf`.
-fn bytes_of<T: Pod>(buf: &SymBuffer<'_, T>, at: usize, len: usize) -> PyResult<SymRange<'static, u8>> {
+fn bytes_of<T: Pod>(
+    buf: &SymBuffer<'_, T>,
+    at: usize,
+    len: usize,
+) -> PyResult<SymRange<'static, u8>> {
     let whole = SymRange::from(buf).cast::<u8>().or_raise()?;
     // SAFETY: the caller holds the region (so the buffers) while it uses the range.
     Ok(unsafe { extend(whole.range(at..at + len).or_raise()?) })
@@ -250,7 +258,14 @@ impl Layout {
     }
 }
 
-fn config(experts: u32, top_k: u32, hidden: u32, max_tokens: u32, align: u32, fp8: bool) -> MoeConfig {
+fn config(
+    experts: u32,
+    top_k: u32,
+    hidden: u32,
+    max_tokens: u32,
+    align: u32,
+    fp8: bool,
+) -> MoeConfig {
     MoeConfig {
         experts,
         top_k,
@@ -311,7 +326,11 @@ fn moe_dispatch(
 ) -> PyResult<Layout> {
     const CALL: &str = "rshmem.moe_dispatch";
     let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
-    let (x, idx, w) = (find("x", &x)?, find("topk_idx", &topk_idx)?, find("topk_weights", &topk_weights)?);
+    let (x, idx, w) = (
+        find("x", &x)?,
+        find("topk_idx", &topk_idx)?,
+        find("topk_weights", &topk_weights)?,
+    );
     idx.expect(CALL, DType::I32, "topk_idx")?;
     w.expect(CALL, DType::F32, "topk_weights")?;
     let scales = x_scales.map(|t| find("x_scales", &t)).transpose()?;
@@ -328,7 +347,9 @@ fn moe_dispatch(
         };
         let mut guard = inner.lock();
         let Buffers::Normal(b) = &mut *guard else {
-            return Err(arg(format!("{CALL}: these are low-latency buffers: use rshmem.moe_ll_dispatch")));
+            return Err(arg(format!(
+                "{CALL}: these are low-latency buffers: use rshmem.moe_ll_dispatch"
+            )));
         };
         match rows {
             (x, None) => live
@@ -375,7 +396,9 @@ fn moe_combine(
         let (e, o) = (e.range::<bf16>()?, o.range_mut::<bf16>()?);
         let mut guard = inner.lock();
         let Buffers::Normal(b) = &mut *guard else {
-            return Err(arg(format!("{CALL}: these are low-latency buffers: use rshmem.moe_ll_combine")));
+            return Err(arg(format!(
+                "{CALL}: these are low-latency buffers: use rshmem.moe_ll_combine"
+            )));
         };
         live.ops.moe_combine(s, b, &layout, e, o).or_raise()
     })
@@ -394,7 +417,10 @@ fn moe_ll_dispatch(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.moe_ll_dispatch";
-    let (x, idx) = (Sym::find(&pe.core, CALL, "x", &x)?, Sym::find(&pe.core, CALL, "topk_idx", &topk_idx)?);
+    let (x, idx) = (
+        Sym::find(&pe.core, CALL, "x", &x)?,
+        Sym::find(&pe.core, CALL, "topk_idx", &topk_idx)?,
+    );
     x.expect(CALL, DType::Bf16, "the dispatch")?;
     idx.expect(CALL, DType::I32, "topk_idx")?;
     let inner = bufs.inner.clone();
@@ -402,7 +428,9 @@ fn moe_ll_dispatch(
         let (x, idx) = (x.range::<bf16>()?, idx.range::<i32>()?);
         let mut guard = inner.lock();
         let Buffers::LowLatency(b) = &mut *guard else {
-            return Err(arg(format!("{CALL}: these are normal-mode buffers: use rshmem.moe_dispatch")));
+            return Err(arg(format!(
+                "{CALL}: these are normal-mode buffers: use rshmem.moe_dispatch"
+            )));
         };
         live.ops.moe_ll_dispatch(s, b, x, idx, tokens).or_raise()
     })
@@ -440,7 +468,9 @@ fn moe_ll_combine(
         let (w, o) = (w.range::<f32>()?, o.range_mut::<bf16>()?);
         let mut guard = inner.lock();
         let Buffers::LowLatency(b) = &mut *guard else {
-            return Err(arg(format!("{CALL}: these are normal-mode buffers: use rshmem.moe_combine")));
+            return Err(arg(format!(
+                "{CALL}: these are normal-mode buffers: use rshmem.moe_combine"
+            )));
         };
         live.ops.moe_ll_combine(s, b, e, idx, w, o).or_raise()
     })

@@ -64,7 +64,11 @@ fn kernel(call: &str, kernel: &str) -> PyResult<Kernel> {
 
 /// The element type both of `a` and `b` have, or an error naming them.
 fn same(call: &str, a: &Sym, b: &Sym) -> PyResult<DType> {
-    b.expect(call, a.dtype, "this op, whose other tensor is of that type,")?;
+    b.expect(
+        call,
+        a.dtype,
+        "this op, whose other tensor is of that type,",
+    )?;
     Ok(a.dtype)
 }
 
@@ -83,7 +87,9 @@ fn all_reduce(
     const CALL: &str = "rshmem.all_reduce";
     let op = reduce_op(CALL, op)?;
     let src = Sym::find(&pe.core, CALL, "src", &src)?;
-    let dst = dst.map(|d| Sym::find(&pe.core, CALL, "out", &d)).transpose()?;
+    let dst = dst
+        .map(|d| Sym::find(&pe.core, CALL, "out", &d))
+        .transpose()?;
     on_stream(py, pe, stream, |live, s| match &dst {
         None => with_reducible!(CALL, src.dtype, T => live
             .ops
@@ -115,7 +121,9 @@ fn reduce_scatter(
     const CALL: &str = "rshmem.reduce_scatter";
     let op = reduce_op(CALL, op)?;
     let src = Sym::find(&pe.core, CALL, "src", &src)?;
-    let dst = dst.map(|d| Sym::find(&pe.core, CALL, "out", &d)).transpose()?;
+    let dst = dst
+        .map(|d| Sym::find(&pe.core, CALL, "out", &d))
+        .transpose()?;
     on_stream(py, pe, stream, |live, s| match &dst {
         None => with_reducible!(CALL, src.dtype, T => live
             .ops
@@ -144,7 +152,9 @@ fn all_gather(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.all_gather";
-    let src = src.map(|t| Sym::find(&pe.core, CALL, "src", &t)).transpose()?;
+    let src = src
+        .map(|t| Sym::find(&pe.core, CALL, "src", &t))
+        .transpose()?;
     let dst = Sym::find(&pe.core, CALL, "out", &dst)?;
     on_stream(py, pe, stream, |live, s| match &src {
         None => with_bits!(dst.dtype, T => live
@@ -173,7 +183,9 @@ fn all_gather_v(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.all_gather_v";
-    let src = src.map(|t| Sym::find(&pe.core, CALL, "src", &t)).transpose()?;
+    let src = src
+        .map(|t| Sym::find(&pe.core, CALL, "src", &t))
+        .transpose()?;
     let dst = Sym::find(&pe.core, CALL, "out", &dst)?;
     on_stream(py, pe, stream, |live, s| match &src {
         None => with_bits!(dst.dtype, T => live
@@ -340,11 +352,19 @@ fn all_gather_gemm(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.all_gather_gemm";
-    let ([a, b, c], shape, options) = fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel))?;
+    let ([a, b, c], shape, options) =
+        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel))?;
     on_stream(py, pe, stream, |live, s| {
         use rshmem_device::bf16;
         live.ops
-            .all_gather_gemm_with(s, a.range_mut::<bf16>()?, b.range::<bf16>()?, c.range_mut::<bf16>()?, shape, options)
+            .all_gather_gemm_with(
+                s,
+                a.range_mut::<bf16>()?,
+                b.range::<bf16>()?,
+                c.range_mut::<bf16>()?,
+                shape,
+                options,
+            )
             .or_raise()
     })
 }
@@ -367,11 +387,19 @@ fn gemm_reduce_scatter(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.gemm_reduce_scatter";
-    let ([a, b, c], shape, options) = fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel))?;
+    let ([a, b, c], shape, options) =
+        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel))?;
     on_stream(py, pe, stream, |live, s| {
         use rshmem_device::bf16;
         live.ops
-            .gemm_reduce_scatter_with(s, a.range::<bf16>()?, b.range::<bf16>()?, c.range_mut::<bf16>()?, shape, options)
+            .gemm_reduce_scatter_with(
+                s,
+                a.range::<bf16>()?,
+                b.range::<bf16>()?,
+                c.range_mut::<bf16>()?,
+                shape,
+                options,
+            )
             .or_raise()
     })
 }
@@ -384,11 +412,9 @@ fn set_algorithm(pe: &Pe, algorithm: &str) -> PyResult<()> {
         "lamport" => Algorithm::Lamport,
         "one_shot" => Algorithm::OneShot,
         "two_shot" => Algorithm::TwoShot,
-        other => {
-            return Err(arg(format!(
-                "rshmem.set_algorithm: {other:?}: \"auto\", \"lamport\", \"one_shot\" or \"two_shot\""
-            )))
-        }
+        other => return Err(arg(format!(
+            "rshmem.set_algorithm: {other:?}: \"auto\", \"lamport\", \"one_shot\" or \"two_shot\""
+        ))),
     };
     pe.core.with_live(|live| {
         live.ops.set_algorithm(algorithm);

@@ -53,6 +53,9 @@ impl Live {
     }
 }
 
+/// Symmetric memory registered at an address: its bytes and what holds it.
+type Registered = (usize, Weak<dyn Region>);
+
 /// Why a PE no longer runs work.
 #[derive(Clone, Debug)]
 enum Ended {
@@ -73,8 +76,8 @@ pub struct PeCore {
     pub npes: usize,
     pub backend: Backend,
     state: RwLock<State>,
-    /// Live symmetric memory by start address: `(bytes, what holds it)`.
-    regions: Mutex<BTreeMap<u64, (usize, Weak<dyn Region>)>>,
+    /// Live symmetric memory by start address.
+    regions: Mutex<BTreeMap<u64, Registered>>,
     /// Objects alive that borrow the PE (allocations, modules, graphs, MoE buffers).
     objects: AtomicUsize,
 }
@@ -250,7 +253,9 @@ pub unsafe fn extend<T: rshmem_host::Pod>(range: SymRange<'_, T>) -> SymRange<'s
 /// # Safety
 ///
 /// As [`extend`].
-pub unsafe fn extend_mut<T: rshmem_host::Pod>(range: SymRangeMut<'_, T>) -> SymRangeMut<'static, T> {
+pub unsafe fn extend_mut<T: rshmem_host::Pod>(
+    range: SymRangeMut<'_, T>,
+) -> SymRangeMut<'static, T> {
     // SAFETY: as in `extend`.
     unsafe { std::mem::transmute::<SymRangeMut<'_, T>, SymRangeMut<'static, T>>(range) }
 }
@@ -315,14 +320,18 @@ impl Alloc {
 impl Region for Alloc {
     fn bytes(&self, at: usize, bytes: usize) -> PyResult<SymRange<'static, u8>> {
         let guard = self.buf.lock().unwrap_or_else(|p| p.into_inner());
-        let buf = guard.as_ref().expect("an allocation alive holds its buffer");
+        let buf = guard
+            .as_ref()
+            .expect("an allocation alive holds its buffer");
         // SAFETY: the caller holds this allocation while it uses the range.
         Ok(unsafe { extend(buf.range(at..at + bytes).or_raise()?) })
     }
 
     fn bytes_mut(&self, at: usize, bytes: usize) -> PyResult<SymRangeMut<'static, u8>> {
         let mut guard = self.buf.lock().unwrap_or_else(|p| p.into_inner());
-        let buf = guard.as_mut().expect("an allocation alive holds its buffer");
+        let buf = guard
+            .as_mut()
+            .expect("an allocation alive holds its buffer");
         // SAFETY: as in `bytes`.
         Ok(unsafe { extend_mut(buf.range_mut(at..at + bytes).or_raise()?) })
     }

@@ -98,7 +98,10 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
         let text: Vec<String> = lines.extract()?;
         Ok(text.concat())
     });
-    formatted.unwrap_or_else(|_| e.to_string()).trim_end().to_string()
+    formatted
+        .unwrap_or_else(|_| e.to_string())
+        .trim_end()
+        .to_string()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -28,7 +28,10 @@ fn run(what: &str, cmd: &mut Command) {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("{what}: could not start {:?}: {e}", cmd.get_program()));
-    eprintln!("python test: {what}: {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "python test: {what}: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     if !out.status.success() {
         panic!(
             "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
@@ -68,7 +71,13 @@ fn venv(target: &Path) -> PathBuf {
     run(
         "pip install",
         Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
             .args(PINS),
     );
     std::fs::write(&stamp, wanted).unwrap();
@@ -78,9 +87,14 @@ fn venv(target: &Path) -> PathBuf {
 /// `cmd` without this test's own package variables (they are not maturin's build's).
 fn clean_env(cmd: &mut Command) -> &mut Command {
     for (key, _) in std::env::vars() {
-        let outer = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
-            .iter()
-            .any(|p| key.starts_with(p));
+        let outer = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p));
         if outer || key == "CARGO_PRIMARY_PACKAGE" || key == "CARGO_TARGET_TMPDIR" {
             cmd.env_remove(key);
         }

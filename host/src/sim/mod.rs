@@ -48,7 +48,10 @@ pub(crate) fn run(npes: usize, pe_main: PeMain<'_>) -> Result<()> {
                 .name(format!("rshmem-sim PE {pe}"))
                 .spawn_scoped(s, move || {
                     let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(job.pe(pe))));
-                    job.finished(pe, outcome_text(outcome.map(|r| r.map_err(|e| e.to_string()))));
+                    job.finished(
+                        pe,
+                        outcome_text(outcome.map(|r| r.map_err(|e| e.to_string()))),
+                    );
                 });
             if let Err(e) = spawned {
                 job.finished(pe, Err(format!("the host could not start its thread: {e}")));

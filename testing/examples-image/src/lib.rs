@@ -32,7 +32,4 @@ pub static IMAGE: rshmem_host::KernelImage =
 
 /// The same image as the JSON manifest rshmem-builder wrote beside it: what a program loads
 /// at run time (the Python bindings' `rshmem.load_kernels`, whose tests use this one).
-pub const MANIFEST: &str = concat!(
-    env!("OUT_DIR"),
-    "/rshmem-image-rshmem-example-kernels.json"
-);
+pub const MANIFEST: &str = concat!(env!("OUT_DIR"), "/rshmem-image-rshmem-example-kernels.json");
