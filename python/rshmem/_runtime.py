@@ -98,12 +98,16 @@ def init(group=None, device=None, hang_timeout=None):
                 "RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT), or call "
                 "torch.distributed.init_process_group first, or pass group="
             )
-        dist.init_process_group(backend="nccl", device_id=torch.device("cuda", device))
+        dist.init_process_group(backend="cpu:gloo,cuda:nccl")
     rank = dist.get_rank(group)
     world = dist.get_world_size(group)
+    # The ID travels over gloo (CPU): NCCL refuses ranks that share a GPU, as under MPS.
+    ranks = None if group is None else dist.get_process_group_ranks(group)
+    carrier = dist.new_group(ranks=ranks, backend="gloo")
     uid = [_native.unique_id() if rank == 0 else None]
     src = 0 if group is None else dist.get_global_rank(group, 0)
-    dist.broadcast_object_list(uid, src=src, group=group)
+    dist.broadcast_object_list(uid, src=src, group=carrier)
+    dist.destroy_process_group(carrier)
     _process_pe = _native.attach_gpu(rank, world, device, uid[0], hang_timeout)
     atexit.register(_at_exit)
     return _process_pe
