@@ -152,6 +152,29 @@ impl SimJob {
         }
     }
 
+    /// Runs PE `pe`'s work on this thread: `work` with the PE's `Shmem`, its error or panic
+    /// becoming the PE's failure ([`SimJob::finished`]). Returns what `work` returned, if it
+    /// succeeded.
+    pub fn run_pe<R>(
+        &self,
+        pe: usize,
+        work: impl FnOnce(Shmem) -> std::result::Result<R, String>,
+    ) -> Option<R> {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            work(self.pe(pe).map_err(|e| e.to_string())?)
+        }));
+        match crate::sim::outcome_text(outcome) {
+            Ok(value) => {
+                self.finished(pe, Ok(()));
+                Some(value)
+            }
+            Err(reason) => {
+                self.finished(pe, Err(reason));
+                None
+            }
+        }
+    }
+
     /// PE `pe` ended, well or with its error's text: a failure makes the PEs waiting for it
     /// (in collectives, device waits, allocations) fail, naming it.
     pub fn finished(&self, pe: usize, outcome: std::result::Result<(), String>) {

@@ -72,135 +72,108 @@ fn same(call: &str, a: &Sym, b: &Sym) -> PyResult<DType> {
     Ok(a.dtype)
 }
 
-/// `dst = reduce(src)` over the world (`dst=None`: in place in `src`).
-#[pyfunction]
-#[pyo3(signature = (pe, src, dst, count, op, stream=None))]
-fn all_reduce(
-    py: Python<'_>,
-    pe: &Pe,
-    src: TensorArg,
-    dst: Option<TensorArg>,
-    count: usize,
-    op: &str,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.all_reduce";
-    let op = reduce_op(CALL, op)?;
-    let src = Sym::find(&pe.core, CALL, "src", &src)?;
-    let dst = dst
-        .map(|d| Sym::find(&pe.core, CALL, "out", &d))
-        .transpose()?;
-    on_stream(py, pe, stream, |live, s| match &dst {
-        None => with_reducible!(CALL, src.dtype, T => live
-            .ops
-            .all_reduce_in_place(s, Team::WORLD, src.range_mut::<T>()?, count, op)
-            .or_raise()),
-        Some(dst) => {
-            let dtype = same(CALL, &src, dst)?;
-            with_reducible!(CALL, dtype, T => live
-                .ops
-                .all_reduce(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, count, op)
-                .or_raise())
+/// A reduction over the world, `src` into `dst` or in place in `src` (`dst=None`): the
+/// pyfunction `$name` calls `Ops::$out_of_place` or `Ops::$in_place` on bf16, f16, f32, i32 or
+/// i64.
+macro_rules! reduction {
+    ($(#[$doc:meta])* $name:ident, $in_place:ident, $out_of_place:ident) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (pe, src, dst, count, op, stream=None))]
+        fn $name(
+            py: Python<'_>,
+            pe: &Pe,
+            src: TensorArg,
+            dst: Option<TensorArg>,
+            count: usize,
+            op: &str,
+            stream: Option<u64>,
+        ) -> PyResult<()> {
+            const CALL: &str = concat!("rshmem.", stringify!($name));
+            let op = reduce_op(CALL, op)?;
+            let src = Sym::find(&pe.core, CALL, "src", &src)?;
+            let dst = dst.map(|d| Sym::find(&pe.core, CALL, "out", &d)).transpose()?;
+            on_stream(py, pe, stream, |live, s| match &dst {
+                None => with_reducible!(CALL, src.dtype, T => live
+                    .ops
+                    .$in_place(s, Team::WORLD, src.range_mut::<T>()?, count, op)
+                    .or_raise()),
+                Some(dst) => {
+                    let dtype = same(CALL, &src, dst)?;
+                    with_reducible!(CALL, dtype, T => live
+                        .ops
+                        .$out_of_place(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, count, op)
+                        .or_raise())
+                }
+            })
         }
-    })
+    };
 }
 
-/// Reduce-scatter: `src` holds `n_pes × count`; this PE's `dst[0..count]` gets its chunk of
-/// the reduction (`dst=None`: in place, into this PE's own chunk of `src`).
-#[pyfunction]
-#[pyo3(signature = (pe, src, dst, count, op, stream=None))]
-fn reduce_scatter(
-    py: Python<'_>,
-    pe: &Pe,
-    src: TensorArg,
-    dst: Option<TensorArg>,
-    count: usize,
-    op: &str,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.reduce_scatter";
-    let op = reduce_op(CALL, op)?;
-    let src = Sym::find(&pe.core, CALL, "src", &src)?;
-    let dst = dst
-        .map(|d| Sym::find(&pe.core, CALL, "out", &d))
-        .transpose()?;
-    on_stream(py, pe, stream, |live, s| match &dst {
-        None => with_reducible!(CALL, src.dtype, T => live
-            .ops
-            .reduce_scatter_in_place(s, Team::WORLD, src.range_mut::<T>()?, count, op)
-            .or_raise()),
-        Some(dst) => {
-            let dtype = same(CALL, &src, dst)?;
-            with_reducible!(CALL, dtype, T => live
-                .ops
-                .reduce_scatter(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, count, op)
-                .or_raise())
+reduction!(
+    /// `dst = reduce(src)` over the world (`dst=None`: in place in `src`).
+    all_reduce,
+    all_reduce_in_place,
+    all_reduce
+);
+reduction!(
+    /// Reduce-scatter: `src` holds `n_pes × count`; this PE's `dst[0..count]` gets its chunk
+    /// of the reduction (`dst=None`: in place, into this PE's own chunk of `src`).
+    reduce_scatter,
+    reduce_scatter_in_place,
+    reduce_scatter
+);
+
+/// An all-gather over the world, any element type (moved as bits), `src` into `dst` or in
+/// place (`src=None`: each member's part already in `dst`): the pyfunction `$name` calls
+/// `Ops::$out_of_place` or `Ops::$in_place` with its size argument `$size` (passed as `$pass`).
+macro_rules! gather {
+    ($(#[$doc:meta])* $name:ident, $in_place:ident, $out_of_place:ident, $size:ident: $sty:ty => $pass:expr) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (pe, src, dst, $size, stream=None))]
+        fn $name(
+            py: Python<'_>,
+            pe: &Pe,
+            src: Option<TensorArg>,
+            dst: TensorArg,
+            $size: $sty,
+            stream: Option<u64>,
+        ) -> PyResult<()> {
+            const CALL: &str = concat!("rshmem.", stringify!($name));
+            let src = src.map(|t| Sym::find(&pe.core, CALL, "src", &t)).transpose()?;
+            let dst = Sym::find(&pe.core, CALL, "out", &dst)?;
+            on_stream(py, pe, stream, |live, s| match &src {
+                None => with_bits!(dst.dtype, T => live
+                    .ops
+                    .$in_place(s, Team::WORLD, dst.range_mut::<T>()?, $pass)
+                    .or_raise()),
+                Some(src) => {
+                    let dtype = same(CALL, src, &dst)?;
+                    with_bits!(dtype, T => live
+                        .ops
+                        .$out_of_place(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, $pass)
+                        .or_raise())
+                }
+            })
         }
-    })
+    };
 }
 
-/// All-gather: member `r`'s `src[0..count]` lands at `dst[r·count..]` (`src=None`: in place,
-/// each member's part already in its chunk of `dst`). Any element type (moved as bits).
-#[pyfunction]
-#[pyo3(signature = (pe, src, dst, count, stream=None))]
-fn all_gather(
-    py: Python<'_>,
-    pe: &Pe,
-    src: Option<TensorArg>,
-    dst: TensorArg,
-    count: usize,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.all_gather";
-    let src = src
-        .map(|t| Sym::find(&pe.core, CALL, "src", &t))
-        .transpose()?;
-    let dst = Sym::find(&pe.core, CALL, "out", &dst)?;
-    on_stream(py, pe, stream, |live, s| match &src {
-        None => with_bits!(dst.dtype, T => live
-            .ops
-            .all_gather_in_place(s, Team::WORLD, dst.range_mut::<T>()?, count)
-            .or_raise()),
-        Some(src) => {
-            let dtype = same(CALL, src, &dst)?;
-            with_bits!(dtype, T => live
-                .ops
-                .all_gather(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, count)
-                .or_raise())
-        }
-    })
-}
-
-/// All-gather with a count per member (`counts`, the same list on every member).
-#[pyfunction]
-#[pyo3(signature = (pe, src, dst, counts, stream=None))]
-fn all_gather_v(
-    py: Python<'_>,
-    pe: &Pe,
-    src: Option<TensorArg>,
-    dst: TensorArg,
-    counts: Vec<usize>,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.all_gather_v";
-    let src = src
-        .map(|t| Sym::find(&pe.core, CALL, "src", &t))
-        .transpose()?;
-    let dst = Sym::find(&pe.core, CALL, "out", &dst)?;
-    on_stream(py, pe, stream, |live, s| match &src {
-        None => with_bits!(dst.dtype, T => live
-            .ops
-            .all_gather_v_in_place(s, Team::WORLD, dst.range_mut::<T>()?, &counts)
-            .or_raise()),
-        Some(src) => {
-            let dtype = same(CALL, src, &dst)?;
-            with_bits!(dtype, T => live
-                .ops
-                .all_gather_v(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, &counts)
-                .or_raise())
-        }
-    })
-}
+gather!(
+    /// All-gather: member `r`'s `src[0..count]` lands at `dst[r·count..]`.
+    all_gather,
+    all_gather_in_place,
+    all_gather,
+    count: usize => count
+);
+gather!(
+    /// All-gather with a count per member (`counts`, the same list on every member).
+    all_gather_v,
+    all_gather_v_in_place,
+    all_gather_v,
+    counts: Vec<usize> => &counts
+);
 
 /// All-reduce of `x` + residual add + RMSNorm into `out` (bf16, f16 or f32).
 #[pyfunction]
@@ -412,9 +385,11 @@ fn set_algorithm(pe: &Pe, algorithm: &str) -> PyResult<()> {
         "lamport" => Algorithm::Lamport,
         "one_shot" => Algorithm::OneShot,
         "two_shot" => Algorithm::TwoShot,
-        other => return Err(arg(format!(
+        other => {
+            return Err(arg(format!(
             "rshmem.set_algorithm: {other:?}: \"auto\", \"lamport\", \"one_shot\" or \"two_shot\""
-        ))),
+        )))
+        }
     };
     pe.core.with_live(|live| {
         live.ops.set_algorithm(algorithm);

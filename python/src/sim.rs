@@ -12,7 +12,6 @@ use crate::pe::PeCore;
 use crate::Pe;
 use pyo3::prelude::*;
 use rshmem_host::SimJob;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs `main(pe)` on `npes` simulated PEs; returns their results in PE order.
 #[pyfunction]
@@ -54,10 +53,9 @@ fn sim_run(py: Python<'_>, main: Py<PyAny>, npes: usize) -> PyResult<Vec<Py<PyAn
     }
 }
 
-/// One PE's thread: its `Shmem` and ops, `main(pe)`, and its verdict for the job.
+/// One PE's thread: its ops, `main(pe)`, and its verdict for the job.
 fn run_pe(job: &SimJob, pe: usize, main: &Py<PyAny>) -> Option<Py<PyAny>> {
-    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<Py<PyAny>, String> {
-        let shmem = job.pe(pe).map_err(|e| e.to_string())?;
+    job.run_pe(pe, |shmem| {
         // Collective (Ops::new allocates): without the GIL, which the other PEs need.
         let core = PeCore::new(shmem).map_err(|e| e.to_string())?;
         let outcome = Python::attach(|py| {
@@ -65,27 +63,9 @@ fn run_pe(job: &SimJob, pe: usize, main: &Py<PyAny>) -> Option<Py<PyAny>> {
             main.call1(py, (handle,)).map_err(|e| describe(py, &e))
         });
         // The PE's work is over: its heap stays mapped while tensors use it.
-        Python::attach(|py| py.detach(|| core.end(false))).map_err(|e| e.to_string())?;
+        core.end(false).map_err(|e| e.to_string())?;
         outcome
-    }));
-    let outcome = outcome.unwrap_or_else(|payload| {
-        let text = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a non-string payload".into());
-        Err(format!("panicked: {text}"))
-    });
-    match outcome {
-        Ok(value) => {
-            job.finished(pe, Ok(()));
-            Some(value)
-        }
-        Err(reason) => {
-            job.finished(pe, Err(reason));
-            None
-        }
-    }
+    })
 }
 
 /// A Python exception as its traceback's text (the job's error carries it).

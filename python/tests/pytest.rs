@@ -9,6 +9,11 @@
 //! this workspace's target folder, so the crates and kernel images the workspace's tests built
 //! are reused), with the examples' kernels compiled in for the simulator.
 
+#[path = "../../tests/common/project.rs"]
+#[allow(dead_code)]
+mod project;
+
+use project::without_outer_package;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -84,24 +89,6 @@ fn venv(target: &Path) -> PathBuf {
     venv
 }
 
-/// `cmd` without this test's own package variables (they are not maturin's build's).
-fn clean_env(cmd: &mut Command) -> &mut Command {
-    for (key, _) in std::env::vars() {
-        let outer = [
-            "CARGO_PKG_",
-            "CARGO_MANIFEST_",
-            "CARGO_CRATE_",
-            "CARGO_BIN_",
-        ]
-        .iter()
-        .any(|p| key.starts_with(p));
-        if outer || key == "CARGO_PRIMARY_PACKAGE" || key == "CARGO_TARGET_TMPDIR" {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
-}
-
 #[test]
 fn pytest_suite_on_the_simulator() {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -115,7 +102,7 @@ fn pytest_suite_on_the_simulator() {
     );
     run(
         "maturin develop",
-        clean_env(
+        without_outer_package(
             Command::new(bin.join("maturin"))
                 .args(["develop", "--quiet", "--manifest-path"])
                 .arg(crate_dir.join("Cargo.toml"))

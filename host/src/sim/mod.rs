@@ -124,9 +124,9 @@ impl SimJob {
 }
 
 /// A PE closure's outcome as its verdict's text: its error, or its panic's message.
-fn outcome_text(
-    outcome: std::thread::Result<std::result::Result<(), String>>,
-) -> std::result::Result<(), String> {
+pub(crate) fn outcome_text<R>(
+    outcome: std::thread::Result<std::result::Result<R, String>>,
+) -> std::result::Result<R, String> {
     outcome.unwrap_or_else(|payload| {
         let text = payload
             .downcast_ref::<&str>()
