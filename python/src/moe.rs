@@ -79,52 +79,42 @@ struct RecvRegion {
     which: Recv,
 }
 
-/// Bytes `at..at + len` of `buf`.
-fn bytes_of<T: Pod>(
-    buf: &SymBuffer<'_, T>,
-    at: usize,
-    len: usize,
-) -> PyResult<SymRange<'static, u8>> {
-    let whole = SymRange::from(buf).cast::<u8>().or_raise()?;
+/// The whole of `buf` as bytes, with `dtype`.
+fn whole<T: Pod>(buf: &SymBuffer<'_, T>, dtype: DType) -> PyResult<(SymRange<'static, u8>, DType)> {
+    let bytes = SymRange::from(buf).cast::<u8>().or_raise()?;
     // SAFETY: the caller holds the region (so the buffers) while it uses the range.
-    Ok(unsafe { extend(whole.range(at..at + len).or_raise()?) })
+    Ok((unsafe { extend(bytes) }, dtype))
 }
 
 impl RecvRegion {
+    /// The buffer's bytes and element type: the one table of which buffer is which.
+    fn whole(&self) -> PyResult<(SymRange<'static, u8>, DType)> {
+        let bufs = self.inner.lock();
+        match (&*bufs, self.which) {
+            (Buffers::Normal(b), Recv::X) => whole(b.recv_x().or_raise()?, DType::Bf16),
+            (Buffers::Normal(b), Recv::XFp8) => whole(b.recv_x_fp8().or_raise()?.0, DType::Fp8E4m3),
+            (Buffers::Normal(b), Recv::Scales) => whole(b.recv_x_fp8().or_raise()?.1, DType::F32),
+            (Buffers::Normal(b), Recv::Src) => whole(b.recv_src(), DType::U32),
+            (Buffers::Normal(b), Recv::Weights) => whole(b.recv_weights(), DType::F32),
+            (Buffers::LowLatency(b), Recv::X) => whole(b.recv_x(), DType::Bf16),
+            (Buffers::LowLatency(b), Recv::Src) => whole(b.recv_src(), DType::U32),
+            (Buffers::LowLatency(b), Recv::Count) => whole(b.recv_count(), DType::U32),
+            (_, which) => Err(arg(format!("these MoE buffers have no {which:?} buffer"))),
+        }
+    }
+
     /// `(address, bytes, dtype)` of the buffer.
     fn describe(&self) -> PyResult<(u64, usize, DType)> {
-        let bufs = self.inner.lock();
-        fn d<T: Pod>(b: &SymBuffer<'_, T>, t: DType) -> (u64, usize, DType) {
-            (b.as_ptr() as u64, b.size_bytes(), t)
-        }
-        Ok(match (&*bufs, self.which) {
-            (Buffers::Normal(b), Recv::X) => d(b.recv_x().or_raise()?, DType::Bf16),
-            (Buffers::Normal(b), Recv::XFp8) => d(b.recv_x_fp8().or_raise()?.0, DType::Fp8E4m3),
-            (Buffers::Normal(b), Recv::Scales) => d(b.recv_x_fp8().or_raise()?.1, DType::F32),
-            (Buffers::Normal(b), Recv::Src) => d(b.recv_src(), DType::U32),
-            (Buffers::Normal(b), Recv::Weights) => d(b.recv_weights(), DType::F32),
-            (Buffers::LowLatency(b), Recv::X) => d(b.recv_x(), DType::Bf16),
-            (Buffers::LowLatency(b), Recv::Src) => d(b.recv_src(), DType::U32),
-            (Buffers::LowLatency(b), Recv::Count) => d(b.recv_count(), DType::U32),
-            (_, which) => return Err(arg(format!("these MoE buffers have no {which:?} buffer"))),
-        })
+        let (bytes, dtype) = self.whole()?;
+        Ok((bytes.as_ptr() as u64, bytes.len(), dtype))
     }
 }
 
 impl Region for RecvRegion {
     fn bytes(&self, at: usize, len: usize) -> PyResult<SymRange<'static, u8>> {
-        let bufs = self.inner.lock();
-        match (&*bufs, self.which) {
-            (Buffers::Normal(b), Recv::X) => bytes_of(b.recv_x().or_raise()?, at, len),
-            (Buffers::Normal(b), Recv::XFp8) => bytes_of(b.recv_x_fp8().or_raise()?.0, at, len),
-            (Buffers::Normal(b), Recv::Scales) => bytes_of(b.recv_x_fp8().or_raise()?.1, at, len),
-            (Buffers::Normal(b), Recv::Src) => bytes_of(b.recv_src(), at, len),
-            (Buffers::Normal(b), Recv::Weights) => bytes_of(b.recv_weights(), at, len),
-            (Buffers::LowLatency(b), Recv::X) => bytes_of(b.recv_x(), at, len),
-            (Buffers::LowLatency(b), Recv::Src) => bytes_of(b.recv_src(), at, len),
-            (Buffers::LowLatency(b), Recv::Count) => bytes_of(b.recv_count(), at, len),
-            (_, which) => Err(arg(format!("these MoE buffers have no {which:?} buffer"))),
-        }
+        let (bytes, _) = self.whole()?;
+        // SAFETY: as in `whole`.
+        Ok(unsafe { extend(bytes.range(at..at + len).or_raise()?) })
     }
 
     fn bytes_mut(&self, _at: usize, _len: usize) -> PyResult<SymRangeMut<'static, u8>> {
