@@ -19,7 +19,8 @@
 # `BINS=test-coll` of `tests`, with PER_TEST_TIMEOUT=300 when PEs share one GPU) and `tp` (the
 # fused tensor-parallel ops: the tp_mlp example, then scripts/tp_bench.py beside NCCL + cuBLAS and
 # torch's fused ops; on one GPU 2 PEs share it, a smoke test) and `faults` (the fault suite and
-# the GPU blame test of issue 12: `gpu::` tests of test-fault_suite and test-faults). Split the
+# the GPU blame test of issue 12: `gpu::` tests of test-fault_suite and test-faults) and `python`
+# (the Python package under torchrun: section 6, needs `PYTHON=1 scripts/gpu-prepare.sh`). Split the
 # parts over several device calls to stay under the per-call limit.
 set -uo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -351,6 +352,26 @@ PY
     python3 .gpu/scripts/plot_perf.py "$OUT/perf_$tag.csv" "$OUT/perf_$tag" || echo "plotting failed (is matplotlib installed?)"
 }
 want perftest && perftest
+
+# 6. The Python package (python/, only when named: `python`): its wheel (built here by
+# `PYTHON=1 scripts/gpu-prepare.sh` into .gpu/wheels) installed into the machine's torch
+# environment, then under torchrun with PY_NPES ranks (default 3; sharing one GPU under MPS):
+# scripts/python_gpu_check.py (every op against torch, graphs, own kernels, bad input), the same
+# with rank 1 failing on purpose (the job must fail naming it, not hang), and
+# scripts/python_bench.py (2 ranks: beside NCCL, torch symmetric memory and cuBLAS, and the
+# Python layer's per-call overhead against ops/examples/call_overhead.rs). Not yet run.
+if want python; then
+    python3 -m pip install --no-index --no-deps --force-reinstall .gpu/wheels/rshmem-*.whl >"$OUT/python_install.log" 2>&1
+    PY_NPES=${PY_NPES:-3}
+    export RSHMEM_HANG_TIMEOUT=${RSHMEM_HANG_TIMEOUT:-60}
+    step python_check torchrun --nproc-per-node "$PY_NPES" .gpu/scripts/python_gpu_check.py \
+        --kernels .gpu/kernels/rshmem-image-rshmem-example-kernels.json
+    [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
+    step python_fail bash -c "! torchrun --nproc-per-node $PY_NPES .gpu/scripts/python_gpu_check.py --fail-rank 1 \
+        >$OUT/python_fail_run.log 2>&1; grep -q 'rank 1 fails on purpose' $OUT/python_fail_run.log"
+    [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
+    step python_bench torchrun --nproc-per-node 2 .gpu/scripts/python_bench.py --rust $BIN/call_overhead
+fi
 
 # The device tool brings back a limited number of files: keep the logs as one archive.
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" --exclude logs.tar.gz . 2>/dev/null && find "$OUT" -name '*.log' -delete

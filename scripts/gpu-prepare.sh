@@ -46,6 +46,18 @@ tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
 cp scripts/gpu-check.sh scripts/gpu-one-h200.sh scripts/gpu-tests.sh scripts/mps.sh scripts/gpu-hang.sh scripts/plot_perf.py scripts/gemm_bench.py \
     scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py scripts/moe_bench.py scripts/hbm_read.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
+cp scripts/python_gpu_check.py scripts/python_bench.py .gpu/scripts/
+# PYTHON=1: the Python package's wheel (abi3: any CPython >= 3.9, the GPU machine's torch
+# environment's included) into .gpu/wheels, and the examples' kernel image (manifest, PTX,
+# cubins: the files `rshmem.load_kernels` reads) into .gpu/kernels, for gpu-check.sh's `python`.
+# maturin comes from the virtual environment the Python tests make (target/python-venv:
+# `cargo test -p rshmem-python`), else from PATH.
+if [ "${PYTHON:-0}" = 1 ]; then
+    MATURIN=$(ls target/python-venv/bin/maturin 2>/dev/null || command -v maturin)
+    "$MATURIN" build --release --manifest-path python/Cargo.toml --out .gpu/wheels
+    EX_OUT=$(dirname "$(ls -t target/release/build/rshmem-examples-image-*/out/rshmem-image-rshmem-example-kernels.json | head -1)")
+    mkdir -p .gpu/kernels && cp "$EX_OUT"/rshmem-image-rshmem-example-kernels.json "$EX_OUT"/rshmem-example-kernels.sm_* .gpu/kernels/
+fi
 # The GEMM images' cubins, for the SASS check (cuobjdump reads cubins, not our embedding).
 # rshmem-ops may have several build folders (one per feature set): take the newest's.
 OPS_OUT=$(dirname "$(ls -t target/release/build/rshmem-ops-*/out/rshmem-ops-gemm90.sm_90a.cubin | head -1)")

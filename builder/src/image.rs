@@ -1,14 +1,72 @@
 //! Step 7 of a build: `OUT_DIR/rshmem-image-<crate>.rs`, the Rust source that
 //! `include_kernels!` includes (constants only, so the builder needs no dependency on the
-//! host crate: the macro supplies `TargetImage`).
+//! host crate: the macro supplies `TargetImage`), and `rshmem-image-<crate>.json`, the same
+//! image for programs that load it at run time (the Python bindings).
 
 use crate::error::{io, Result};
 use crate::Output;
 
-/// Writes `out`'s image source to `out.image_rs`.
+/// Writes `out`'s image source to `out.image_rs` and its manifest to `out.manifest`.
 pub(crate) fn write(out: &Output) -> Result<()> {
     std::fs::write(&out.image_rs, source(out))
-        .map_err(io(format!("writing {}", out.image_rs.display())))
+        .map_err(io(format!("writing {}", out.image_rs.display())))?;
+    let manifest = serde_json::to_vec_pretty(&manifest(out)).expect("a manifest serialises");
+    std::fs::write(&out.manifest, manifest)
+        .map_err(io(format!("writing {}", out.manifest.display())))
+}
+
+/// The manifest's format, version 1 (readers refuse other versions).
+#[derive(serde::Serialize)]
+struct Manifest<'a> {
+    format: &'static str,
+    name: &'a str,
+    nvshmem_version: Option<(u32, u32, u32)>,
+    kernels: &'a [String],
+    /// Kernel name → its parameter list as written.
+    signatures: std::collections::BTreeMap<&'a str, &'a str>,
+    targets: Vec<ManifestTarget>,
+}
+
+#[derive(serde::Serialize)]
+struct ManifestTarget {
+    sm: u32,
+    ptx: String,
+    cubin: Option<String>,
+}
+
+/// `file`'s name where it lies beside `manifest` (so the folder can be moved whole, as the
+/// GPU scripts carry it), else its full path.
+fn beside(file: &std::path::Path, manifest: &std::path::Path) -> String {
+    match (file.parent(), manifest.parent(), file.file_name()) {
+        (Some(a), Some(b), Some(name)) if a == b => name.to_string_lossy().into_owned(),
+        _ => file.display().to_string(),
+    }
+}
+
+/// The format name and version manifests carry.
+pub(crate) const MANIFEST_FORMAT: &str = "rshmem-image/1";
+
+fn manifest(out: &Output) -> Manifest<'_> {
+    Manifest {
+        format: MANIFEST_FORMAT,
+        name: &out.name,
+        nvshmem_version: out.nvshmem_version,
+        kernels: &out.kernels,
+        signatures: out
+            .signatures
+            .iter()
+            .map(|(k, s)| (k.as_str(), s.as_str()))
+            .collect(),
+        targets: out
+            .targets
+            .iter()
+            .map(|t| ManifestTarget {
+                sm: t.arch.sm(),
+                ptx: beside(&t.ptx, &out.manifest),
+                cubin: t.cubin.as_ref().map(|c| beside(c, &out.manifest)),
+            })
+            .collect(),
+    }
 }
 
 /// The image source of `out`.
@@ -37,8 +95,9 @@ fn source(out: &Output) -> String {
          pub const CRATE: &str = {:?};\n\
          pub const NVSHMEM_VERSION: Option<(u32, u32, u32)> = {version};\n\
          pub const KERNELS: &[&str] = &{:?};\n\
+         pub const SIGNATURES: &[(&str, &str)] = &{:?};\n\
          pub const TARGETS: &[TargetImage] = &[\n{targets}];\n",
-        out.name, out.kernels
+        out.name, out.kernels, out.signatures
     )
 }
 
@@ -52,6 +111,7 @@ mod tests {
         let out = Output {
             name: "k".into(),
             kernels: vec!["a".into(), "b".into()],
+            signatures: vec![("a".into(), "x: *mut f32".into())],
             nvshmem_version: Some((3, 4, 5)),
             targets: vec![
                 TargetOutput {
@@ -66,11 +126,25 @@ mod tests {
                 },
             ],
             image_rs: "/o/rshmem-image-k.rs".into(),
+            manifest: "/o/rshmem-image-k.json".into(),
         };
         let src = source(&out);
         assert!(src.contains("CRATE: &str = \"k\""), "{src}");
         assert!(src.contains("Some((3, 4, 5))"), "{src}");
         assert!(src.contains("&[\"a\", \"b\"]"), "{src}");
+        assert!(
+            src.contains("SIGNATURES: &[(&str, &str)] = &[(\"a\", \"x: *mut f32\")]"),
+            "{src}"
+        );
+        let json = serde_json::to_value(manifest(&out)).unwrap();
+        assert_eq!(json["format"], MANIFEST_FORMAT);
+        assert_eq!(json["signatures"]["a"], "x: *mut f32");
+        assert_eq!(json["targets"][1]["cubin"], serde_json::Value::Null);
+        assert_eq!(json["targets"][0]["sm"], 90);
+        assert_eq!(
+            json["targets"][0]["ptx"], "k.sm_90.ptx",
+            "beside the manifest: relative"
+        );
         assert!(
             src.contains("sm: 90, ptx: include_str!(\"/o/k.sm_90.ptx\"), cubin: Some(include_bytes!(\"/o/k.sm_90.cubin\"))"),
             "{src}"

@@ -101,12 +101,18 @@ pub struct Output {
     pub name: String,
     /// The kernel entry points.
     pub kernels: Vec<String>,
+    /// Each kernel's parameter list as written, `(kernel, "x: *mut f32, n: u32")`.
+    pub signatures: Vec<(String, String)>,
     /// NVSHMEM device library version linked in, if the kernels call NVSHMEM.
     pub nvshmem_version: Option<(u32, u32, u32)>,
     /// Code per architecture.
     pub targets: Vec<TargetOutput>,
     /// The generated Rust file that `include_kernels!` includes.
     pub image_rs: PathBuf,
+    /// The same image as JSON (`rshmem-image-<name>.json`: names, signatures, NVSHMEM version,
+    /// the PTX and cubin files), what a program loads at run time (`rshmem.load_kernels` in
+    /// Python).
+    pub manifest: PathBuf,
 }
 
 impl Builder {
@@ -210,6 +216,7 @@ impl Builder {
 
         let mut targets = Vec::new();
         let mut kernels = Vec::new();
+        let mut signatures = Vec::new();
         let mut nvshmem_version = None;
         let mut assembling = Vec::new();
         let mut finished = Vec::new();
@@ -217,6 +224,7 @@ impl Builder {
             let code = per_arch::build(&plan, &tc, ptxas.as_deref(), arch)?;
             nvshmem_version = nvshmem_version.or(code.nvshmem_version);
             kernels = code.kernels;
+            signatures = code.signatures;
             assembling.extend(code.assembling);
             if let Some((store, record)) = code.keep {
                 finished.push((store, record, code.target.clone()));
@@ -242,12 +250,17 @@ impl Builder {
             }
         }
         let image_rs = plan.out_dir.join(format!("rshmem-image-{}.rs", plan.name));
+        let manifest = plan
+            .out_dir
+            .join(format!("rshmem-image-{}.json", plan.name));
         let output = Output {
             name: plan.name,
             kernels,
+            signatures,
             nvshmem_version,
             targets,
             image_rs,
+            manifest,
         };
         image::write(&output)?;
         Ok(output)

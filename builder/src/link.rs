@@ -69,11 +69,14 @@ pub(crate) struct LaunchBounds {
     pub min_blocks: u32,
 }
 
-/// What the kernel crate's own bitcode declares: its entry points and their launch bounds.
+/// What the kernel crate's own bitcode declares: its entry points, their launch bounds and
+/// their parameter lists.
 #[derive(Debug, Default)]
 pub(crate) struct Entries {
     pub kernels: Vec<String>,
     pub bounds: Vec<LaunchBounds>,
+    /// `(kernel, "x: *mut f32, n: u32")`, sorted by kernel.
+    pub signatures: Vec<(String, String)>,
 }
 
 /// The `ptx_kernel` functions defined in the given bitcode files, and the launch bounds
@@ -85,8 +88,13 @@ pub(crate) fn kernels_in(tc: &Toolchain, objects: &[PathBuf]) -> Result<Entries>
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             entries.kernels.extend(kernel_name_in_define(line));
             entries.bounds.extend(launch_bounds_in_global(line));
+            entries
+                .signatures
+                .extend(marker_text(line, SIGNATURE_MARKER));
         }
     }
+    entries.signatures.sort();
+    entries.signatures.dedup();
     entries.kernels.sort();
     entries.kernels.dedup();
     entries.bounds.sort_by(|a, b| a.kernel.cmp(&b.kernel));
@@ -97,15 +105,25 @@ pub(crate) fn kernels_in(tc: &Toolchain, objects: &[PathBuf]) -> Result<Entries>
 /// The prefix of the marker `#[kernel(launch_bounds(..))]` emits (rshmem-macros).
 const BOUNDS_MARKER: &str = "@__rshmem_launch_bounds_";
 
-/// `@__rshmem_launch_bounds_NAME = ... constant [5 x i8] c"384 1", align 1` → bounds of NAME.
-fn launch_bounds_in_global(line: &str) -> Option<LaunchBounds> {
-    let rest = line.strip_prefix(BOUNDS_MARKER)?;
+/// The prefix of the marker every `#[kernel]` emits: its parameter list as text.
+const SIGNATURE_MARKER: &str = "@__rshmem_signature_";
+
+/// `@<marker>NAME = ... constant [N x i8] c"TEXT", align 1` → `(NAME, TEXT)`. The markers'
+/// texts are printable ASCII without quotes or backslashes, which LLVM writes unescaped.
+fn marker_text(line: &str, marker: &str) -> Option<(String, String)> {
+    let rest = line.strip_prefix(marker)?;
     let (kernel, tail) = rest.split_once(" = ")?;
     let text = tail.split_once("c\"")?.1.split_once('"')?.0;
+    Some((kernel.to_string(), text.to_string()))
+}
+
+/// `@__rshmem_launch_bounds_NAME = ... constant [5 x i8] c"384 1", align 1` → bounds of NAME.
+fn launch_bounds_in_global(line: &str) -> Option<LaunchBounds> {
+    let (kernel, text) = marker_text(line, BOUNDS_MARKER)?;
     let mut nums = text.split(' ').map(str::parse::<u32>);
     let (max_threads, min_blocks) = (nums.next()?.ok()?, nums.next()?.ok()?);
     Some(LaunchBounds {
-        kernel: kernel.to_string(),
+        kernel,
         max_threads,
         min_blocks,
     })
@@ -367,6 +385,12 @@ mod tests {
             ("gemm", 384, 1)
         );
         assert!(launch_bounds_in_global("@other = constant [5 x i8] c\"384 1\"").is_none());
+        let sig = "@__rshmem_signature_scale = local_unnamed_addr constant [25 x i8] \
+                   c\"x: *mut f32, n: u32, k: f32\", align 1";
+        assert_eq!(
+            marker_text(sig, SIGNATURE_MARKER),
+            Some(("scale".into(), "x: *mut f32, n: u32, k: f32".into()))
+        );
         let ptx = ".visible .entry gemm(\n\t.param .u64 gemm_param_0\n)\n{\n\tret;\n}\n\
                    .visible .entry other(\n)\n{\n\tret;\n}\n";
         let out = with_launch_bounds(ptx, &[b]);

@@ -18,6 +18,8 @@ pub(crate) struct ArchCode {
     pub target: TargetOutput,
     /// The kernel entry points.
     pub kernels: Vec<String>,
+    /// Their parameter lists, `(kernel, text)`.
+    pub signatures: Vec<(String, String)>,
     /// NVSHMEM's version in the PTX, if linked in.
     pub nvshmem_version: Option<(u32, u32, u32)>,
     /// ptxas of a fresh link, still running.
@@ -66,12 +68,14 @@ pub(crate) fn build(
             inputs,
             nvshmem: fresh.nvshmem.as_deref().and_then(reuse::FileStamp::of),
             kernels: fresh.kernels.clone(),
+            signatures: fresh.signatures.clone(),
         };
         (store, record)
     });
     Ok(ArchCode {
         target: TargetOutput { arch, ptx, cubin },
         kernels: fresh.kernels,
+        signatures: fresh.signatures,
         nvshmem_version: fresh.nvshmem_version,
         assembling,
         keep,
@@ -92,6 +96,7 @@ fn reused(
     Ok(ArchCode {
         target: TargetOutput { arch, ptx, cubin },
         kernels: record.kernels,
+        signatures: record.signatures,
         nvshmem_version: link::nvshmem_version_in_ptx(&text),
         assembling: None,
         keep: None,
@@ -102,6 +107,7 @@ fn reused(
 struct Fresh {
     ptx: PathBuf,
     kernels: Vec<String>,
+    signatures: Vec<(String, String)>,
     nvshmem: Option<PathBuf>,
     nvshmem_version: Option<(u32, u32, u32)>,
 }
@@ -126,7 +132,11 @@ fn link_fresh(
         }
         objects.extend(members);
     }
-    let link::Entries { kernels, bounds } = link::kernels_in(tc, &own)?;
+    let link::Entries {
+        kernels,
+        bounds,
+        signatures,
+    } = link::kernels_in(tc, &own)?;
     let nvshmem = nvshmem_for(tc, &objects, work)?;
     let linked = link::link(
         tc,
@@ -144,6 +154,7 @@ fn link_fresh(
     Ok(Fresh {
         ptx: linked.ptx,
         kernels,
+        signatures,
         nvshmem,
         nvshmem_version: linked.nvshmem_version,
     })

@@ -118,6 +118,9 @@ pub(crate) struct Record {
     pub nvshmem: Option<FileStamp>,
     /// The kernel entry points.
     pub kernels: Vec<String>,
+    /// Their parameter lists, `(kernel, text)`.
+    #[serde(default)]
+    pub signatures: Vec<(String, String)>,
 }
 
 /// Finished builds of one architecture: `<dir>/<crate>-<key>/{code.ptx, code.cubin,
@@ -250,6 +253,7 @@ mod tests {
                 inputs: inputs.clone(),
                 nvshmem: FileStamp::of(&self.bc),
                 kernels: vec!["k".into()],
+                signatures: vec![("k".into(), "x: *mut f32".into())],
             };
             store.publish(name, &record, &built, None).unwrap();
         }

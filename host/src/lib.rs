@@ -62,6 +62,7 @@ pub mod launch;
 mod sim;
 
 // The safe API over the contract.
+pub mod attach;
 mod capture;
 pub mod graph;
 mod job;
@@ -77,9 +78,10 @@ mod sym_range;
 mod team;
 mod tensor_map;
 
+pub use attach::{GpuAttach, SimJob};
 pub use contract::{
-    BoxError, CollElem, DeviceInfo, ElemKind, Error, GpuSharing, KernelImage, LaunchConfig, Result,
-    TargetImage,
+    BoxError, CollElem, DeviceInfo, ElemKind, Error, GpuSharing, KernelImage, LaunchConfig,
+    RawKernelArgs, Result, SimEntry, TargetImage,
 };
 pub use contract::{Swizzle, TiledSpec, TmaType};
 pub use graph::Graph;
@@ -119,6 +121,7 @@ macro_rules! include_kernels {
             name: __rshmem_image::CRATE,
             nvshmem_version: __rshmem_image::NVSHMEM_VERSION,
             kernels: __rshmem_image::KERNELS,
+            signatures: __rshmem_image::SIGNATURES,
             targets: __rshmem_image::TARGETS,
         }
     }};

@@ -1,8 +1,10 @@
 //! Loaded modules and launches: [`Module`], a kernel image loaded on one PE.
 
 use crate::contract::{
-    BoundArgs, Error, KernelCall, KernelImage, LaunchConfig, ModuleBackend, Result,
+    BoundArgs, Error, KernelCall, KernelImage, LaunchConfig, ModuleBackend, RawCall, RawKernelArgs,
+    Result, SimEntry,
 };
+use crate::select::Backend;
 use crate::shmem::Shmem;
 use crate::stream::Stream;
 use rshmem_device::{IntoKernelArgs, Kernel};
@@ -112,6 +114,61 @@ impl<'s> Module<'s> {
         let call = KernelCall::new(stream.id, config, &args);
         // SAFETY: `call` ties the arguments to the kernel by type (`K::Args`); what they point
         // to is this function's contract.
+        unsafe { self.inner.launch(&call) }?;
+        self.shmem.note_queued(stream.id, None);
+        Ok(())
+    }
+
+    /// Launches the kernel named `kernel` with arguments made at run time, on `stream`: for
+    /// bindings of other languages, which check `args` against the kernel's
+    /// [`signature`](KernelImage::signature) themselves. `sim` is the kernel's host code
+    /// (`rshmem_device::kernel::run_sim_params::<K>`), which the simulator needs and GPUs
+    /// ignore: on the simulator a kernel runs only where the program was compiled with it.
+    ///
+    /// # Safety
+    ///
+    /// As [`Module::launch_on`], and `args` must be the kernel's parameters, in order, of
+    /// their types (a GPU reads each at its parameter's size), and `sim` the same kernel's.
+    pub unsafe fn launch_raw_on(
+        &self,
+        stream: &Stream<'_>,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &RawKernelArgs,
+        sim: Option<SimEntry>,
+    ) -> Result<()> {
+        stream.same_pe("Module::launch_raw_on", self.shmem)?;
+        self.image.check_has(kernel)?;
+        let name = self
+            .image
+            .kernels
+            .iter()
+            .copied()
+            .find(|k| *k == kernel)
+            .expect("check_has found it");
+        if config.grid_blocks() == 0 || config.block_threads() == 0 {
+            return Err(Error::Launch {
+                kernel: name,
+                message: format!("empty grid or block ({config:?})"),
+            });
+        }
+        if sim.is_none() && self.shmem.backend() == Backend::Sim {
+            return Err(Error::Launch {
+                kernel: name,
+                message: format!(
+                    "the simulator runs a kernel as host code compiled into this program, and \
+                     this program has none for `{name}` of image `{}`: run it on a GPU, or \
+                     build the program with the kernel crate as a dependency",
+                    self.image.name
+                ),
+            });
+        }
+        let call = RawCall {
+            args: *args,
+            entry: sim,
+        };
+        let call = KernelCall::raw(name, stream.id, config, &call);
+        // SAFETY: this function's contract: the arguments are the kernel's, and `sim` its code.
         unsafe { self.inner.launch(&call) }?;
         self.shmem.note_queued(stream.id, None);
         Ok(())

@@ -233,6 +233,44 @@ impl<'a, T: Pod> SymRangeMut<'a, T> {
     }
 }
 
+/// The address and length in `U`s of `len` `T`s at `addr`, or an
+/// [`Error::InvalidArgument`] naming `call` when they are not whole, aligned `U`s.
+fn recast<T, U>(call: &'static str, addr: u64, len: usize) -> Result<(u64, usize)> {
+    let (t, u) = (std::mem::size_of::<T>(), std::mem::size_of::<U>());
+    let bytes = len * t;
+    let align = std::mem::align_of::<U>() as u64;
+    if u == 0 || bytes % u != 0 || addr % align != 0 {
+        return Err(Error::InvalidArgument {
+            call,
+            message: format!(
+                "{len} elements of {} ({bytes} bytes at {addr:#x}) are not whole {u}-byte \
+                 elements of {} aligned to {align} bytes",
+                std::any::type_name::<T>(),
+                std::any::type_name::<U>()
+            ),
+        });
+    }
+    Ok((addr, bytes / u))
+}
+
+impl<'a, T: Pod> SymRange<'a, T> {
+    /// The same bytes as elements of `U` (a bf16 tensor's bits as `u16`s, FP8 bytes as
+    /// `u8`s): for callers that hold untyped symmetric memory (the Python bindings); an
+    /// [`Error::InvalidArgument`] if the bytes are not whole `U`s at an address aligned for `U`.
+    pub fn cast<U: Pod>(self) -> Result<SymRange<'a, U>> {
+        let (addr, len) = recast::<T, U>("SymRange::cast", self.addr, self.len)?;
+        Ok(SymRange::raw(addr, len))
+    }
+}
+
+impl<'a, T: Pod> SymRangeMut<'a, T> {
+    /// [`SymRange::cast`], exclusively.
+    pub fn cast<U: Pod>(self) -> Result<SymRangeMut<'a, U>> {
+        let (addr, len) = recast::<T, U>("SymRangeMut::cast", self.addr, self.len)?;
+        Ok(SymRangeMut::raw(addr, len))
+    }
+}
+
 impl<T: Pod> SymBuffer<'_, T> {
     /// The elements `range` of this buffer, shared: for on-stream operations, rshmem's ops'
     /// inputs and kernel arguments; an [`Error::InvalidArgument`] if the range does not lie

@@ -216,6 +216,7 @@ static SHIPPED: KernelImage = KernelImage {
     name: "rshmem-example-kernels",
     nvshmem_version: None,
     kernels: &["hello_fill", "hello_read", "ring", "put_bw"],
+    signatures: &[],
     targets: &[],
 };
 
@@ -233,6 +234,7 @@ static LOCAL: KernelImage = KernelImage {
         "add_into",
         "view_ends",
     ],
+    signatures: &[],
     targets: &[],
 };
 

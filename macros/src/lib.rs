@@ -143,6 +143,20 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
         })
         .unzip();
     let indices = (0..arg_names.len()).map(syn::Index::from);
+    let signature = signature_text(&arg_names, &arg_types);
+    // The builder reads `__rshmem_signature_<kernel>` (the parameter list, ASCII) from the
+    // kernel crate's bitcode into the image, for launches checked at run time.
+    let signature_marker = {
+        let marker = syn::Ident::new(&format!("__rshmem_signature_{name_str}"), name.span());
+        let bytes = proc_macro2::Literal::byte_string(signature.as_bytes());
+        let len = signature.len();
+        quote! {
+            #[cfg(target_arch = "nvptx64")]
+            #[doc(hidden)]
+            #[no_mangle]
+            pub static #marker: [u8; #len] = *#bytes;
+        }
+    };
     // Each parameter type must be a KernelArg; the assertion points at the offending type.
     let arg_checks = arg_types.iter().map(|ty| {
         quote_spanned! {ty.span()=>
@@ -187,6 +201,8 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
 
         #bounds_marker
 
+        #signature_marker
+
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
         #[no_mangle]
@@ -204,6 +220,7 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
         #[cfg(not(target_arch = "nvptx64"))]
         impl ::rshmem_device::Kernel for #name {
             const NAME: &'static str = #name_str;
+            const SIGNATURE: &'static str = #signature;
             #max_threads
             type Args = (#(#arg_types,)*);
             #[inline]
@@ -213,6 +230,37 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
             }
         }
     })
+}
+
+/// The parameter list as text, `"x: *mut f32, n: u32"`: each type's tokens with the spaces
+/// `quote` puts between them removed where Rust needs none (`* mut f32` → `*mut f32`,
+/// `a :: b < T >` → `a::b<T>`).
+fn signature_text(names: &[Box<Pat>], types: &[Box<syn::Type>]) -> String {
+    names
+        .iter()
+        .zip(types)
+        .map(|(name, ty)| {
+            let mut text = quote!(#ty).to_string();
+            for (from, to) in [
+                (" :: ", "::"),
+                (":: ", "::"),
+                (" < ", "<"),
+                ("< ", "<"),
+                (" <", "<"),
+                (" >", ">"),
+                (" ,", ","),
+                ("* ", "*"),
+                ("& ", "&"),
+                (" ;", ";"),
+                ("[ ", "["),
+                (" ]", "]"),
+            ] {
+                text = text.replace(from, to);
+            }
+            format!("{}: {text}", quote!(#name))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn check_signature(func: &ItemFn) -> syn::Result<()> {

@@ -31,6 +31,10 @@ pub trait Kernel: 'static {
     const MAX_THREADS: u32 = 1024;
     /// The argument tuple, in declaration order.
     type Args: KernelArgs;
+    /// The parameter list as written (`"x: *mut f32, n: u32, k: f32"`, paths and spaces
+    /// normalised), for launches whose arguments are checked at run time (the Python
+    /// bindings); `""` where unknown. The builder records the same text in the kernel image.
+    const SIGNATURE: &'static str = "";
 
     /// Runs the kernel body once, as the current simulated thread. Only the simulator
     /// calls this, after it has set up the thread's coordinates and PE.
@@ -116,6 +120,27 @@ pub unsafe trait KernelArgs: Copy + 'static + IntoKernelArgs<Self> {
     const COUNT: usize;
     /// Writes a pointer to each parameter into `out[..COUNT]`.
     fn param_ptrs(&self, out: &mut [*mut c_void]);
+    /// The parameters read back from one pointer each (what [`KernelArgs::param_ptrs`]
+    /// writes, or a launch made at run time from raw values).
+    ///
+    /// # Safety
+    ///
+    /// `ptrs` holds `COUNT` pointers, each to a readable value of its parameter's type
+    /// (alignment not needed).
+    unsafe fn from_param_ptrs(ptrs: &[*const c_void]) -> Self;
+}
+
+/// Runs kernel `K`'s body once, as the current simulated thread, with its arguments read
+/// from `params` (one pointer per parameter): the entry of a launch whose arguments were
+/// made at run time.
+///
+/// # Safety
+///
+/// As [`Kernel::run_sim`] and [`KernelArgs::from_param_ptrs`].
+#[cfg(not(target_arch = "nvptx64"))]
+pub unsafe fn run_sim_params<K: Kernel>(params: &[*const c_void]) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { K::run_sim(K::Args::from_param_ptrs(params)) }
 }
 
 macro_rules! impl_kernel_args {
@@ -127,6 +152,11 @@ macro_rules! impl_kernel_args {
             #[allow(unused_variables)]
             fn param_ptrs(&self, out: &mut [*mut c_void]) {
                 $(out[$i] = &self.$i as *const $t as *mut c_void;)*
+            }
+            #[allow(unused_variables, clippy::unused_unit)]
+            unsafe fn from_param_ptrs(ptrs: &[*const c_void]) -> Self {
+                // SAFETY: the caller's contract: `ptrs[i]` points at a value of field i's type.
+                ($(unsafe { core::ptr::read_unaligned(ptrs[$i].cast::<$t>()) },)*)
             }
         }
 

@@ -228,19 +228,26 @@ impl Project {
         cmd.current_dir(&self.dir)
             .args(args)
             .env("CARGO_TARGET_DIR", &self.target);
-        for (key, _) in std::env::vars() {
-            let outer = [
-                "CARGO_PKG_",
-                "CARGO_MANIFEST_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-            ]
-            .iter()
-            .any(|p| key.starts_with(p));
-            if outer || key == "CARGO_PRIMARY_PACKAGE" || key == "CARGO_TARGET_TMPDIR" {
-                cmd.env_remove(key);
-            }
-        }
+        without_outer_package(&mut cmd);
         cmd
     }
+}
+
+/// `cmd` without the package variables cargo set for this test (they are not those of the
+/// build `cmd` runs).
+pub fn without_outer_package(cmd: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars() {
+        let outer = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p));
+        if outer || key == "CARGO_PRIMARY_PACKAGE" || key == "CARGO_TARGET_TMPDIR" {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
 }

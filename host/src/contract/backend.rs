@@ -67,6 +67,16 @@ pub(crate) trait StreamBackend {
     fn synchronize(&self) -> Result<()>;
     /// Makes a new stream of this PE.
     fn create_stream(&self) -> Result<StreamId>;
+    /// Names a stream the program made outside rshmem (`raw`: a `CUstream` on GPUs, a name
+    /// on the simulator) as a stream of this PE; `destroy_stream` forgets it without
+    /// destroying it.
+    ///
+    /// # Safety
+    ///
+    /// On GPUs `raw` is a live stream of the PE's context, alive until `destroy_stream` and
+    /// until the work queued on it through rshmem is done (the contract of
+    /// `Shmem::adopt_stream`).
+    unsafe fn adopt_stream(&self, raw: u64) -> Result<StreamId>;
     /// Destroys a stream made by `create_stream` once its queued work is done; a failure in
     /// that work is reported by a later `synchronize`.
     fn destroy_stream(&self, stream: StreamId);

@@ -15,6 +15,10 @@ pub struct KernelImage {
     pub nvshmem_version: Option<(u32, u32, u32)>,
     /// The `#[kernel]` entry points in the PTX.
     pub kernels: &'static [&'static str],
+    /// Each kernel's parameter list as written (`("scale", "x: *mut f32, n: u32, k: f32")`),
+    /// for launches whose arguments are checked at run time (the Python bindings); `&[]` in
+    /// images made before the builder recorded them.
+    pub signatures: &'static [(&'static str, &'static str)],
     /// Code per architecture.
     pub targets: &'static [TargetImage],
 }
@@ -92,6 +96,14 @@ impl KernelImage {
         self.nvshmem_version.map(|(a, b, c)| format!("{a}.{b}.{c}"))
     }
 
+    /// Kernel `kernel`'s parameter list as the builder recorded it, if it did.
+    pub fn signature(&self, kernel: &str) -> Option<&'static str> {
+        self.signatures
+            .iter()
+            .find(|(k, _)| *k == kernel)
+            .map(|&(_, s)| s)
+    }
+
     pub(crate) fn check_has(&self, kernel: &str) -> Result<()> {
         if self.kernels.contains(&kernel) {
             Ok(())
@@ -115,6 +127,7 @@ mod tests {
         name: "k",
         nvshmem_version: Some((3, 4, 5)),
         kernels: &["a", "b"],
+        signatures: &[("a", "x: *mut f32")],
         targets: &[
             TargetImage {
                 sm: 80,
@@ -135,6 +148,7 @@ mod tests {
         name: "h",
         nvshmem_version: None,
         kernels: &["a"],
+        signatures: &[],
         targets: &[
             TargetImage {
                 sm: 90,
@@ -190,6 +204,8 @@ mod tests {
     #[test]
     fn names_missing_kernels() {
         assert!(IMG.check_has("a").is_ok());
+        assert_eq!(IMG.signature("a"), Some("x: *mut f32"));
+        assert_eq!(IMG.signature("b"), None);
         let err = IMG.check_has("zz").unwrap_err().to_string();
         assert!(err.contains("`zz`") && err.contains("a, b"), "{err}");
     }

@@ -3,8 +3,9 @@
 //! simulated thread runs; [`OwnedCall`], the same launch kept (arguments copied) by a graph
 //! capture to run again later; and its grid, block and mode ([`LaunchConfig`]).
 
+use super::error::{Error, Result};
 use super::stream_id::StreamId;
-use rshmem_device::{Kernel, KernelArgs};
+use rshmem_device::{Kernel, KernelArg, KernelArgs};
 use std::ffi::c_void;
 
 /// The most parameters a kernel takes (the one definition is `#[kernel]`'s; rshmem-device
@@ -113,6 +114,94 @@ impl<K: Kernel> CallArgs for BoundArgs<K> {
     }
 }
 
+/// A kernel's host code for launches whose arguments are made at run time:
+/// `rshmem_device::kernel::run_sim_params::<K>`, which reads `K`'s arguments from one pointer
+/// per parameter and runs its body as the current simulated thread. Only the simulator calls
+/// it.
+pub type SimEntry = unsafe fn(&[*const c_void]);
+
+/// A kernel's arguments as values made at run time (by another language's bindings), for
+/// [`Module::launch_raw_on`](crate::Module::launch_raw_on): each a [`KernelArg`] of at most 8
+/// bytes (integers, floats, `bool`, pointers), in parameter order. Which kernel they fit is the
+/// caller's to check (the image's [`signature`](crate::KernelImage::signature) says).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RawKernelArgs {
+    /// Each value's bytes at the start of its slot (little-endian, as on the device).
+    slots: [u64; MAX_PARAMS],
+    count: usize,
+}
+
+impl RawKernelArgs {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends `value` as the next parameter's; an error past the most parameters a kernel
+    /// takes, or for a value wider than 8 bytes.
+    pub fn push<T: KernelArg>(&mut self, value: T) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        if self.count == MAX_PARAMS || size > 8 {
+            return Err(Error::InvalidArgument {
+                call: "RawKernelArgs::push",
+                message: format!(
+                    "argument {} of {size} bytes: at most {MAX_PARAMS} arguments of at most 8 \
+                     bytes each",
+                    self.count
+                ),
+            });
+        }
+        let slot = &mut self.slots[self.count];
+        // SAFETY: `T` is plain data of at most 8 bytes, written at the start of an 8-byte slot.
+        unsafe { std::ptr::write_unaligned((slot as *mut u64).cast::<T>(), value) };
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The number of arguments.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// A run-time launch's arguments with its kernel's host code (where the program has it).
+#[derive(Clone, Copy)]
+pub(crate) struct RawCall {
+    pub args: RawKernelArgs,
+    pub entry: Option<SimEntry>,
+}
+
+impl CallArgs for RawCall {
+    fn param_ptrs(&self, out: &mut [*mut c_void; MAX_PARAMS]) -> usize {
+        for (ptr, slot) in out.iter_mut().zip(&self.args.slots[..self.args.count]) {
+            *ptr = (slot as *const u64).cast_mut().cast();
+        }
+        self.args.count
+    }
+
+    unsafe fn run_sim(&self) {
+        let entry = self
+            .entry
+            .expect("rshmem: a run-time launch without host code reached the simulator");
+        let mut ptrs = [std::ptr::null(); MAX_PARAMS];
+        for (ptr, slot) in ptrs.iter_mut().zip(&self.args.slots[..self.args.count]) {
+            *ptr = (slot as *const u64).cast();
+        }
+        // SAFETY: forwarded from this function's contract; `entry` is the kernel's
+        // `run_sim_params`, and each pointer is to its argument's bytes.
+        unsafe { entry(&ptrs[..self.args.count]) }
+    }
+
+    fn boxed(&self) -> Box<dyn CallArgs + Send> {
+        Box::new(*self)
+    }
+}
+
 /// One launch: which kernel, on which stream, how, and with which arguments. Made once by
 /// `Module::launch_on`; each backend reads the part it needs ([`KernelCall::params`] on
 /// GPUs, [`KernelCall::run_sim_thread`] on the simulator).
@@ -149,6 +238,21 @@ impl<'a> KernelCall<'a> {
     ) -> &'b mut [*mut c_void] {
         let count = self.args.param_ptrs(buf);
         &mut buf[..count]
+    }
+
+    /// A launch of `kernel` with arguments made at run time.
+    pub(crate) fn raw(
+        kernel: &'static str,
+        stream: StreamId,
+        config: LaunchConfig,
+        args: &'a RawCall,
+    ) -> Self {
+        Self {
+            kernel,
+            stream,
+            config,
+            args,
+        }
     }
 
     /// Runs the kernel's body once, as the calling simulated thread.

@@ -43,8 +43,8 @@ pub(crate) use error::{pe_error, MPS_START};
 pub use error::{BoxError, Error, Result};
 pub(crate) use image::Code;
 pub use image::{KernelImage, TargetImage};
-pub use launch::LaunchConfig;
-pub(crate) use launch::{BoundArgs, KernelCall, MAX_PARAMS};
+pub(crate) use launch::{BoundArgs, KernelCall, RawCall, MAX_PARAMS};
+pub use launch::{LaunchConfig, RawKernelArgs, SimEntry};
 pub(crate) use stream_id::StreamId;
 #[cfg(test)]
 pub(crate) use team_split::{split_2d_triplets, Axis};

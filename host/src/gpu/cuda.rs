@@ -223,6 +223,8 @@ impl Drop for Context {
 pub(crate) struct Stream {
     ctx: Arc<Context>,
     raw: sys::CUstream,
+    /// Made here (destroyed on drop), or borrowed from the program (`borrowed`).
+    owned: bool,
 }
 
 // SAFETY: a CUstream is a driver handle usable from any thread with its context bound.
@@ -239,7 +241,21 @@ impl Stream {
         Ok(Stream {
             ctx: ctx.clone(),
             raw,
+            owned: true,
         })
+    }
+
+    /// A stream the program made (torch's), used and never destroyed here.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live `CUstream` of `ctx`, alive as long as the returned value.
+    pub(crate) unsafe fn borrowed(ctx: &Arc<Context>, raw: u64) -> Stream {
+        Stream {
+            ctx: ctx.clone(),
+            raw: raw as sys::CUstream,
+            owned: false,
+        }
     }
 
     /// The raw handle, for NVSHMEM's `*_on_stream` calls and launches.
@@ -370,7 +386,7 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // Destroying a stream with work queued lets that work finish first; the context
         // outlives the stream through the Arc.
-        if self.ctx.bind().is_ok() {
+        if self.owned && self.ctx.bind().is_ok() {
             // SAFETY: `raw` is live and never used again.
             let _ = unsafe { result::stream::destroy(self.raw) };
         }

@@ -47,7 +47,7 @@ mod nvshmem;
 mod pe;
 mod tensor_map;
 
-use crate::contract::{pe_error, Error, PeMain, Result};
+use crate::contract::{pe_error, Error, PeBackend, PeMain, Result};
 use crate::launch::{self, External, PeGroup, PeInfo, PeReport, Role};
 use nvshmem::{result as nv, sys, Nvshmem};
 use std::time::Duration;
@@ -197,12 +197,7 @@ fn run_pe(
                 .unwrap_or(kind.nvshmem_bootstrap()),
         ),
     };
-    env::apply(&env::plan(
-        &|k| std::env::var_os(k),
-        started_by,
-        nvshmem.dir(),
-        &|p| p.is_file(),
-    ));
+    apply_env(nvshmem, started_by);
 
     let visible = cuda::init_driver().map_err(Error::NoGpu)?;
     // Asked only where PEs may share a GPU (it asks the MPS daemon).
@@ -233,6 +228,56 @@ fn run_pe(
     // collective teardown runs when the PE is dropped at the end of `pe_main`.
     let gpu_pe = pe::GpuPe::new(nvshmem, ctx, pe, npes, watch)?;
     pe_main(Box::new(gpu_pe)).map_err(|e| pe_error(pe, e))
+}
+
+/// A fresh NVSHMEM unique ID (`nvshmemx_get_uniqueid`), as bytes to hand to every PE of a
+/// job that [`attach`] starts: what PE 0 of a job started by another launcher makes.
+pub(crate) fn unique_id() -> Result<Vec<u8>> {
+    let nvshmem = Nvshmem::get()?;
+    apply_env(nvshmem, env::StartedBy::Local);
+    let uid = nv::get_uniqueid(nvshmem.lib())?;
+    Ok(bytemuck::bytes_of(&uid).to_vec())
+}
+
+/// Starts PE `pe` of `npes` in this process, which another launcher started (a Python
+/// interpreter under torchrun): NVSHMEM bootstrapped by the unique ID `uid` (from
+/// [`unique_id`] on PE 0, carried by the caller), on GPU `device`'s primary context, the one
+/// the CUDA runtime (torch) uses. Collective over the `npes` PEs.
+pub(crate) fn attach(
+    pe: usize,
+    npes: usize,
+    device: usize,
+    uid: &[u8],
+    hang_timeout: Option<Duration>,
+) -> Result<Box<dyn PeBackend>> {
+    let nvshmem = Nvshmem::get()?;
+    apply_env(nvshmem, env::StartedBy::Local);
+    let visible = cuda::init_driver().map_err(Error::NoGpu)?;
+    if device >= visible {
+        return Err(Error::Launcher(format!(
+            "PE {pe} was asked to run on GPU {device}, but this process sees {visible} GPU(s) \
+             (CUDA_VISIBLE_DEVICES); pass a device below {visible}"
+        )));
+    }
+    let mps = npes > visible && mps::active();
+    let ctx = cuda::Context::primary(device).map_err(|e| mps::explain(e.into(), mps))?;
+    let uid = uid_from_bytes(uid)?;
+    nv::init_with_uniqueid(nvshmem.lib(), pe, npes, &uid)?;
+    let watch = Watch {
+        timeout: hang_timeout_in_effect(hang_timeout)?,
+        report: None,
+    };
+    Ok(Box::new(pe::GpuPe::new(nvshmem, ctx, pe, npes, &watch)?))
+}
+
+/// Sets NVSHMEM's environment for a PE started by `started_by` (see [`env`]).
+fn apply_env(nvshmem: &Nvshmem, started_by: env::StartedBy) {
+    env::apply(&env::plan(
+        &|k| std::env::var_os(k),
+        started_by,
+        nvshmem.dir(),
+        &|p| p.is_file(),
+    ));
 }
 
 /// The unique ID as PE 0 published it.

@@ -34,65 +34,107 @@ use std::sync::Arc;
 
 use rshmem_device::sim::{HeapError, World};
 
-use crate::contract::{Error, PeMain, Result};
+use crate::contract::{Error, PeBackend, PeMain, Result};
 use config::SimConfig;
 use pe::SimPe;
 
 /// Runs `npes` PEs as threads of this process and returns the first PE's failure, if any.
 pub(crate) fn run(npes: usize, pe_main: PeMain<'_>) -> Result<()> {
-    let config = SimConfig::from_env()?;
-    if npes == 0 {
-        return Err(Error::BadEnv {
-            var: "RSHMEM_NPES",
-            value: "0".into(),
-            expected: "a whole number of PEs >= 1".into(),
-        });
-    }
-    let job = World::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
-    let job = Arc::new(if config.peer_mappings {
-        job
-    } else {
-        job.without_peer_mappings()
-    });
+    let job = SimJob::new(npes)?;
     std::thread::scope(|s| {
         for pe in 0..npes {
-            let (job_pe, config) = (Arc::clone(&job), config.clone());
+            let job = &job;
             let spawned = std::thread::Builder::new()
                 .name(format!("rshmem-sim PE {pe}"))
-                .spawn_scoped(s, move || pe_thread(job_pe, pe, config, pe_main));
+                .spawn_scoped(s, move || {
+                    let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(job.pe(pe))));
+                    job.finished(
+                        pe,
+                        outcome_text(outcome.map(|r| r.map_err(|e| e.to_string()))),
+                    );
+                });
             if let Err(e) = spawned {
-                job.pe_failed(pe, format!("the host could not start its thread: {e}"));
+                job.finished(pe, Err(format!("the host could not start its thread: {e}")));
             }
         }
     });
-    match job.first_failure() {
-        Some((pe, reason)) => Err(Error::PeFailed { pe, reason }),
-        None => Ok(()),
+    job.verdict()
+}
+
+/// A simulated job whose PEs the caller runs on threads of its own (the job runner's, or a
+/// Python interpreter's): the heaps, and each PE's verdict.
+pub(crate) struct SimJob {
+    world: Arc<World>,
+    config: SimConfig,
+}
+
+impl SimJob {
+    /// Reserves `npes` heaps with the settings of the environment (`RSHMEM_SIM_HEAP`, ...).
+    pub(crate) fn new(npes: usize) -> Result<SimJob> {
+        let config = SimConfig::from_env()?;
+        if npes == 0 {
+            return Err(Error::BadEnv {
+                var: "RSHMEM_NPES",
+                value: "0".into(),
+                expected: "a whole number of PEs >= 1".into(),
+            });
+        }
+        let world =
+            World::new(npes, config.heap_size).map_err(|e| reserve_error(&config, npes, e))?;
+        let world = Arc::new(if config.peer_mappings {
+            world
+        } else {
+            world.without_peer_mappings()
+        });
+        Ok(SimJob { world, config })
+    }
+
+    /// The PEs of the job.
+    pub(crate) fn n_pes(&self) -> usize {
+        self.world.n_pes()
+    }
+
+    /// PE `pe`'s backend (`pe < n_pes()`; one per PE).
+    pub(crate) fn pe(&self, pe: usize) -> Box<dyn PeBackend> {
+        Box::new(SimPe {
+            job: Arc::clone(&self.world),
+            pe,
+            config: self.config.clone(),
+            last_stream: Default::default(),
+            capture: Default::default(),
+        })
+    }
+
+    /// PE `pe` ended, well or with the error text: a failure makes the PEs waiting for it
+    /// (collectives, device waits) fail too, naming it.
+    pub(crate) fn finished(&self, pe: usize, outcome: std::result::Result<(), String>) {
+        match outcome {
+            Ok(()) => self.world.pe_finished(pe),
+            Err(reason) => self.world.pe_failed(pe, reason),
+        }
+    }
+
+    /// The PE whose failure ended the job (followed to its cause), if one failed.
+    pub(crate) fn verdict(&self) -> Result<()> {
+        match self.world.first_failure() {
+            Some((pe, reason)) => Err(Error::PeFailed { pe, reason }),
+            None => Ok(()),
+        }
     }
 }
 
-/// One PE: its closure, then its verdict for the job.
-fn pe_thread(job: Arc<World>, pe: usize, config: SimConfig, pe_main: PeMain<'_>) {
-    let sim_pe = Box::new(SimPe {
-        job: Arc::clone(&job),
-        pe,
-        config,
-        last_stream: Default::default(),
-        capture: Default::default(),
-    });
-    let outcome = catch_unwind(AssertUnwindSafe(|| pe_main(sim_pe)));
-    match outcome {
-        Ok(Ok(())) => job.pe_finished(pe),
-        Ok(Err(e)) => job.pe_failed(pe, e.to_string()),
-        Err(payload) => {
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string payload".into());
-            job.pe_failed(pe, format!("panicked: {text}"));
-        }
-    }
+/// A PE closure's outcome as its verdict's text: its error, or its panic's message.
+pub(crate) fn outcome_text<R>(
+    outcome: std::thread::Result<std::result::Result<R, String>>,
+) -> std::result::Result<R, String> {
+    outcome.unwrap_or_else(|payload| {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-string payload".into());
+        Err(format!("panicked: {text}"))
+    })
 }
 
 /// The heaps could not be reserved: say which setting asked for how much.

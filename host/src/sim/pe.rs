@@ -279,6 +279,10 @@ impl StreamBackend for SimPe {
         ))
     }
 
+    unsafe fn adopt_stream(&self, _raw: u64) -> Result<StreamId> {
+        self.create_stream()
+    }
+
     fn destroy_stream(&self, _stream: StreamId) {}
 
     fn synchronize_stream(&self, _stream: StreamId) -> Result<()> {

@@ -29,3 +29,7 @@ pub use rshmem_example_kernels::*;
 /// PTX for sm_90 and sm_80 (and cubins where ptxas was available) of `testing/kernels/examples`.
 pub static IMAGE: rshmem_host::KernelImage =
     rshmem_host::include_kernels!("rshmem-example-kernels");
+
+/// The same image as the JSON manifest rshmem-builder wrote beside it: what a program loads
+/// at run time (the Python bindings' `rshmem.load_kernels`, whose tests use this one).
+pub const MANIFEST: &str = concat!(env!("OUT_DIR"), "/rshmem-image-rshmem-example-kernels.json");

@@ -153,6 +153,16 @@ impl StreamBackend for GpuPe {
         Ok(id)
     }
 
+    unsafe fn adopt_stream(&self, raw: u64) -> Result<StreamId> {
+        // SAFETY: this function's contract: a live stream of this PE's context.
+        let stream = Arc::new(unsafe { Stream::borrowed(self.shared.ctx(), raw) });
+        let mut streams = lock(&self.shared.user_streams);
+        streams.last += 1;
+        let id = StreamId(streams.last);
+        streams.live.insert(id, stream);
+        Ok(id)
+    }
+
     fn destroy_stream(&self, id: StreamId) {
         let sh = &*self.shared;
         let Some(stream) = lock(&sh.user_streams).live.remove(&id) else {

@@ -1,0 +1,65 @@
+//! Host time per call of two small ops from Rust, the baseline of the Python layer's overhead
+//! (`scripts/python_bench.py` times the same calls from Python and prints both): a 4 KiB bf16
+//! all-reduce and a 128 × 128 × 128 bf16 GEMM, each called `--calls` times back to back on the
+//! PE's stream after a warm-up; `host_us` is the wall time of the loop per call (queueing only:
+//! the GPU runs behind), `total_us` includes the final synchronize. PE 0 prints one JSON line
+//! per op.
+//!
+//! ```text
+//! RSHMEM_NPES=2 call_overhead [--calls 2000]
+//! ```
+//!
+//! Runs on the simulator too (where every call runs to completion when queued, so its
+//! numbers are not the GPU's).
+
+use anyhow::Result;
+use rshmem::{bf16, ReduceOp, Shmem, Team};
+use rshmem_ops::{BLayout, GemmShape, Ops};
+use std::time::Instant;
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let calls: usize = args
+        .iter()
+        .position(|a| a == "--calls")
+        .and_then(|i| args.get(i + 1))
+        .map_or(Ok(2000), |v| v.parse())?;
+    rshmem::run(|shmem: &Shmem| -> Result<()> {
+        let ops = Ops::new(shmem)?;
+        let stream = shmem.stream();
+        let mut x = shmem.alloc_from(&vec![bf16::ONE; 2048])?;
+        let (m, n, k) = (128u32, 128u32, 128u32);
+        let a = shmem.alloc_from(&vec![bf16::ONE; (m * k) as usize])?;
+        let b = shmem.alloc_from(&vec![bf16::ONE; (n * k) as usize])?;
+        let mut c = shmem.alloc_zeroed::<f32>((m * n) as usize)?;
+        let shape = GemmShape::new(m, n, k, BLayout::NK);
+        let time = |name: &str, call: &mut dyn FnMut() -> rshmem::Result<()>| -> Result<()> {
+            for _ in 0..20 {
+                call()?;
+            }
+            shmem.synchronize()?;
+            shmem.barrier_all()?;
+            let start = Instant::now();
+            for _ in 0..calls {
+                call()?;
+            }
+            let host = start.elapsed();
+            shmem.synchronize()?;
+            let total = start.elapsed();
+            if shmem.my_pe() == 0 {
+                println!(
+                    "{{\"op\": \"{name}\", \"calls\": {calls}, \"host_us\": {:.3}, \"total_us\": {:.3}}}",
+                    host.as_secs_f64() * 1e6 / calls as f64,
+                    total.as_secs_f64() * 1e6 / calls as f64
+                );
+            }
+            Ok(())
+        };
+        time("all_reduce_4KiB", &mut || {
+            ops.all_reduce_in_place(&stream, Team::WORLD, &mut x, 2048, ReduceOp::Max)
+        })?;
+        time("gemm_128", &mut || ops.gemm(&stream, &a, &b, &mut c, shape))?;
+        Ok(())
+    })?;
+    Ok(())
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""rshmem's Python layer on GPUs, in one run under torchrun: rshmem's all-reduce beside torch
+symmetric memory's one-shot/two-shot all-reduce and NCCL (NCCL only where the ranks have GPUs of
+their own), rshmem's GEMM beside torch.matmul (cuBLAS), and the Python layer's per-call
+overhead against the same calls from Rust (ops/examples/call_overhead.rs, run by this script
+when --rust names its binary). NOT YET RUN ON A GPU (written 2026-12-05 without one).
+
+  device run: torchrun --nproc-per-node 2 .gpu/scripts/python_bench.py [--rust .gpu/bin/call_overhead]
+              [--sizes 8192,1048576,16777216] [--gemm 256,1024,4096] [--calls 2000] [--iters 20]
+
+Timing: CUDA events around k back-to-back calls (k = 20), median of --iters repetitions, a host
+barrier before each; per call. Overhead: host wall time per call of --calls back-to-back calls
+(queueing, the GPU runs behind) of a 4 KiB bf16 all-reduce (op max, idempotent) and a 128^3 bf16
+GEMM, from Python (rshmem.all_reduce, rshmem.gemm on torch's current stream) and from Rust
+(call_overhead), and their difference: the issue's goal is <= 2 us. Rank 0 prints tables and
+writes $OUT/python_bench.json when $OUT is set.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import rshmem  # noqa: E402
+
+
+def timed(fn, iters, inner=20):
+    """Median µs per call of `fn` over `iters` repetitions of `inner` calls."""
+    fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(iters):
+        rshmem.barrier_all()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e3 / inner)
+    return statistics.median(out)
+
+
+def host_per_call(fn, calls):
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    rshmem.barrier_all()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return host * 1e6 / calls, (time.perf_counter() - t0) * 1e6 / calls
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="8192,1048576,16777216")
+    ap.add_argument("--gemm", default="256,1024,4096")
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--rust", default=None, help="ops/examples/call_overhead's binary")
+    args = ap.parse_args()
+    dist.init_process_group("cpu:gloo,cuda:nccl")
+    rshmem.init()
+    me, n = rshmem.my_pe(), rshmem.n_pes()
+    own_gpus = torch.cuda.device_count() >= n
+    rows = []
+
+    # All-reduce, bf16.
+    symm = None
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+
+        symm = symm_mem
+    except ImportError:
+        pass
+    for size in (int(s) for s in args.sizes.split(",")):
+        count = size // 2
+        x = rshmem.empty(count, torch.bfloat16)
+        x.fill_(1)
+        row = {"op": "all_reduce", "bytes": size, "rshmem_us": timed(lambda: rshmem.all_reduce(x, op="max"), args.iters)}
+        if own_gpus:
+            t = torch.ones(count, dtype=torch.bfloat16, device="cuda")
+            row["nccl_us"] = timed(lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX), args.iters)
+        if symm is not None and own_gpus:
+            buf = symm.empty(count, dtype=torch.bfloat16, device="cuda")
+            hdl = symm.rendezvous(buf, dist.group.WORLD.group_name)
+            buf.fill_(1)
+            del hdl
+            name = dist.group.WORLD.group_name
+            row["symm_one_shot_us"] = timed(lambda: torch.ops.symm_mem.one_shot_all_reduce(buf, "sum", name), args.iters)
+            row["symm_two_shot_us"] = timed(lambda: torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", name), args.iters)
+        rows.append(row)
+        del x
+
+    # GEMM, bf16 in, bf16 out, B n x k.
+    for s in (int(v) for v in args.gemm.split(",")):
+        a, b = rshmem.empty((s, s), torch.bfloat16), rshmem.empty((s, s), torch.bfloat16)
+        c = rshmem.empty((s, s), torch.bfloat16)
+        a.normal_()
+        b.normal_()
+        us = timed(lambda: rshmem.gemm(a, b, c), args.iters)
+        ref = timed(lambda: torch.matmul(a, b.T), args.iters)
+        torch.testing.assert_close(c.float(), (a.float() @ b.float().T), rtol=2e-2, atol=2e-2 * s ** 0.5)
+        rows.append({"op": "gemm", "m=n=k": s, "rshmem_us": us, "torch_matmul_us": ref,
+                     "rshmem_tflops": 2 * s ** 3 / us / 1e6, "torch_tflops": 2 * s ** 3 / ref / 1e6})
+        del a, b, c
+
+    # Per-call overhead: Python against Rust.
+    x = rshmem.empty(2048, torch.bfloat16)
+    x.fill_(1)
+    a, b = rshmem.empty((128, 128), torch.bfloat16), rshmem.empty((128, 128), torch.bfloat16)
+    c = rshmem.empty((128, 128), torch.float32)
+    overhead = {
+        "all_reduce_4KiB": host_per_call(lambda: rshmem.all_reduce(x, op="max"), args.calls),
+        "gemm_128": host_per_call(lambda: rshmem.gemm(a, b, c), args.calls),
+    }
+    del x, a, b, c
+    rshmem.barrier_all()
+    import gc
+
+    gc.collect()
+    rshmem.finalize()
+
+    if me == 0:
+        rust = {}
+        if args.rust:
+            # After finalize: the Rust program starts its own PEs (one per rank here).
+            out = subprocess.run([args.rust, "--calls", str(args.calls)], capture_output=True, text=True,
+                                 env=dict(os.environ, RSHMEM_NPES=str(n)))
+            for line in out.stdout.splitlines():
+                if line.startswith("{"):
+                    r = json.loads(line.split("] ", 1)[-1])
+                    rust[r["op"]] = r
+            if out.returncode:
+                print("call_overhead failed:", out.stderr[-2000:])
+        print("\n== per call, µs (CUDA events, median)")
+        for r in rows:
+            print(json.dumps(r))
+        print("\n== host µs per call: Python / Rust / difference (goal: difference <= 2 µs)")
+        for op, (host, total) in overhead.items():
+            rr = rust.get(op, {}).get("host_us")
+            diff = f"{host - rr:.2f}" if rr is not None else "-"
+            print(f"{op:18s} python {host:8.2f}  rust {rr if rr is not None else '-':>8}  diff {diff}  "
+                  f"(python incl. sync {total:.2f})")
+        if os.environ.get("OUT"):
+            with open(os.path.join(os.environ["OUT"], "python_bench.json"), "w") as f:
+                json.dump({"rows": rows, "python_overhead": overhead, "rust_overhead": rust,
+                           "ranks": n, "own_gpus": own_gpus, "device": torch.cuda.get_device_name()}, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
