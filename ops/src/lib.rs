@@ -86,4 +86,7 @@ pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
 pub use gemm::split_k::SplitK;
 pub use handle::Ops;
-pub use moe::{MoeBuffers, MoeConfig, MoeLayout, MoeLlBuffers, MoePayload};
+pub use moe::{
+    MoeBuffers, MoeConfig, MoeLayerBuffers, MoeLayerConfig, MoeLayerWeights, MoeLayout,
+    MoeLlBuffers, MoePayload,
+};

@@ -67,10 +67,15 @@
 
 mod buffers;
 mod calls;
+mod layer;
 mod low_latency;
 
 pub use buffers::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
+pub use layer::{interleave_gate_up, MoeLayerBuffers, MoeLayerConfig, MoeLayerWeights};
 pub use low_latency::MoeLlBuffers;
 
 /// The sm_80 and sm_90 image of the `moe` family of `kernels/ops`.
 pub static IMAGE: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe");
+
+/// The sm_90a image of the `moe90` family: the fused layer's two grouped GEMMs.
+pub static IMAGE90: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe90");

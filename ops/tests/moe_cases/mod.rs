@@ -14,6 +14,8 @@
 
 #![allow(dead_code)]
 
+pub mod layer;
+
 use rshmem::{bf16, Shmem, Team};
 use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops};
 
