@@ -25,6 +25,7 @@ per_backend! {
     every_token_to_one_expert => [3];
     graph_launched_on_new_routings => [2];
     bad_entries_are_skipped => [2];
+    an_expert_listed_twice => [2];
     bad_input_is_refused => [2];
 }
 
@@ -119,6 +120,19 @@ fn bad_entries_are_skipped(shmem: &Shmem) -> Outcome {
         ..eager(2)
     };
     run_layer(shmem, &ops, &case, run)
+}
+
+/// Every token lists expert 0 twice: each rank's entries for it past `max_tokens` are
+/// skipped (the expert's rows hold `max_tokens` per rank), reported, and add nothing.
+fn an_expert_listed_twice(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = LayerCase {
+        config: config(2 * n, 3, 16, 8, 7),
+        tokens: |pe, _| [7, 3][pe % 2],
+        draw: Draw::Twice,
+    };
+    run_layer(shmem, &ops, &case, eager(1))
 }
 
 /// Each bad argument is refused with a message naming it, before anything is queued: the

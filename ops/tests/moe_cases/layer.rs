@@ -17,6 +17,10 @@
 //!   valid entries of the rows this PE received (`k ≤ 16` f32 terms), zeros for a token
 //!   without one, nothing written past the tokens.
 //!
+//! Entries the layer skips (neither an expert nor `-1`, or an expert's entries of one rank
+//! past `max_tokens`, which only a token listing an expert twice can make) are left out of
+//! every stage's reference, and the first is what `skipped_entry` must say.
+//!
 //! Without peer mappings (`p2p` false) the rows of other ranks in `recv_x` hold the down
 //! GEMM's output after the call (kept there for the put): they are compared with what their
 //! source received instead.
@@ -94,6 +98,31 @@ fn dot(a: impl Iterator<Item = f64>, b: &[f32]) -> (f64, f64) {
 
 const ACC: f64 = 1.0 / 8_388_608.0; // 2⁻²³
 
+/// Which of `r`'s entries the layer skips (module docs), and the first of them.
+fn skipped(cfg: &MoeLayerConfig, r: &Routing) -> (Vec<bool>, Option<(u32, u32)>) {
+    let k = cfg.top_k as usize;
+    let mut rows = vec![0u32; cfg.experts as usize];
+    let skip: Vec<bool> = r
+        .topk
+        .iter()
+        .map(|&e| {
+            if e < 0 {
+                return false;
+            }
+            if e as u32 >= cfg.experts {
+                return true;
+            }
+            rows[e as usize] += 1;
+            rows[e as usize] > cfg.max_tokens
+        })
+        .collect();
+    let first = skip
+        .iter()
+        .position(|&s| s)
+        .map(|i| ((i / k) as u32, (i % k) as u32));
+    (skip, first)
+}
+
 /// Runs `run.rounds` calls of `case` over the world and checks every stage of each (module
 /// docs).
 pub fn run_layer(shmem: &Shmem, ops: &Ops, case: &LayerCase, run: Run) -> Outcome {
@@ -146,9 +175,19 @@ pub fn run_layer(shmem: &Shmem, ops: &Ops, case: &LayerCase, run: Run) -> Outcom
         if run.bad_entry && all[0].tokens > 1 {
             all[0].topk[k] = cfg.experts as i32 + 3;
         }
+        // What the device gets; the skipped entries then leave every stage's reference.
+        let device_topk = all[me].topk.clone();
+        let skips: Vec<_> = all.iter().map(|r| skipped(&cfg, r)).collect();
+        for (r, (skip, _)) in all.iter_mut().zip(&skips) {
+            for (e, &s) in r.topk.iter_mut().zip(skip) {
+                if s {
+                    *e = -1;
+                }
+            }
+        }
         let mine = &all[me];
         x.copy_from_host(&padded(&mine.x16, r * h, bf16::from_f32(99.0)))?;
-        topk.copy_from_host(&padded(&mine.topk, r * k, 12345))?;
+        topk.copy_from_host(&padded(&device_topk, r * k, 12345))?;
         tw.copy_from_host(&padded(&mine.weights, r * k, 7.0))?;
         out.copy_from_host(&vec![bf16::from_f32(-7.0); r * h])?;
         let tokens = mine.tokens as u32;
@@ -205,7 +244,7 @@ pub fn run_layer(shmem: &Shmem, ops: &Ops, case: &LayerCase, run: Run) -> Outcom
         }
         assert_eq!(
             bufs.skipped_entry()?,
-            (run.bad_entry && me == 0 && mine.tokens > 1).then_some((1, 0)),
+            skips[me].1,
             "{}",
             ctx("the skipped entry".into())
         );

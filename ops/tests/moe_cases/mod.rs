@@ -42,6 +42,9 @@ pub enum Draw {
     ToLast,
     /// Only experts of rank 0 (the other ranks receive nothing).
     OnlyRank0,
+    /// Every token lists expert 0 in its first two entries (a router never does: the fused
+    /// layer skips what its rows cannot hold, and reports it).
+    Twice,
 }
 
 /// A case: the layer's shape, each PE's token count, and how entries are drawn.
@@ -86,6 +89,12 @@ pub fn routing(case: &Case, seed: u64, round: u64, pe: usize, npes: usize) -> Ro
                 }
             }
             Draw::ToLast => row[0] = cfg.experts as i32 - 1,
+            Draw::Twice => {
+                row[0] = 0;
+                if k > 1 {
+                    row[1] = 0;
+                }
+            }
             Draw::OnlyRank0 => {
                 for kk in 0..k.min(local as usize) {
                     row[kk] =
