@@ -77,6 +77,8 @@ if want examples; then
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
     step gemm env RSHMEM_NPES=1 $BIN/gemm
     step moe env RSHMEM_NPES=$EX_NPES $BIN/moe
+    # The fused MoE layer: every stage checked, then timed beside its two grouped GEMMs.
+    step moe_layer env RSHMEM_NPES=$EX_NPES $BIN/moe_layer
     # The tensor-parallel MLP (fused ops); sharing one GPU, small sizes.
     if [ "$NGPU" -lt 2 ]; then
         step tp_mlp env RSHMEM_NPES=2 $BIN/tp_mlp --m 1024 --hidden 1024 --ffn 4096 --iters 3
@@ -199,7 +201,8 @@ if want collectives; then
 fi
 
 # MoE dispatch and combine (only when named: `moe_bench`): rshmem's beside torch's local
-# permute, one PE (scripts/moe_bench.py); $OUT/moe_bench.json.
+# permute, one PE, and the fused layer beside its two grouped GEMMs (scripts/moe_bench.py);
+# $OUT/moe_bench.json.
 if want moe_bench; then
     STEP_TIMEOUT=${MOE_TIMEOUT:-400} step moe_bench python3 .gpu/scripts/moe_bench.py --bin $BIN/moe_bench
 fi
