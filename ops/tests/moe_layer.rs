@@ -2,7 +2,8 @@
 //! combine, kernels only) on every backend, each stage of every call checked against an f64
 //! reference of fresh random routings and weights (`moe_cases/layer.rs`): random routings
 //! with `-1` entries on 2-4 PEs over several calls on one buffer set; top-k 1, 3 and 8 with
-//! token counts 0, 1 and odd; every token to one expert (the others get none); hidden sizes
+//! token counts 0, 1 and odd; every token to one expert (the others get none, and one
+//! rank's rows for it span several of the send's pieces); hidden sizes
 //! that are multiples of 8 but not of 16 or 128; one call recorded into a graph (as the
 //! buffers' first call) and launched on new routings; an entry that is no expert (skipped
 //! and reported); bad input refused before anything is queued.
@@ -78,13 +79,17 @@ fn top_k_1_3_8_odd_token_counts(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
+/// Every token to the last expert (the others get none), then only rank 0's experts (the
+/// other ranks receive nothing). The last expert gets 156 rows: two tiles of the gate/up GEMM,
+/// the second waiting for one rank only; a rank's rows for it span several of the send's
+/// pieces (`SEND_ROWS` rows), the last one's block signalling.
 fn every_token_to_one_expert(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let n = shmem.n_pes() as u32;
     for draw in [Draw::ToLast, Draw::OnlyRank0] {
         let case = LayerCase {
-            config: config(2 * n, 2, 24, 16, 11),
-            tokens: |pe, _| [11, 5, 3][pe % 3],
+            config: config(2 * n, 2, 24, 16, 60),
+            tokens: |pe, _| [60, 45, 51][pe % 3],
             draw,
         };
         run_layer(shmem, &ops, &case, eager(1))?;

@@ -32,9 +32,10 @@
 //! 3. [`prepare`]: this PE's whole count matrix (every rank's expert counts) to every rank,
 //!    then its count flag there (`epoch`); the entries indexed by (expert, position);
 //! 4. [`send`]: waits for every rank's count flag; lays out this PE's experts (`src_base`,
-//!    `recv_count`); then, expert by expert, this PE's rows into their final rows on the
-//!    expert's rank, each row's `(rank, entry)` into `recv_src` beside it, then the arrival
-//!    flag `[j × n + rank] = epoch << 32 | rows` there;
+//!    `recv_count`); then this PE's rows into their final rows on each expert's rank (in
+//!    pieces of [`SEND_ROWS`] rows spread over the blocks), each row's `(rank, entry)` into
+//!    `recv_src` beside it; the block that completes an expert's rows sets its arrival flag
+//!    `[j × n + rank] = epoch << 32 | rows` there;
 //! 5. the gate/up GEMM (`ArrivalSchedule` + `SwiGlu`) over `recv_x` → `act`;
 //! 6. the down GEMM (`Grouped` + [`SendRows`]) over `act` → the sources' `combine_recv`;
 //! 7. [`push_unmapped`] (only where a source has no peer mapping);
@@ -48,8 +49,10 @@
 //!   the put), and the wait acquires.
 //! * *Rows before loads* ([`ArrivalSchedule::before_loads`]): a tile of expert `j` covering
 //!   rows of rank `s` waits for `flags[j × n + s] >= epoch << 32`, which rank `s` sets after
-//!   its stores (or puts, then `quiet`) of all its rows for `j` (block barrier, then a
-//!   cumulative release); the wait acquires at system scope and, on sm90, a proxy fence orders
+//!   its stores (or puts, then `quiet`) of all its rows for `j`: each block's stores, a block
+//!   barrier, then an acquire-release add to the expert's `sent` count; the block whose add
+//!   completes the count has acquired every other piece's stores, and its signal releases
+//!   them (cumulative, system scope); the wait acquires at system scope and, on sm90, a proxy fence orders
 //!   the TMA loads after it. `recv_src`'s words arrive with the rows, before the same flag; the
 //!   down GEMM reads them after the gate/up GEMM (stream order) acquired every row's flag.
 //!   The layout the GEMMs walk (`recv_count`) and the waits' ranges (`src_base`) were written
@@ -96,6 +99,7 @@ use rshmem_gemm::{Epilogue, GroupRows, Grouped, OutElem, Problem, Schedule, Tile
 /// | `entries` | `X × R` | `[e × R + p]`: this PE's entry (`t × k + kk`) at position `p` for expert `e` |
 /// | `src_base` | `E × (n + 1)` | `[j × (n + 1) + s]`: rank `s`'s first row within expert `j`; `[.. + n]`: the expert's rows |
 /// | `src_words` (symmetric) | `R × k × 2` | `[2i] = rank`, `[2i + 1] = i`: the puts' source of `recv_src`'s words |
+/// | `sent` | `X` | `[e]`: rows of expert `e` this PE has sent in this call ([`send`]'s pieces) |
 /// | `act` | `E × n R × I` | SwiGLU's output, the down GEMM's input |
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -113,10 +117,12 @@ pub struct LayerBufs {
     /// See the type's docs.
     pub src_words: *mut u32,
     /// See the type's docs.
+    pub sent: *mut u32,
+    /// See the type's docs.
     pub act: *mut bf16,
 }
 
-// SAFETY: `#[repr(C)]` of nineteen pointers (152 bytes, no padding): the same bytes on the
+// SAFETY: `#[repr(C)]` of twenty pointers (160 bytes, no padding): the same bytes on the
 // host and nvptx64; the kernels' contracts say what they must point to.
 unsafe impl KernelArg for LayerBufs {}
 
@@ -145,7 +151,7 @@ unsafe fn rows(lb: &LayerBufs, call: &MoeCall, src: u32, d: u32, j: u32) -> u32 
 /// Step 3 (module docs), any 1-D grid whose first block has at least `size` threads: thread
 /// `d` of block 0 sends this PE's count matrix (`counts_out`, what the route wrote) to rank
 /// `d`'s `counts_all[rank]`, then sets its count flag there; every thread indexes entries by
-/// (expert, position). An entry at a position `>= max_tokens` (a token that lists one expert
+/// (expert, position), and zeroes [`send`]'s `sent` words. An entry at a position `>= max_tokens` (a token that lists one expert
 /// more than once can make one) is skipped: it is recorded in the bad-entry word and its
 /// `combine_recv` row zeroed, so the combine adds nothing for it.
 ///
@@ -180,7 +186,17 @@ pub unsafe fn prepare(team: Team, lb: LayerBufs, topk: *const i32, call: MoeCall
         }
     }
     let (k, r, h) = (call.top_k, call.max_tokens, call.hidden as usize);
-    let mut i = thread::block_idx_x() * thread::block_dim_x() + tid;
+    let (first, threads) = (
+        thread::block_idx_x() * thread::block_dim_x() + tid,
+        thread::grid_dim_x() * thread::block_dim_x(),
+    );
+    let mut e = first;
+    while e < call.experts {
+        // SAFETY: `sent` holds one word per expert; the previous call's `send` finished.
+        unsafe { lb.sent.add(e as usize).write(0) };
+        e += threads;
+    }
+    let mut i = first;
     while i < call.tokens * k {
         // SAFETY: `i < tokens × top_k`; `pos` was written by the route for valid entries.
         unsafe {
@@ -198,17 +214,26 @@ pub unsafe fn prepare(team: Team, lb: LayerBufs, topk: *const i32, call: MoeCall
                 }
             }
         }
-        i += thread::grid_dim_x() * thread::block_dim_x();
+        i += threads;
     }
 }
 
-/// Step 4 (module docs), any 1-D grid of blocks of at least `size` threads: block `b` sends
-/// the rows of experts `b, b + gridDim, ...` (of all ranks' experts).
+/// Rows of one expert a block of [`send`] copies as one piece of work: small enough that an
+/// expert with many rows is spread over many blocks (8 experts of 1000 rows each would
+/// otherwise be 8 blocks copying row after row), large enough to amortise the piece's
+/// bookkeeping (one atomic per piece).
+pub const SEND_ROWS: u32 = 16;
+
+/// Step 4 (module docs), any 1-D grid of blocks of at least `size` threads: the rows go in
+/// pieces of [`SEND_ROWS`] rows of one expert, expert after expert (of all ranks' experts),
+/// block `b` taking pieces `b, b + gridDim, ...`; the block that completes an expert's last
+/// piece (`sent[e]` reaches its count) sets the expert's arrival flag on its rank.
 ///
 /// # Safety
 ///
-/// After this PE's [`prepare`] of the call in stream order; `x` holds `tokens × hidden`
-/// elements in symmetric memory; `lb` as for [`prepare`]; every member runs the same call.
+/// After this PE's [`prepare`] of the call in stream order (it zeroed `sent`); `x` holds
+/// `tokens × hidden` elements in symmetric memory; `lb` as for [`prepare`]; every member runs
+/// the same call.
 #[inline(always)]
 pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
     let peers = Peers::of(team);
@@ -241,50 +266,67 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
             j += thread::block_dim_x();
         }
     }
-    let mut e = thread::block_idx_x();
-    while e < call.experts {
-        let (d, j) = (call.owner(e), call.local(e));
-        // SAFETY: as above (d < size, j < local).
-        let count = unsafe { rows(&lb, &call, peers.rank, d, j) };
-        if count > 0 {
-            let pe = peers.world(d);
-            let mut row = j * per;
-            for s in 0..peers.rank {
-                // SAFETY: as above.
-                row += unsafe { rows(&lb, &call, s, d, j) };
+    // SAFETY: as above (`e < experts`: its rank and local index are in range).
+    let count = |e: u32| unsafe { rows(&lb, &call, peers.rank, call.owner(e), call.local(e)) };
+    // Expert `e` and the pieces of the experts before it; pieces only grow with the block's
+    // index, so the walk over experts goes one way.
+    let (mut e, mut before) = (0u32, 0u32);
+    let mut piece = thread::block_idx_x();
+    loop {
+        while e < call.experts && piece >= before + count(e).div_ceil(SEND_ROWS) {
+            before += count(e).div_ceil(SEND_ROWS);
+            e += 1;
+        }
+        if e >= call.experts {
+            break;
+        }
+        let (d, j, total) = (call.owner(e), call.local(e), count(e));
+        let pe = peers.world(d);
+        let mut row = j * per;
+        for s in 0..peers.rank {
+            // SAFETY: as above.
+            row += unsafe { rows(&lb, &call, s, d, j) };
+        }
+        let first = (piece - before) * SEND_ROWS;
+        let last = (first + SEND_ROWS).min(total);
+        for p in first..last {
+            // SAFETY: `prepare` indexed every position below the count (`< R`); the
+            // destination rows `row .. row + total` lie in expert j's region on `d`
+            // (`Σ_s rows(s, j) <= n R`), written by nobody else in this call; `x`,
+            // `src_words` are symmetric (put sources where `d` has no mapping).
+            unsafe {
+                let i = lb.entries.add((e * r + p) as usize).read();
+                let at = (row + p) as usize;
+                tile::push_tile(ll.recv_x.add(at * h), x.add((i / k) as usize * h), h, pe);
+                tile::push_tile(
+                    ll.recv_src.add(2 * at),
+                    lb.src_words.add(2 * i as usize),
+                    2,
+                    pe,
+                );
             }
-            for p in 0..count {
-                // SAFETY: `prepare` indexed every position below the count (`< R`); the
-                // destination rows `row .. row + count` lie in expert j's region on `d`
-                // (`Σ_s rows(s, j) <= n R`), written by nobody else in this call; `x`,
-                // `src_words` are symmetric (put sources where `d` has no mapping).
-                unsafe {
-                    let i = lb.entries.add((e * r + p) as usize).read();
-                    let at = (row + p) as usize;
-                    tile::push_tile(ll.recv_x.add(at * h), x.add((i / k) as usize * h), h, pe);
-                    tile::push_tile(
-                        ll.recv_src.add(2 * at),
-                        lb.src_words.add(2 * i as usize),
-                        2,
-                        pe,
-                    );
+        }
+        thread::sync_threads();
+        if tid == 0 {
+            // SAFETY: `sent` holds one word per expert, zeroed by `prepare`, touched only by
+            // these atomics in this kernel; the flag word lies in d's buffer, set only by
+            // this PE for expert j. The block barrier put the block's stores before this
+            // thread's release (cumulative); the add's acquire-release chain puts every
+            // earlier piece's before the last one's, whose signal releases them all at
+            // system scope; `quiet` completes the puts where there is no mapping.
+            unsafe {
+                let flag = ll.flags.add((j * n + peers.rank) as usize);
+                if shmem::ptr(flag, pe).is_null() {
+                    shmem::quiet();
                 }
-            }
-            thread::sync_threads();
-            if tid == 0 {
-                // SAFETY: the flag word lies in d's buffer, set only by this PE for expert j;
-                // the block barrier put every thread's stores before this thread's release
-                // (cumulative), and `quiet` completes the puts where there is no mapping.
-                unsafe {
-                    let flag = ll.flags.add((j * n + peers.rank) as usize);
-                    if shmem::ptr(flag, pe).is_null() {
-                        shmem::quiet();
-                    }
-                    sig::signal(flag, epoch << 32 | u64::from(count), pe);
+                let sent = lb.sent.add(e as usize);
+                let had = atomic::fetch_add::<Gpu, u32>(sent, last - first, Ordering::AcqRel);
+                if had + (last - first) == total {
+                    sig::signal(flag, epoch << 32 | u64::from(total), pe);
                 }
             }
         }
-        e += thread::grid_dim_x();
+        piece += thread::grid_dim_x();
     }
 }
 

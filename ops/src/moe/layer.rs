@@ -14,7 +14,7 @@ use rshmem_host::{
     Error, LaunchConfig, Module, Result, Shmem, Stream, SymBuffer, SymRange, SymRangeMut, Team,
     TensorMap,
 };
-use rshmem_moe::layer::{rows_per_expert, LayerBufs};
+use rshmem_moe::layer::{rows_per_expert, LayerBufs, SEND_ROWS};
 use rshmem_moe::low_latency::LlBufs;
 use rshmem_moe::{route, MoeCall};
 use rshmem_ops_kernels::moe as k;
@@ -103,6 +103,7 @@ pub struct MoeLayerBuffers<'s> {
     entries: SymBuffer<'s, u32>,
     src_base: SymBuffer<'s, u32>,
     src_words: SymBuffer<'s, u32>,
+    sent: SymBuffer<'s, u32>,
     act: SymBuffer<'s, bf16>,
 }
 
@@ -220,6 +221,7 @@ impl<'s> MoeLayerBuffers<'s> {
             + b(&self.entries)
             + b(&self.src_base)
             + b(&self.src_words)
+            + b(&self.sent)
             + b(&self.act)
     }
 
@@ -253,6 +255,7 @@ impl<'s> MoeLayerBuffers<'s> {
             entries: self.entries.as_mut_ptr(),
             src_base: self.src_base.as_mut_ptr(),
             src_words: self.src_words.as_mut_ptr(),
+            sent: self.sent.as_mut_ptr(),
             act: self.act.as_mut_ptr(),
         }
     }
@@ -321,6 +324,7 @@ impl<'s> Ops<'s> {
             entries: shmem.alloc_zeroed(call.experts as usize * r)?,
             src_base: shmem.alloc_zeroed(local * (n + 1))?,
             src_words: shmem.alloc_from(&words)?,
+            sent: shmem.alloc_zeroed(call.experts as usize)?,
             act: shmem.alloc_zeroed(rows * i)?,
         })
     }
@@ -477,9 +481,11 @@ impl<'s> Ops<'s> {
                 wide(tokens * cfg.top_k),
                 (team, lb, topk.as_ptr(), call),
             )?;
+            // Pieces of SEND_ROWS rows: at most one per expert more than the entries fill.
+            let pieces = (tokens * cfg.top_k).div_ceil(SEND_ROWS) + cfg.experts;
             module.launch_on::<k::moe_layer_send>(
                 stream,
-                wide(cfg.experts),
+                wide(pieces),
                 (team, lb, x.as_ptr(), call),
             )?;
             let (config, args) = gemm(first, 0);
