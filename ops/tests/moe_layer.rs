@@ -5,8 +5,9 @@
 //! token counts 0, 1 and odd; every token to one expert (the others get none, and one
 //! rank's rows for it span several of the send's pieces); hidden sizes
 //! that are multiples of 8 but not of 16 or 128; one call recorded into a graph (as the
-//! buffers' first call) and launched on new routings; an entry that is no expert (skipped
-//! and reported); bad input refused before anything is queued.
+//! buffers' first call) and launched on new routings, eager calls between (one call counter);
+//! an entry that is no expert, and an expert listed twice (skipped and reported); bad input
+//! refused before anything is queued; PEs that disagree on the shape (an error, not a hang).
 
 #[macro_use]
 #[path = "../../tests/common/mod.rs"]
@@ -28,6 +29,7 @@ per_backend! {
     bad_entries_are_skipped => [2];
     an_expert_listed_twice => [2];
     bad_input_is_refused => [2];
+    mismatched_shapes_are_an_error_not_a_hang => [2, 3];
 }
 
 fn config(
@@ -272,5 +274,26 @@ fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
         }
     }
     shmem.barrier_all()?;
+    Ok(())
+}
+
+/// PEs that disagree on the layer's shape get an error from the buffers' symmetric
+/// allocation, every one of them, instead of a call that waits for ever.
+fn mismatched_shapes_are_an_error_not_a_hang(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let (me, n) = (shmem.my_pe() as u32, shmem.n_pes() as u32);
+    for cfg in [
+        config(2 * n, 2, 16, 8 + 8 * me, 8),
+        config(2 * n, 2, 16 + 8 * me, 8, 8),
+    ] {
+        let e = ops
+            .moe_layer_buffers(Team::WORLD, cfg)
+            .err()
+            .expect("PEs disagree on the shape");
+        assert!(
+            matches!(e, rshmem::Error::AsymmetricAlloc { .. }),
+            "PE {me}: {e}"
+        );
+    }
     Ok(())
 }

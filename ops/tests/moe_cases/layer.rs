@@ -42,7 +42,8 @@ pub struct LayerCase {
 pub struct Run {
     /// Calls, each on fresh routings and data.
     pub rounds: u64,
-    /// The call recorded once into a graph, launched once per round.
+    /// The call recorded once into a graph, launched once per round (every 5th round an
+    /// eager call instead: graph launches and eager calls share the call counter).
     pub graph: bool,
     /// PE 0's token 1 gets an entry that is no expert (skipped, reported).
     pub bad_entry: bool,
