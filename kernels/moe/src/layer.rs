@@ -126,6 +126,35 @@ pub struct LayerBufs {
 // host and nvptx64; the kernels' contracts say what they must point to.
 unsafe impl KernelArg for LayerBufs {}
 
+/// The team as the GEMM kernels (and [`push_unmapped`], which must agree with them) take
+/// it: plain numbers. A call that returns, anywhere in a kernel with `wgmma`, made ptxas 13.0
+/// serialise the wgmma pipeline (C7510): NVSHMEM's team calls assert (`__assertfail`), so the
+/// GEMMs make none. Rank `r` is world PE `start + r × stride` (NVSHMEM's teams are strided).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ranks {
+    /// World PE of rank 0.
+    pub start: u32,
+    /// World PEs between ranks.
+    pub stride: u32,
+    /// Ranks in the team.
+    pub size: u32,
+    /// This PE's rank.
+    pub rank: u32,
+}
+
+// SAFETY: `#[repr(C)]` of four `u32` (16 bytes, no padding): the same bytes and meaning on the
+// host and the device.
+unsafe impl KernelArg for Ranks {}
+
+impl Ranks {
+    /// The world PE of rank `r`.
+    #[inline(always)]
+    pub const fn world(&self, r: u32) -> i32 {
+        (self.start + r * self.stride) as i32
+    }
+}
+
 /// Rows each local expert owns in `recv_x` and `act`: every rank's every token.
 #[inline(always)]
 pub const fn rows_per_expert(call: &MoeCall) -> u32 {
@@ -336,14 +365,14 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
 ///
 /// # Safety
 ///
-/// `combine_recv` is symmetric; `s < peers.n`.
+/// `combine_recv` is symmetric; `s < ranks.size`.
 #[inline(always)]
-unsafe fn direct(peers: Peers, combine_recv: *const bf16, s: u32) -> *mut bf16 {
+unsafe fn direct(ranks: Ranks, combine_recv: *const bf16, s: u32) -> *mut bf16 {
     if s as usize >= MAX_PEERS {
         return core::ptr::null_mut();
     }
-    // SAFETY: the caller's.
-    unsafe { peers.ptr(combine_recv, s) }
+    // SAFETY: the caller's (rank s is a PE of the job).
+    unsafe { shmem::ptr(combine_recv, ranks.world(s)) }
 }
 
 /// The gate/up GEMM's schedule: the grouped walk over local experts (the masked layout of
@@ -355,11 +384,10 @@ unsafe fn direct(peers: Peers, combine_recv: *const bf16, s: u32) -> *mut bf16 {
 #[derive(Clone, Copy, Debug)]
 pub struct ArrivalSchedule<const BM: u32, const TMA: bool, const MAPPED: bool> {
     grouped: Grouped,
-    team: Team,
+    ranks: Ranks,
     flags: *const u64,
     src_base: *const u32,
-    /// The team's size, and the rows per expert.
-    n: u32,
+    /// The rows per expert.
     per: u32,
     /// What an arrival flag of this call holds at least: `epoch << 32`.
     arrived: u64,
@@ -373,23 +401,25 @@ impl<const BM: u32, const TMA: bool, const MAPPED: bool> ArrivalSchedule<BM, TMA
     ///
     /// After this PE's [`send`] of the call in stream order (it wrote `recv_count` and
     /// `src_base`); `lb` as for it; `rows.sizes` is `lb.ll.recv_count`, `rows.masked_rows`
-    /// [`rows_per_expert`]; with `MAPPED`, every rank of `team` is reached through a peer
-    /// mapping (else this traps).
+    /// [`rows_per_expert`]; `ranks` the call's team; with `MAPPED`, every rank is reached
+    /// through a peer mapping (else this traps).
     #[inline(always)]
-    pub unsafe fn new(team: Team, lb: LayerBufs, rows: GroupRows, problem: Problem) -> Self {
-        let peers = Peers::of(team);
-        // SAFETY: the flags are symmetric.
-        if MAPPED && unsafe { peers.mapped(lb.ll.flags) }.is_none() {
-            thread::trap();
+    pub unsafe fn new(ranks: Ranks, lb: LayerBufs, rows: GroupRows, problem: Problem) -> Self {
+        if MAPPED {
+            for r in 0..ranks.size {
+                // SAFETY: the flags are symmetric; rank r is a PE of the job.
+                if unsafe { shmem::ptr(lb.ll.flags, ranks.world(r)) }.is_null() {
+                    thread::trap();
+                }
+            }
         }
         Self {
             // SAFETY: `recv_count` holds one word per local expert; nothing writes it during
             // the GEMM.
             grouped: unsafe { Grouped::new(rows, problem) },
-            team,
+            ranks,
             flags: lb.ll.flags,
             src_base: lb.src_base,
-            n: peers.n,
             per: rows.masked_rows,
             // SAFETY: after `begin` (the contract).
             arrived: unsafe { lb.ll.epoch() } << 32,
@@ -409,7 +439,7 @@ impl<const BM: u32, const TMA: bool, const MAPPED: bool> Schedule
 
     #[inline(always)]
     unsafe fn before_loads(&self, tile: Tile) {
-        let (j, n) = (tile.group, self.n);
+        let (j, n) = (tile.group, self.ranks.size);
         let first = j * self.per;
         let lo = tile.m0 - first;
         let hi = tile.m_end.min(tile.m0 + BM) - first;
@@ -428,7 +458,7 @@ impl<const BM: u32, const TMA: bool, const MAPPED: bool> Schedule
                     if MAPPED {
                         sig::wait_mapped(flag, self.arrived);
                     } else {
-                        sig::wait(flag, self.arrived, Peers::of(self.team).world(s));
+                        sig::wait(flag, self.arrived, self.ranks.world(s));
                     }
                 }
                 waited = true;
@@ -469,12 +499,11 @@ impl SendRows {
     ///
     /// After this PE's [`send`] of the call and the gate/up GEMM; `lb` as for [`prepare`].
     #[inline(always)]
-    pub unsafe fn new(team: Team, lb: LayerBufs, hidden: u32) -> Self {
-        let p = Peers::of(team);
+    pub unsafe fn new(ranks: Ranks, lb: LayerBufs, hidden: u32) -> Self {
         let mut peers = [core::ptr::null_mut(); MAX_PEERS];
-        for (s, slot) in (0..p.n).zip(peers.iter_mut()) {
-            // SAFETY: `combine_recv` is symmetric, `s < n`.
-            *slot = unsafe { direct(p, lb.ll.combine_recv, s) };
+        for (s, slot) in (0..ranks.size).zip(peers.iter_mut()) {
+            // SAFETY: `combine_recv` is symmetric, `s < size`.
+            *slot = unsafe { direct(ranks, lb.ll.combine_recv, s) };
         }
         Self {
             recv_src: lb.ll.recv_src,
@@ -530,8 +559,7 @@ impl Epilogue for SendRows {
 ///
 /// After this PE's down GEMM of the call in stream order; `lb` as for [`prepare`].
 #[inline(always)]
-pub unsafe fn push_unmapped(team: Team, lb: LayerBufs, call: MoeCall) {
-    let peers = Peers::of(team);
+pub unsafe fn push_unmapped(ranks: Ranks, lb: LayerBufs, call: MoeCall) {
     let ll = lb.ll;
     let (h, per) = (call.hidden as usize, rows_per_expert(&call));
     for j in 0..call.local_experts() {
@@ -548,9 +576,9 @@ pub unsafe fn push_unmapped(team: Team, lb: LayerBufs, call: MoeCall) {
                     ll.recv_src.add(2 * row).read(),
                     ll.recv_src.add(2 * row + 1).read(),
                 );
-                if direct(peers, ll.combine_recv, s).is_null() {
+                if direct(ranks, ll.combine_recv, s).is_null() {
                     let dst = ll.combine_recv.add(i as usize * h);
-                    tile::push_tile(dst, ll.recv_x.add(row * h), h, peers.world(s));
+                    tile::push_tile(dst, ll.recv_x.add(row * h), h, ranks.world(s));
                 }
             }
             q += thread::grid_dim_x();

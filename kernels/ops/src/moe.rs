@@ -43,7 +43,7 @@
 use rshmem_device::bf16;
 use rshmem_device::prelude::*;
 pub use rshmem_moe::dispatch::Announce;
-pub use rshmem_moe::layer::LayerBufs;
+pub use rshmem_moe::layer::{LayerBufs, Ranks};
 pub use rshmem_moe::low_latency::LlBufs;
 use rshmem_moe::{barrier, combine, dispatch, layer, low_latency, route};
 pub use rshmem_moe::{MoeBufs, MoeCall};
@@ -268,7 +268,7 @@ pub unsafe fn moe_layer_send(team: Team, lb: LayerBufs, x: *const bf16, call: Mo
 ///
 /// The contract of [`layer::push_unmapped`].
 #[kernel]
-pub unsafe fn moe_layer_push(team: Team, lb: LayerBufs, call: MoeCall) {
+pub unsafe fn moe_layer_push(ranks: Ranks, lb: LayerBufs, call: MoeCall) {
     // SAFETY: this kernel's contract is the step's.
-    unsafe { layer::push_unmapped(team, lb, call) }
+    unsafe { layer::push_unmapped(ranks, lb, call) }
 }

@@ -19,11 +19,11 @@ use rshmem_device::bf16;
 use rshmem_device::prelude::*;
 pub use rshmem_gemm::sm90;
 use rshmem_gemm::{GroupRows, Grouped, Problem, Sm90Maps, SwiGlu};
-use rshmem_moe::layer::{ArrivalSchedule, LayerBufs, SendRows};
+use rshmem_moe::layer::{ArrivalSchedule, LayerBufs, Ranks, SendRows};
 use rshmem_moe::MoeCall;
 
-/// The GEMMs' arguments: `(maps, problem, rows, team, lb, call)`.
-pub type Args = (Sm90Maps, Problem, GroupRows, Team, LayerBufs, MoeCall);
+/// The GEMMs' arguments: `(maps, problem, rows, ranks, lb, call)`.
+pub type Args = (Sm90Maps, Problem, GroupRows, Ranks, LayerBufs, MoeCall);
 
 /// The gate/up kernel for a team whose every rank is reached through a peer mapping
 /// (`MAPPED`: its waits spin on the flags) or not (NVSHMEM's waits), from this module's table.
@@ -54,14 +54,14 @@ macro_rules! gate_up90 {
             maps: Sm90Maps,
             problem: Problem,
             rows: GroupRows,
-            team: Team,
+            ranks: Ranks,
             lb: LayerBufs,
             call: MoeCall,
         ) {
             let _ = call;
             // SAFETY: after the layer's send (the contract).
             let schedule = unsafe {
-                ArrivalSchedule::<{ sm90::BM }, true, $mapped>::new(team, lb, rows, problem)
+                ArrivalSchedule::<{ sm90::BM }, true, $mapped>::new(ranks, lb, rows, problem)
             };
             let i = problem.n / 2;
             // SAFETY: `act` holds m x intermediate (the contract).
@@ -95,14 +95,14 @@ pub unsafe fn moe_down90(
     maps: Sm90Maps,
     problem: Problem,
     rows: GroupRows,
-    team: Team,
+    ranks: Ranks,
     lb: LayerBufs,
     call: MoeCall,
 ) {
     // SAFETY: `recv_count` holds one count per local expert, unchanged while this runs.
     let schedule = unsafe { Grouped::new(rows, problem) };
     // SAFETY: after the gate/up GEMM (the contract).
-    let epilogue = unsafe { SendRows::new(team, lb, call.hidden) };
+    let epilogue = unsafe { SendRows::new(ranks, lb, call.hidden) };
     // SAFETY: this kernel's contract is the mainloop's, the schedule's and the epilogue's.
     unsafe { sm90::gemm::<bf16, _, _, false>(maps.a, maps.b, problem, schedule, epilogue) }
 }

@@ -14,7 +14,7 @@ use rshmem_host::{
     Error, LaunchConfig, Module, Result, Shmem, Stream, SymBuffer, SymRange, SymRangeMut, Team,
     TensorMap,
 };
-use rshmem_moe::layer::{rows_per_expert, LayerBufs, SEND_ROWS};
+use rshmem_moe::layer::{rows_per_expert, LayerBufs, Ranks, SEND_ROWS};
 use rshmem_moe::low_latency::LlBufs;
 use rshmem_moe::{route, MoeCall};
 use rshmem_ops_kernels::moe as k;
@@ -83,6 +83,8 @@ pub struct MoeLayerBuffers<'s> {
     config: MoeLayerConfig,
     team: Team,
     size: u32,
+    /// The team as the GEMM kernels take it.
+    ranks: Ranks,
     /// Every member reached through a peer mapping: the gate/up GEMM's waits spin on the
     /// flags (`moe_gate_up90`, else `moe_gate_up90_unmapped`).
     mapped: bool,
@@ -271,6 +273,38 @@ impl<'s> MoeLayerBuffers<'s> {
     }
 }
 
+/// `team` as world PEs `start + r × stride` ([`Ranks`]); every NVSHMEM team is strided, and
+/// the error says so if one is not.
+fn strided(shmem: &Shmem, call: &'static str, team: Team, size: u32, rank: u32) -> Result<Ranks> {
+    let world = |r: usize| {
+        shmem
+            .team_translate_pe(team, r, Team::WORLD)
+            .map(|pe| pe as u32)
+    };
+    let start = world(0).unwrap_or(0);
+    let stride = if size > 1 {
+        world(1).unwrap_or(0).wrapping_sub(start)
+    } else {
+        1
+    };
+    let ranks = Ranks {
+        start,
+        stride,
+        size,
+        rank,
+    };
+    if (0..size).any(|r| world(r as usize) != Some(ranks.world(r) as u32)) {
+        return Err(Error::Unsupported {
+            call,
+            reason: format!(
+                "over team {team:?}, whose world PEs are not evenly strided (the fused layer's \
+                 kernels number ranks start + rank x stride)"
+            ),
+        });
+    }
+    Ok(ranks)
+}
+
 impl<'s> Ops<'s> {
     /// The buffers of a fused MoE layer of shape `config` over `team`: every member calls it
     /// with the same `config` (the allocations are symmetric). See [`crate::moe`] for the
@@ -298,11 +332,13 @@ impl<'s> Ops<'s> {
         let rank = shmem
             .team_my_pe(team)
             .expect("a member: checked by moe_team_size") as u32;
+        let ranks = strided(shmem, CALL, team, size, rank)?;
         let words: Vec<u32> = (0..(r * kk) as u32).flat_map(|e| [rank, e]).collect();
         Ok(MoeLayerBuffers {
             config,
             team,
             size,
+            ranks,
             mapped: (0..n).all(|r| {
                 shmem
                     .team_translate_pe(team, r, Team::WORLD)
@@ -435,7 +471,8 @@ impl<'s> Ops<'s> {
         )?;
         let (module, module90) = self.moe_layer_modules(CALL)?;
         let call: MoeCall = cfg.moe().call(bufs.size, tokens, 0);
-        let (team, lb, mapped, direct) = (bufs.team, bufs.device(), bufs.mapped, bufs.direct);
+        let (team, ranks, lb) = (bufs.team, bufs.ranks, bufs.device());
+        let (mapped, direct) = (bufs.mapped, bufs.direct);
         let (one, wide) = self.moe_grids(bufs.size);
         let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
         let (first, second) = bufs.gemms();
@@ -459,7 +496,7 @@ impl<'s> Ops<'s> {
                 n: shape.n,
                 k: shape.k,
             };
-            (config, (maps, problem, rows, team, lb, call))
+            (config, (maps, problem, rows, ranks, lb, call))
         };
         // SAFETY: every kernel's contract (rshmem_moe::layer, low_latency, route): the buffers
         // are this PE's of the call's shape (one collective allocation: the same addresses on
@@ -499,7 +536,7 @@ impl<'s> Ops<'s> {
             let (config, args) = gemm(second, 2);
             module90.launch_on::<moe90::moe_down90>(stream, config, args)?;
             if !direct {
-                module.launch_on::<k::moe_layer_push>(stream, wide(per), (team, lb, call))?;
+                module.launch_on::<k::moe_layer_push>(stream, wide(per), (ranks, lb, call))?;
             }
             module.launch_on::<k::moe_ll_signal_combine>(stream, one, (team, lb.ll, call))?;
             module.launch_on::<k::moe_ll_combine_reduce>(
