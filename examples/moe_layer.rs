@@ -117,7 +117,7 @@ struct Tokens {
 fn tokens(pe: usize, s: &Sizes, experts: usize) -> Tokens {
     let (t, h, k) = (s.tokens, s.hidden, s.top_k);
     let x = (0..t * h)
-        .map(|i| bf16::from_f64(unit(X, pe << 20 | i / h, i % h) * 2.0 - 1.0))
+        .map(|i| bf16::from_f64(unit(X, (pe << 20) | (i / h), i % h) * 2.0 - 1.0))
         .collect();
     let mut topk = vec![-1i32; t * k];
     for i in 0..t {
@@ -134,7 +134,7 @@ fn tokens(pe: usize, s: &Sizes, experts: usize) -> Tokens {
         }
     }
     let weights = (0..t * k)
-        .map(|i| unit(ROUTE, pe << 20 | i / k, 100 + i % k) as f32)
+        .map(|i| unit(ROUTE, (pe << 20) | (i / k), 100 + i % k) as f32)
         .collect();
     Tokens { x, topk, weights }
 }

@@ -19,16 +19,16 @@
 //!
 //! With `--layer I` it also runs the fused layer (`Ops::moe_layer`, experts of intermediate
 //! size `I`, weights from a hash any PE recomputes; expert `e` has set `e % 4` of four, so
-//! that the host makes four sets, not hundreds, and neighbours still differ): it checks three tokens of each PE
-//! (first, middle, last) against an f64 reference of the whole layer, then times the layer
-//! and, on the rows its dispatch left, its two grouped GEMMs alone (`Ops::grouped_gemm`, the
-//! masked layout of its counts, gate/up's `2 I` columns in bf16), each the median of
-//! `--iters` runs with CUDA events after a barrier (the goal on one H200, one PE: the layer
-//! within 1.1x of the two GEMMs). The reference's bound for `out = Σ w y`, `y = bf16(W₂ a)`,
-//! `a = bf16(silu(g) u)` is each rounding (`2⁻⁸` relative) and f32 accumulation (`K 2⁻²³ Σ|terms|`)
-//! carried through: `|Δa| ≤ 2⁻⁸|a| + 2 δ` (δ as in `examples/moe_layer.rs`), `|Δy| ≤ 2⁻⁸ (|y|
-//! + e) + e`, `e = Σ_i |W₂| |Δa_i| + I 2⁻²³ Σ|W₂ a|`, `|Δout| ≤ 2⁻⁸ |out| + Σ w |Δy| + 2⁻²⁰
-//! Σ|w y|`.
+//! that the host makes four sets, not hundreds, and neighbours still differ): it checks three
+//! tokens of each PE (first, middle, last) against an f64 reference of the whole layer, then
+//! times the layer and, on the rows its dispatch left, its two grouped GEMMs alone
+//! (`Ops::grouped_gemm`, the masked layout of its counts, gate/up's `2 I` columns in bf16),
+//! each the median of `--iters` runs with CUDA events after a barrier (the goal on one H200,
+//! one PE: the layer within 1.1x of the two GEMMs). The reference's bound for `out = Σ w y`,
+//! `y = bf16(W₂ a)`, `a = bf16(silu(g) u)` carries each rounding (`2⁻⁸` relative) and f32
+//! accumulation (`K 2⁻²³ Σ|terms|`) through: `|Δa| ≤ 2⁻⁸ |a| + 2 δ` (δ as in
+//! `examples/moe_layer.rs`); `|Δy| ≤ 2⁻⁸ (|y| + e) + e` with `e = Σ_i |W₂| |Δa_i| + I 2⁻²³
+//! Σ|W₂ a|`; `|Δout| ≤ 2⁻⁸ |out| + Σ w |Δy| + 2⁻²⁰ Σ|w y|`.
 //!
 //! On the simulator it runs too (small shapes: every simulated GPU thread is a host thread),
 //! which is how it is tested without a GPU; its times mean nothing.

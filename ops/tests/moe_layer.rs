@@ -199,7 +199,7 @@ fn bad_input_is_refused(shmem: &Shmem) -> Outcome {
             .map(|i| (i % (2 * n as i32 + 1)) - 1)
             .collect::<Vec<i32>>(),
     )?;
-    let tw = shmem.alloc_from(&vec![0.5f32; 16])?;
+    let tw = shmem.alloc_from(&[0.5f32; 16])?;
     let mut out = shmem.alloc_from(&vec![bf16::from_f32(-7.0); 8 * 16])?;
     refused(
         ops.moe_layer(&stream, &mut bufs, &weights, &x, &topk, &tw, &mut out, 9)
