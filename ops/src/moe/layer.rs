@@ -5,6 +5,7 @@
 
 use super::buffers::{MoeConfig, MoePayload};
 use super::calls::{check_lengths, check_tokens, THREADS};
+use super::low_latency::{bytes, LlShared};
 use crate::gemm::grouped::tiles_bound;
 use crate::gemm::launch::encode_sm90;
 use crate::{BLayout, GemmShape, Ops};
@@ -15,7 +16,6 @@ use rshmem_host::{
     TensorMap,
 };
 use rshmem_moe::layer::{rows_per_expert, LayerBufs, Ranks, SEND_ROWS};
-use rshmem_moe::low_latency::LlBufs;
 use rshmem_moe::{route, MoeCall};
 use rshmem_ops_kernels::moe as k;
 use rshmem_ops_kernels::moe90::{self, GateUp90, Waits};
@@ -90,16 +90,9 @@ pub struct MoeLayerBuffers<'s> {
     mapped: bool,
     /// And at most `MAX_PEERS` of them: the down GEMM stores every row itself (no push).
     direct: bool,
-    flags: SymBuffer<'s, u64>,
-    counter: SymBuffer<'s, u64>,
-    pos: SymBuffer<'s, u32>,
-    send_slot: SymBuffer<'s, u32>,
-    counts_out: SymBuffer<'s, u32>,
-    bad_entry: SymBuffer<'s, u32>,
-    recv_x: SymBuffer<'s, bf16>,
-    recv_src: SymBuffer<'s, u32>,
-    recv_count: SymBuffer<'s, u32>,
-    combine_recv: SymBuffer<'s, bf16>,
+    /// The low-latency mode's buffers the layer shares (not its staging: the rows land in
+    /// their final rows).
+    shared: LlShared<'s>,
     count_flags: SymBuffer<'s, u64>,
     counts_all: SymBuffer<'s, u32>,
     entries: SymBuffer<'s, u32>,
@@ -166,18 +159,18 @@ impl<'s> MoeLayerBuffers<'s> {
     /// in the source's entry order. Where a source is not reached through a peer mapping, its
     /// rows hold the down GEMM's output for it after the call (kept here for the put).
     pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
-        &self.recv_x
+        &self.shared.recv_x
     }
 
     /// Each dispatched row's source: `[rank, entry]`, the entry `t × top_k + kk` of that
     /// rank's call.
     pub fn recv_src(&self) -> &SymBuffer<'s, u32> {
-        &self.recv_src
+        &self.shared.recv_src
     }
 
     /// Each local expert's dispatched rows (a device buffer).
     pub fn recv_count(&self) -> &SymBuffer<'s, u32> {
-        &self.recv_count
+        &self.shared.recv_count
     }
 
     /// SwiGLU's output for the dispatched rows, row for row as
@@ -190,7 +183,7 @@ impl<'s> MoeLayerBuffers<'s> {
     /// ranks: row `t × top_k + kk` (`hidden` wide) is entry `(t, kk)`'s; what the combine
     /// weighs and sums. Rows of `-1` entries are stale.
     pub fn combine_rows(&self) -> &SymBuffer<'s, bf16> {
-        &self.combine_recv
+        &self.shared.combine_recv
     }
 
     /// The first `topk_idx` entry of the latest call that was skipped, as `(token, entry)`:
@@ -198,33 +191,19 @@ impl<'s> MoeLayerBuffers<'s> {
     /// rows of this PE for it (a token listing one expert twice can make one). Waits for the
     /// PE's work (the call checks no entry on the host).
     pub fn skipped_entry(&self) -> Result<Option<(u32, u32)>> {
-        let k = self.config.top_k;
-        let bad = self.bad_entry.to_vec()?[0];
-        Ok((bad != u32::MAX).then_some((bad / k, bad % k)))
+        self.shared.skipped_entry(self.config.top_k)
     }
 
     /// Bytes of symmetric memory the buffers take on each PE.
     pub fn bytes(&self) -> usize {
-        fn b<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
-            x.len() * std::mem::size_of::<T>()
-        }
-        b(&self.flags)
-            + b(&self.counter)
-            + b(&self.pos)
-            + b(&self.send_slot)
-            + b(&self.counts_out)
-            + b(&self.bad_entry)
-            + b(&self.recv_x)
-            + b(&self.recv_src)
-            + b(&self.recv_count)
-            + b(&self.combine_recv)
-            + b(&self.count_flags)
-            + b(&self.counts_all)
-            + b(&self.entries)
-            + b(&self.src_base)
-            + b(&self.src_words)
-            + b(&self.sent)
-            + b(&self.act)
+        self.shared.bytes()
+            + bytes(&self.count_flags)
+            + bytes(&self.counts_all)
+            + bytes(&self.entries)
+            + bytes(&self.src_base)
+            + bytes(&self.src_words)
+            + bytes(&self.sent)
+            + bytes(&self.act)
     }
 
     /// The local experts.
@@ -234,24 +213,10 @@ impl<'s> MoeLayerBuffers<'s> {
 
     /// The kernels' view of the buffers.
     fn device(&mut self) -> LayerBufs {
-        let null = std::ptr::null_mut::<u32>();
+        let null = std::ptr::null_mut();
         LayerBufs {
-            ll: LlBufs {
-                flags: self.flags.as_mut_ptr(),
-                counter: self.counter.as_mut_ptr(),
-                // The layer's rows land in their final rows: no staging.
-                staging: null.cast(),
-                meta: null.cast(),
-                index: null.cast(),
-                pos: self.pos.as_mut_ptr(),
-                send_slot: self.send_slot.as_mut_ptr(),
-                counts_out: self.counts_out.as_mut_ptr(),
-                bad_entry: self.bad_entry.as_mut_ptr(),
-                recv_x: self.recv_x.as_mut_ptr(),
-                recv_src: self.recv_src.as_mut_ptr(),
-                recv_count: self.recv_count.as_mut_ptr(),
-                combine_recv: self.combine_recv.as_mut_ptr(),
-            },
+            // The layer's rows land in their final rows: no staging.
+            ll: self.shared.device(null, null.cast(), null.cast()),
             count_flags: self.count_flags.as_mut_ptr(),
             counts_all: self.counts_all.as_mut_ptr(),
             entries: self.entries.as_mut_ptr(),
@@ -320,10 +285,9 @@ impl<'s> Ops<'s> {
         self.moe_layer_modules(CALL)?;
         let shmem: &'s Shmem = self.shmem;
         let call = config.moe().call(size, 0, 0);
-        let (n, r, h, kk, i) = (
+        let (n, r, kk, i) = (
             size as usize,
             config.max_tokens as usize,
-            config.hidden as usize,
             config.top_k as usize,
             config.intermediate as usize,
         );
@@ -345,16 +309,7 @@ impl<'s> Ops<'s> {
                     .is_some_and(|pe| self.coll.is_mapped(pe))
             }),
             direct: self.coll.team_mapped(team, n),
-            flags: shmem.alloc_zeroed(local * n + n)?,
-            counter: shmem.alloc_zeroed(1)?,
-            pos: shmem.alloc_zeroed(r * kk)?,
-            send_slot: shmem.alloc_zeroed(r * n)?,
-            counts_out: shmem.alloc_zeroed(n * cw)?,
-            bad_entry: shmem.alloc_zeroed(1)?,
-            recv_x: shmem.alloc_zeroed(rows * h)?,
-            recv_src: shmem.alloc_zeroed(rows * 2)?,
-            recv_count: shmem.alloc_zeroed(local)?,
-            combine_recv: shmem.alloc_zeroed(r * kk * h)?,
+            shared: LlShared::new(shmem, &call)?,
             count_flags: shmem.alloc_zeroed(n)?,
             counts_all: shmem.alloc_zeroed(n * n * cw)?,
             entries: shmem.alloc_zeroed(call.experts as usize * r)?,
@@ -409,14 +364,20 @@ impl<'s> Ops<'s> {
         self.moe_layer_modules(CALL)?;
         let (first, second) = bufs.gemms();
         let groups = bufs.local();
-        let maps_1 = encode_sm90(self.shmem, (&bufs.recv_x).into(), gate_up, first, groups)?;
+        let maps_1 = encode_sm90(
+            self.shmem,
+            (&bufs.shared.recv_x).into(),
+            gate_up,
+            first,
+            groups,
+        )?;
         let maps_2 = encode_sm90(self.shmem, (&bufs.act).into(), down, second, groups)?;
         let maps = self
             .shmem
             .alloc_from(&[maps_1[0], maps_1[1], maps_2[0], maps_2[1]])?;
         Ok(MoeLayerWeights {
             maps,
-            bound_to: bufs.recv_x.as_ptr() as u64,
+            bound_to: bufs.shared.recv_x.as_ptr() as u64,
             _weights: (gate_up, down),
         })
     }
@@ -448,7 +409,7 @@ impl<'s> Ops<'s> {
     ) -> Result<()> {
         const CALL: &str = "Ops::moe_layer";
         let (x, topk, tw, mut out) = (x.into(), topk_idx.into(), topk_weights.into(), out.into());
-        if weights.bound_to != bufs.recv_x.as_ptr() as u64 {
+        if weights.bound_to != bufs.shared.recv_x.as_ptr() as u64 {
             return Err(Error::InvalidArgument {
                 call: CALL,
                 message: "the weights were bound to another MoeLayerBuffers \
@@ -478,7 +439,7 @@ impl<'s> Ops<'s> {
         let (first, second) = bufs.gemms();
         let (groups, per) = (bufs.local(), rows_per_expert(&call));
         let rows = GroupRows {
-            sizes: bufs.recv_count.as_ptr(),
+            sizes: bufs.shared.recv_count.as_ptr(),
             groups,
             masked_rows: per,
         };
