@@ -25,7 +25,7 @@
 //! GEMM's output after the call (kept there for the put): they are compared with what their
 //! source received instead.
 
-use super::{expected_rows, padded, routing, Case, Draw, Outcome, Routing};
+use super::{check_sums, expected_rows, padded, routing, Case, Draw, Outcome, Routing};
 use rshmem::{bf16, Shmem, Team};
 use rshmem_ops::moe::interleave_gate_up;
 use rshmem_ops::{MoeConfig, MoeLayerConfig, MoePayload, Ops};
@@ -312,34 +312,12 @@ pub fn run_layer(shmem: &Shmem, ops: &Ops, case: &LayerCase, run: Run) -> Outcom
             }
         }
         // Combine, from the rows this PE received.
-        let got = out.to_vec()?;
-        for t in 0..mine.tokens {
-            for c in 0..h {
-                let (mut want, mut mag) = (0f64, 0f64);
-                for kk in 0..k {
-                    let ex = mine.topk[t * k + kk];
-                    if ex >= 0 && (ex as u32) < cfg.experts {
-                        let term = mine.weights[t * k + kk] as f64
-                            * rows_here[(t * k + kk) * h + c].to_f64();
-                        want += term;
-                        mag += term.abs();
-                    }
-                }
-                let v = got[t * h + c].to_f64();
-                let bound = want.abs() / 256.0 + mag / (1u64 << 20) as f64;
-                assert!(
-                    (v - want).abs() <= bound,
-                    "{}",
-                    ctx(format!("out[{t}][{c}] = {v}, want {want} ± {bound}"))
-                );
-            }
-        }
-        assert!(
-            got[mine.tokens * h..]
-                .iter()
-                .all(|&v| v == bf16::from_f32(-7.0)),
-            "{}",
-            ctx("the combine wrote past this PE's tokens".into())
+        check_sums(
+            &dcase.config,
+            mine,
+            &out.to_vec()?,
+            &ctx("combine".into()),
+            |t, kk, c| rows_here[(t * k + kk) * h + c].to_f64(),
         );
         // No PE starts the next call (its rows overwrite peers' buffers) before every PE's
         // gets above are done.
