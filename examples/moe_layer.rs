@@ -22,9 +22,8 @@
 //! * combine: each token within `2⁻⁸ |ref| + 2⁻²⁰ Σ|w y|` of `Σ w · y` over the rows it
 //!   received (`top_k ≤ 16` f32 terms).
 //!
-//! On GPUs it then times the layer beside its two grouped GEMMs alone (`Ops::grouped_gemm`
-//! on the same rows, the masked layout of the dispatch's counts), medians of `--iters` runs
-//! with CUDA events.
+//! Timing is `moe_bench --layer` (rshmem-ops' example, `scripts/moe_bench.py` on the GPU
+//! machine): the layer beside its two grouped GEMMs alone.
 //!
 //! ```text
 //! cargo run --release --example moe_layer                        # GPUs: 256 tokens per PE
@@ -34,7 +33,7 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::ops::moe::interleave_gate_up;
-use rshmem::ops::{BLayout, GroupRows, GroupedShape, MoeLayerConfig, Ops};
+use rshmem::ops::{MoeLayerConfig, Ops};
 use rshmem::{bf16, Backend, Shmem, Team};
 
 #[derive(Clone, Copy, Debug)]
@@ -44,7 +43,6 @@ struct Sizes {
     inter: usize,
     per_pe: usize,
     top_k: usize,
-    iters: usize,
 }
 
 fn parse(backend: Backend) -> Result<Sizes> {
@@ -55,7 +53,6 @@ fn parse(backend: Backend) -> Result<Sizes> {
             inter: 1408,
             per_pe: 4,
             top_k: 2,
-            iters: 20,
         },
         _ => Sizes {
             tokens: 13,
@@ -63,7 +60,6 @@ fn parse(backend: Backend) -> Result<Sizes> {
             inter: 24,
             per_pe: 2,
             top_k: 2,
-            iters: 0,
         },
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -81,10 +77,9 @@ fn parse(backend: Backend) -> Result<Sizes> {
             "--intermediate" => s.inter = value()?,
             "--experts-per-pe" => s.per_pe = value()?,
             "--top-k" => s.top_k = value()?,
-            "--iters" => s.iters = value()?,
             other => bail!(
                 "unknown argument {other:?}: use --tokens T --hidden H --intermediate I \
-                 --experts-per-pe E --top-k K --iters N"
+                 --experts-per-pe E --top-k K"
             ),
         }
     }
@@ -349,62 +344,6 @@ fn main() -> Result<()> {
             combine.report()
         );
 
-        if s.iters > 0 && shmem.backend() == Backend::Gpu {
-            // The layer, then its two grouped GEMMs alone on the rows it left (the masked
-            // layout of its counts; the gate/up GEMM's 2 x intermediate output in bf16).
-            let mut gu = shmem.alloc_zeroed::<bf16>(local * per * 2 * i_)?;
-            let mut y = shmem.alloc_zeroed::<bf16>(local * per * h)?;
-            let shape = |n, k| GroupedShape {
-                groups: local as u32,
-                n: n as u32,
-                k: k as u32,
-                b_layout: BLayout::NK,
-            };
-            let median = |f: &mut dyn FnMut() -> rshmem::Result<()>| -> Result<f64> {
-                f()?;
-                f()?;
-                let mut us = (0..s.iters)
-                    .map(|_| Ok(shmem.time(&mut *f)?.as_secs_f64() * 1e6))
-                    .collect::<Result<Vec<f64>>>()?;
-                us.sort_by(f64::total_cmp);
-                Ok(us[us.len() / 2])
-            };
-            let layer_us = median(&mut || {
-                ops.moe_layer(
-                    &stream, &mut bufs, &weights, &x, &topk, &tw, &mut out, t as u32,
-                )
-            })?;
-            let masked = || GroupRows::Masked {
-                counts: bufs.recv_count().into(),
-                max_m: per as u32,
-            };
-            let gemms_us = median(&mut || {
-                ops.grouped_gemm(
-                    &stream,
-                    bufs.recv_x(),
-                    &w1,
-                    &mut gu,
-                    shape(2 * i_, h),
-                    masked(),
-                )?;
-                ops.grouped_gemm(
-                    &stream,
-                    bufs.activations(),
-                    &w2,
-                    &mut y,
-                    shape(h, i_),
-                    masked(),
-                )
-            })?;
-            if me == 0 {
-                println!(
-                    "PE 0: median of {} (CUDA events): fused layer {layer_us:.1} us; its two \
-                     grouped GEMMs alone {gemms_us:.1} us ({:.2}x)",
-                    s.iters,
-                    layer_us / gemms_us
-                );
-            }
-        }
         Ok(())
     })
     .map_err(anyhow::Error::from)

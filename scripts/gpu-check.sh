@@ -77,7 +77,7 @@ if want examples; then
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
     step gemm env RSHMEM_NPES=1 $BIN/gemm
     step moe env RSHMEM_NPES=$EX_NPES $BIN/moe
-    # The fused MoE layer: every stage checked, then timed beside its two grouped GEMMs.
+    # The fused MoE layer, every stage checked (its timing is moe_bench's layer rows).
     step moe_layer env RSHMEM_NPES=$EX_NPES $BIN/moe_layer
     # The tensor-parallel MLP (fused ops); sharing one GPU, small sizes.
     if [ "$NGPU" -lt 2 ]; then
