@@ -52,11 +52,12 @@
 //!   its stores (or puts, then `quiet`) of all its rows for `j`: each block's stores, a block
 //!   barrier, then an acquire-release add to the expert's `sent` count; the block whose add
 //!   completes the count has acquired every other piece's stores, and its signal releases
-//!   them (cumulative, system scope); the wait acquires at system scope and, on sm90, a proxy fence orders
-//!   the TMA loads after it. `recv_src`'s words arrive with the rows, before the same flag; the
-//!   down GEMM reads them after the gate/up GEMM (stream order) acquired every row's flag.
-//!   The layout the GEMMs walk (`recv_count`) and the waits' ranges (`src_base`) were written
-//!   by step 4 on this PE, before them in stream order.
+//!   them (cumulative, system scope). The wait acquires at system scope and, on sm90, a proxy
+//!   fence orders the TMA loads after it. `recv_src`'s words arrive with the rows, before the
+//!   same flag; the down GEMM reads them after the gate/up GEMM (stream order) acquired every
+//!   row's flag. The layout the GEMMs walk (`recv_count`) and the waits' ranges (`src_base`)
+//!   were written by step 4 on this PE, before them in stream order. A tile's rows past its
+//!   expert's count (the next expert's, being written) are loaded but never stored.
 //! * *Combine*: the down GEMM's stores into a source's `combine_recv` (and the puts of step 7,
 //!   quieted) are complete when the kernel that made them has finished (kernel boundary, as
 //!   NVSHMEM's stream ordering assumes); `signal_combine`, after them on the stream, releases
