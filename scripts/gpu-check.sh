@@ -204,6 +204,14 @@ fi
 # permute, one PE, and the fused layer beside its two grouped GEMMs (scripts/moe_bench.py);
 # $OUT/moe_bench.json.
 if want moe_bench; then
+    # The fused layer's GEMMs in SASS: their HGMMAs, and local-memory traffic (LDL/STL: the
+    # down GEMM's peer table is a 240-byte stack frame in ptxas's report).
+    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)
+    if [ -f .gpu/cubin/rshmem-ops-moe90.sm_90a.cubin ]; then
+        "$CUOBJDUMP" -sass .gpu/cubin/rshmem-ops-moe90.sm_90a.cubin >"$OUT/rshmem-ops-moe90.sass" 2>&1
+        awk '/Function :/ {f=$3} /HGMMA/ {h[f]++} /LDL|STL/ {l[f]++} END {for (k in h) print k ": " h[k] " HGMMA, " l[k]+0 " LDL/STL"}' \
+            "$OUT/rshmem-ops-moe90.sass"
+    fi
     STEP_TIMEOUT=${MOE_TIMEOUT:-400} step moe_bench python3 .gpu/scripts/moe_bench.py --bin $BIN/moe_bench
 fi
 
