@@ -80,6 +80,8 @@ impl MoeLayerConfig {
 /// [`Ops::moe_layer_buffers`] on every PE of the team; one set serves any number of layers
 /// of its shape (each with its [`MoeLayerWeights`]), called one after another.
 pub struct MoeLayerBuffers<'s> {
+    /// This buffer set among the process's (what weights are bound to).
+    id: u64,
     config: MoeLayerConfig,
     team: Team,
     size: u32,
@@ -102,6 +104,9 @@ pub struct MoeLayerBuffers<'s> {
     act: SymBuffer<'s, bf16>,
 }
 
+/// Numbers the buffer sets of the process (an address could be reused by a later set).
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// One layer's expert weights, bound to a [`MoeLayerBuffers`] (their tensor maps, made by
 /// [`Ops::moe_layer_weights`], describe both): `gate_up` holds this PE's local experts' W₁,
 /// `local × 2 intermediate × hidden` bf16 with the gate's and up's rows interleaved
@@ -110,7 +115,7 @@ pub struct MoeLayerBuffers<'s> {
 pub struct MoeLayerWeights<'w, 's> {
     /// `[A, B]` of the gate/up GEMM, then of the down GEMM.
     maps: SymBuffer<'s, TensorMap>,
-    /// The buffers the maps' A describe (`recv_x`'s address).
+    /// The buffers the maps' A describe ([`MoeLayerBuffers`]' id).
     bound_to: u64,
     _weights: (SymRange<'w, bf16>, SymRange<'w, bf16>),
 }
@@ -299,6 +304,7 @@ impl<'s> Ops<'s> {
         let ranks = strided(shmem, CALL, team, size, rank)?;
         let words: Vec<u32> = (0..(r * kk) as u32).flat_map(|e| [rank, e]).collect();
         Ok(MoeLayerBuffers {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             config,
             team,
             size,
@@ -377,7 +383,7 @@ impl<'s> Ops<'s> {
             .alloc_from(&[maps_1[0], maps_1[1], maps_2[0], maps_2[1]])?;
         Ok(MoeLayerWeights {
             maps,
-            bound_to: bufs.shared.recv_x.as_ptr() as u64,
+            bound_to: bufs.id,
             _weights: (gate_up, down),
         })
     }
@@ -409,7 +415,7 @@ impl<'s> Ops<'s> {
     ) -> Result<()> {
         const CALL: &str = "Ops::moe_layer";
         let (x, topk, tw, mut out) = (x.into(), topk_idx.into(), topk_weights.into(), out.into());
-        if weights.bound_to != bufs.shared.recv_x.as_ptr() as u64 {
+        if weights.bound_to != bufs.id {
             return Err(Error::InvalidArgument {
                 call: CALL,
                 message: "the weights were bound to another MoeLayerBuffers \
