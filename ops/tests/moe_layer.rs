@@ -7,7 +7,8 @@
 //! that are multiples of 8 but not of 16 or 128; one call recorded into a graph (as the
 //! buffers' first call) and launched on new routings, eager calls between (one call counter);
 //! an entry that is no expert, and an expert listed twice (skipped and reported); bad input
-//! refused before anything is queued; PEs that disagree on the shape (an error, not a hang).
+//! refused before anything is queued; PEs that disagree on the shape (an error, not a hang);
+//! a team of 9 PEs (the rows for the ninth go through the push).
 
 #[macro_use]
 #[path = "../../tests/common/mod.rs"]
@@ -30,6 +31,7 @@ per_backend! {
     an_expert_listed_twice => [2];
     bad_input_is_refused => [2];
     mismatched_shapes_are_an_error_not_a_hang => [2, 3];
+    a_team_past_the_peer_table => [9];
 }
 
 fn config(
@@ -51,7 +53,6 @@ fn config(
 fn eager(rounds: u64) -> Run {
     Run {
         rounds,
-        p2p: true,
         ..Run::default()
     }
 }
@@ -302,4 +303,17 @@ fn mismatched_shapes_are_an_error_not_a_hang(shmem: &Shmem) -> Outcome {
         );
     }
     Ok(())
+}
+
+/// 9 PEs, one more than the down GEMM's table of mapped ranks: rows for rank 8 are kept in
+/// `recv_x` and put after the GEMM (`MoeLayerBuffers::puts_to`), the others stored directly.
+fn a_team_past_the_peer_table(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = LayerCase {
+        config: config(n, 2, 16, 8, 5),
+        tokens: |pe, _| 5 - pe % 3,
+        draw: Draw::Random { none_in: 6 },
+    };
+    run_layer(shmem, &ops, &case, eager(1))
 }

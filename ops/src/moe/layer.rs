@@ -92,6 +92,8 @@ pub struct MoeLayerBuffers<'s> {
     mapped: bool,
     /// And at most `MAX_PEERS` of them: the down GEMM stores every row itself (no push).
     direct: bool,
+    /// Per rank: the down GEMM keeps its rows in `recv_x` and `moe_layer_push` puts them.
+    puts: Vec<bool>,
     /// The low-latency mode's buffers the layer shares (not its staging: the rows land in
     /// their final rows).
     shared: LlShared<'s>,
@@ -161,8 +163,9 @@ impl<'s> MoeLayerBuffers<'s> {
 
     /// The dispatched rows (`local × rows_per_expert × hidden`): local expert `j`'s are rows
     /// `j × rows_per_expert ..`, the first `recv_count[j]` of them valid, by source rank, then
-    /// in the source's entry order. Where a source is not reached through a peer mapping, its
-    /// rows hold the down GEMM's output for it after the call (kept here for the put).
+    /// in the source's entry order. After a call, the rows of a source the down GEMM puts to
+    /// ([`MoeLayerBuffers::puts_to`]) hold its output for them instead (kept here for the
+    /// put).
     pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
         &self.shared.recv_x
     }
@@ -171,6 +174,14 @@ impl<'s> MoeLayerBuffers<'s> {
     /// rank's call.
     pub fn recv_src(&self) -> &SymBuffer<'s, u32> {
         &self.shared.recv_src
+    }
+
+    /// Whether this PE's down GEMM keeps the output rows for rank `rank` in
+    /// [`MoeLayerBuffers::recv_x`] (in place of their dispatched rows) and puts them there
+    /// after the GEMM: the rank is not reached through a peer mapping (another node), or is
+    /// past the eighth of the team (the epilogue's table of mapped ranks).
+    pub fn puts_to(&self, rank: u32) -> bool {
+        self.puts.get(rank as usize).copied().unwrap_or(true)
     }
 
     /// Each local expert's dispatched rows (a device buffer).
@@ -315,6 +326,14 @@ impl<'s> Ops<'s> {
                     .is_some_and(|pe| self.coll.is_mapped(pe))
             }),
             direct: self.coll.team_mapped(team, n),
+            puts: (0..n)
+                .map(|r| {
+                    r >= rshmem_coll::MAX_PEERS
+                        || !shmem
+                            .team_translate_pe(team, r, Team::WORLD)
+                            .is_some_and(|pe| self.coll.is_mapped(pe))
+                })
+                .collect(),
             shared: LlShared::new(shmem, &call)?,
             count_flags: shmem.alloc_zeroed(n)?,
             counts_all: shmem.alloc_zeroed(n * n * cw)?,

@@ -21,9 +21,9 @@
 //! past `max_tokens`, which only a token listing an expert twice can make) are left out of
 //! every stage's reference, and the first is what `skipped_entry` must say.
 //!
-//! Without peer mappings (`p2p` false) the rows of other ranks in `recv_x` hold the down
-//! GEMM's output after the call (kept there for the put): they are compared with what their
-//! source received instead.
+//! The rows of ranks the down GEMM puts to (`MoeLayerBuffers::puts_to`: without peer
+//! mappings, every other rank) hold its output in `recv_x` after the call (kept there for the
+//! put): they are compared with what their source received instead.
 
 use super::{check_sums, expected_rows, padded, routing, Case, Draw, Outcome, Routing};
 use rshmem::{bf16, Shmem, Team};
@@ -47,8 +47,6 @@ pub struct Run {
     pub graph: bool,
     /// PE 0's token 1 gets an entry that is no expert (skipped, reported).
     pub bad_entry: bool,
-    /// Peers are mapped (false: `RSHMEM_SIM_P2P=0`).
-    pub p2p: bool,
 }
 
 impl LayerCase {
@@ -233,7 +231,7 @@ pub fn run_layer(shmem: &Shmem, ops: &Ops, case: &LayerCase, run: Run) -> Outcom
                     "{}",
                     ctx(format!("expert {j} row {q}'s source"))
                 );
-                if run.p2p || s == me {
+                if !bufs.puts_to(s as u32) {
                     assert_eq!(
                         &recv_x[row * h..(row + 1) * h],
                         &all[s].x16[t * h..(t + 1) * h],
@@ -300,7 +298,7 @@ pub fn run_layer(shmem: &Shmem, ops: &Ops, case: &LayerCase, run: Run) -> Outcom
                             ))
                         );
                     }
-                    if !run.p2p && s != me {
+                    if bufs.puts_to(s as u32) {
                         assert_eq!(
                             &recv_x[row * h..(row + 1) * h],
                             got_row,
