@@ -13,6 +13,7 @@ const FAMILIES: &[(&str, &[Arch])] = &[
     ("tp80", &[Arch::Sm80, Arch::Sm90]),
     ("coll", &[Arch::Sm80, Arch::Sm90]),
     ("moe", &[Arch::Sm80, Arch::Sm90]),
+    ("moe90", &[Arch::Sm90a]),
 ];
 
 fn main() {

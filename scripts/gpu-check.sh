@@ -78,6 +78,8 @@ if want examples; then
     step symmetric_queue env RSHMEM_NPES=$EX_NPES $BIN/symmetric_queue
     step gemm env RSHMEM_NPES=1 $BIN/gemm
     step moe env RSHMEM_NPES=$EX_NPES $BIN/moe
+    # The fused MoE layer, every stage checked (its timing is moe_bench's layer rows).
+    step moe_layer env RSHMEM_NPES=$EX_NPES $BIN/moe_layer
     # The tensor-parallel MLP (fused ops); sharing one GPU, small sizes.
     if [ "$NGPU" -lt 2 ]; then
         step tp_mlp env RSHMEM_NPES=2 $BIN/tp_mlp --m 1024 --hidden 1024 --ffn 4096 --iters 3
@@ -200,8 +202,17 @@ if want collectives; then
 fi
 
 # MoE dispatch and combine (only when named: `moe_bench`): rshmem's beside torch's local
-# permute, one PE (scripts/moe_bench.py); $OUT/moe_bench.json.
+# permute, one PE, and the fused layer beside its two grouped GEMMs (scripts/moe_bench.py);
+# $OUT/moe_bench.json.
 if want moe_bench; then
+    # The fused layer's GEMMs in SASS: their HGMMAs, and local-memory traffic (LDL/STL: the
+    # down GEMM's peer table is a 240-byte stack frame in ptxas's report).
+    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)
+    if [ -f .gpu/cubin/rshmem-ops-moe90.sm_90a.cubin ]; then
+        "$CUOBJDUMP" -sass .gpu/cubin/rshmem-ops-moe90.sm_90a.cubin >"$OUT/rshmem-ops-moe90.sass" 2>&1
+        awk '/Function :/ {f=$3} /HGMMA/ {h[f]++} /LDL|STL/ {l[f]++} END {for (k in h) print k ": " h[k] " HGMMA, " l[k]+0 " LDL/STL"}' \
+            "$OUT/rshmem-ops-moe90.sass"
+    fi
     STEP_TIMEOUT=${MOE_TIMEOUT:-400} step moe_bench python3 .gpu/scripts/moe_bench.py --bin $BIN/moe_bench
 fi
 

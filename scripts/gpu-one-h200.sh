@@ -33,8 +33,9 @@ slice graphs 70 BINS=test-graphs PER_TEST_TIMEOUT=40 -- tests
 slice gemm 40 BINS='test-(gemm|streams)' TESTS='gemms_in_graphs|put_signal' PER_TEST_TIMEOUT=40 -- tests
 slice fused 120 BINS=test-fused PER_TEST_TIMEOUT=60 -- tests
 slice coll 200 BINS=test-coll TESTS='_[234]pe' PER_TEST_TIMEOUT=120 -- tests
-# Mixture of experts: dispatch and combine, normal and low-latency (graphs), 2-4 PEs.
-slice moe 200 BINS='test-moe(_ll)?' PER_TEST_TIMEOUT=90 -- tests
+# Mixture of experts: dispatch and combine, normal and low-latency (graphs), the fused layer,
+# 2-4 PEs.
+slice moe 300 BINS='test-moe(_ll|_layer)?' PER_TEST_TIMEOUT=90 -- tests
 # The launch-overhead example (graphs PART): meaningful with one PE on one GPU.
 slice overhead 60 -- graphs
 # The API suites of the fixtures and examples images (regressions after merges).
@@ -43,12 +44,12 @@ slice regress 240 BINS='test-(basics|views|streams|queue|suite|graphs)' PER_TEST
 slice teams 150 BINS=test-teams PER_TEST_TIMEOUT=60 -- tests
 # The fused ops on ONE PE at full shapes: the fused machinery's cost over the GEMM alone.
 slice tp1 180 -- tp_1pe
-slice examples 60 -- examples
+slice examples 90 -- examples
 slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_TIMEOUT=60 -- collectives
 # Under MPS: the small all-reduces' latency, 2 and 4 PEs (same-GPU numbers: the protocols' cost).
 slice grouped 330 BINS=test-gemm TESTS=grouped PER_TEST_TIMEOUT=60 -- tests grouped_bench
 slice splitk 300 BINS=test-gemm TESTS=split_k PER_TEST_TIMEOUT=60 -- tests splitk_bench
-slice moe_bench 420 MOE_TIMEOUT=400 -- moe_bench
+slice moe_bench 580 MOE_TIMEOUT=560 -- moe_bench
 slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
 slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives
 slice tp 70 -- tp

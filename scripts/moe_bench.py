@@ -16,7 +16,16 @@ Each row's roofline: the bytes the step must touch once in HBM (read the rows, w
 grouped rows: 2 x rows x hidden x 2 B for the dispatch, the same plus the f32 partials for the
 normal combine) over 4.8 TB/s.
 
-  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20]
+The fused layer (`--layer`, on by default): per shape, experts of the given intermediate size
+(DeepSeek-V3's 2048 at hidden 7168; 14336 at hidden 4096, top-2 of 8), the binary checks three
+tokens of each PE against an f64 reference of the whole layer, then times `Ops::moe_layer`
+beside its two grouped GEMMs alone on the rows its dispatch left (CUDA events, medians). The
+goal on one H200, one PE: the layer <= 1.1x the two GEMMs. Its buffers are the low-latency
+layout's (every local expert holds npes x tokens rows), so the 4096-token DeepSeek-V3 row needs
+~70 GB of symmetric heap: the script sizes NVSHMEM_SYMMETRIC_SIZE per row and skips a row that
+cannot fit the GPU.
+
+  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20] [--no-layer]
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -26,14 +35,26 @@ for var, val in (("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0"),
 
 import torch
 
-SHAPES = [(7168, 256, 8), (4096, 8, 2)]  # hidden, experts, top-k
+SHAPES = [(7168, 256, 8, 2048), (4096, 8, 2, 14336)]  # hidden, experts, top-k, intermediate
 TOKENS = [128, 4096]
 HBM = 4.8e12
 
 
-def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters):
+def layer_bytes(npes, tokens, hidden, experts, inter):
+    """Symmetric bytes per PE of the layer row: its buffers (rows of hidden and of
+    intermediate per local expert, npes x tokens each), the bench's two GEMM outputs, the
+    weights."""
+    local = experts // npes
+    rows = local * npes * tokens
+    return 2 * (rows * (2 * hidden + 3 * inter) + local * 3 * inter * hidden)
+
+
+def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters, layer=0):
     env = dict(os.environ, RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
-    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", "24G")
+    heap = 24 << 30
+    if layer:
+        heap += int(layer_bytes(npes, tokens, hidden, experts, layer) * 1.1)
+    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str(heap))
     try:
         import nvidia.nvshmem as nvs
         home = list(nvs.__path__)[0]
@@ -42,8 +63,9 @@ def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters):
     except ImportError:
         pass
     cmd = [binary, "--tokens", str(tokens), "--hidden", str(hidden), "--experts", str(experts),
-           "--top-k", str(top_k), "--iters", str(iters)] + (["--ll"] if ll else [])
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+           "--top-k", str(top_k), "--iters", str(iters)] + (["--ll"] if ll else []) \
+        + (["--layer", str(layer)] if layer else [])
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     rows = []
     for line in p.stdout.splitlines():
         line = line.split("] ", 1)[1] if line.startswith("[PE ") else line
@@ -103,11 +125,20 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("MOE_BENCH", ".gpu/bin/moe_bench"))
     ap.add_argument("--npes", type=int, default=1)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--no-layer", action="store_true", help="skip the fused layer's rows")
     args = ap.parse_args()
+    gpu_bytes = torch.cuda.get_device_properties(0).total_memory
     rows = []
-    for hidden, experts, top_k in SHAPES:
+    for hidden, experts, top_k, inter in SHAPES:
         for tokens in TOKENS:
-            got = run_rshmem(args.bin, args.npes, tokens, hidden, experts, top_k, tokens <= 256, args.iters)
+            layer = 0 if args.no_layer else inter
+            need = layer_bytes(args.npes, tokens, hidden, experts, inter)
+            if layer and need * args.npes > 0.85 * gpu_bytes:
+                print(json.dumps({"impl": "rshmem", "mode": "layer", "tokens": tokens, "hidden": hidden,
+                                  "skipped": "needs %.0f GB of symmetric heap per PE" % (need / 1e9)}))
+                layer = 0
+            got = run_rshmem(args.bin, args.npes, tokens, hidden, experts, top_k, tokens <= 256, args.iters,
+                             layer)
             base = torch_row(tokens, hidden, experts, top_k, args.iters)
             for r in got + [base]:
                 entries = tokens * top_k
@@ -120,9 +151,20 @@ def main():
         if "error" in r:
             print("%-8s error: %s" % (r["impl"], r["error"]))
             continue
+        if r.get("mode") == "layer":
+            continue
         print("%-8s %-12s %6d %6d %4d %12.1f %12.1f %12.1f" % (r["impl"], r["mode"], r["tokens"], r["hidden"],
                                                              r["top_k"], r["dispatch_us"], r["combine_us"],
                                                              r["roofline_dispatch_us"]))
+    layers = [r for r in rows if r.get("mode") == "layer"]
+    if layers:
+        print("\nfused layer (goal: <= 1.1x its two grouped GEMMs alone)")
+        print("%6s %6s %6s %4s %8s %12s %12s %7s" % ("tokens", "hidden", "inter", "k", "experts", "layer us",
+                                                     "GEMMs us", "ratio"))
+        for r in layers:
+            print("%6d %6d %6d %4d %8d %12.1f %12.1f %7.3f" % (r["tokens"], r["hidden"], r["intermediate"],
+                                                               r["top_k"], r["experts"], r["layer_us"],
+                                                               r["gemms_us"], r["ratio"]))
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "moe_bench.json"), "w") as f:

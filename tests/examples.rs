@@ -178,3 +178,24 @@ fn moe_checks_both_modes_on_2_and_3_pes() {
         }
     }
 }
+
+#[test]
+fn moe_layer_checks_every_stage_on_2_and_3_pes() {
+    for npes in [2, 3] {
+        let out = run_sim("moe_layer", npes, &[]);
+        for pe in 0..npes {
+            let line = out
+                .lines()
+                .find(|l| l.contains(&format!("PE {pe}: fused MoE layer of 13 tokens x 72")))
+                .unwrap_or_else(|| panic!("PE {pe}:\n{out}"));
+            for stage in [
+                "dispatch ok",
+                "gate/up + SwiGLU ok",
+                "down ok",
+                "combine ok",
+            ] {
+                assert!(line.contains(stage), "PE {pe}, {stage}:\n{out}");
+            }
+        }
+    }
+}

@@ -17,12 +17,26 @@
 //!     --tokens 4096 --hidden 7168 --experts 256 --top-k 8 [--ll] [--iters 20]
 //! ```
 //!
+//! With `--layer I` it also runs the fused layer (`Ops::moe_layer`, experts of intermediate
+//! size `I`, weights from a hash any PE recomputes; expert `e` has set `e % 4` of four, so
+//! that the host makes four sets, not hundreds, and neighbours still differ): it checks three
+//! tokens of each PE (first, middle, last) against an f64 reference of the whole layer, then
+//! times the layer and, on the rows its dispatch left, its two grouped GEMMs alone
+//! (`Ops::grouped_gemm`, the masked layout of its counts, gate/up's `2 I` columns in bf16),
+//! each the median of `--iters` runs with CUDA events after a barrier (the goal on one H200,
+//! one PE: the layer within 1.1x of the two GEMMs). The reference's bound for `out = Σ w y`,
+//! `y = bf16(W₂ a)`, `a = bf16(silu(g) u)` carries each rounding (`2⁻⁸` relative) and f32
+//! accumulation (`K 2⁻²³ Σ|terms|`) through: `|Δa| ≤ 2⁻⁸ |a| + 2 δ` (δ as in
+//! `examples/moe_layer.rs`); `|Δy| ≤ 2⁻⁸ (|y| + e) + e` with `e = Σ_i |W₂| |Δa_i| + I 2⁻²³
+//! Σ|W₂ a|`; `|Δout| ≤ 2⁻⁸ |out| + Σ w |Δy| + 2⁻²⁰ Σ|w y|`.
+//!
 //! On the simulator it runs too (small shapes: every simulated GPU thread is a host thread),
 //! which is how it is tested without a GPU; its times mean nothing.
 
 use anyhow::{bail, ensure, Context, Result};
-use rshmem::{bf16, Shmem, Team};
-use rshmem_ops::{MoeConfig, MoePayload, Ops};
+use rshmem::{bf16, Shmem, SymBuffer, Team};
+use rshmem_ops::moe::interleave_gate_up;
+use rshmem_ops::{BLayout, GroupRows, GroupedShape, MoeConfig, MoeLayerConfig, MoePayload, Ops};
 use std::time::Instant;
 
 struct Args {
@@ -31,6 +45,7 @@ struct Args {
     experts: usize,
     top_k: usize,
     ll: bool,
+    layer: usize,
     iters: usize,
 }
 
@@ -41,6 +56,7 @@ fn parse() -> Result<Args> {
         experts: 8,
         top_k: 2,
         ll: false,
+        layer: 0,
         iters: 20,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,9 +75,10 @@ fn parse() -> Result<Args> {
             "--top-k" => a.top_k = value()?,
             "--iters" => a.iters = value()?,
             "--ll" => a.ll = true,
+            "--layer" => a.layer = value()?,
             other => bail!(
                 "unknown argument {other:?}: use --tokens T --hidden H --experts E --top-k K \
-                 [--ll] [--iters I]"
+                 [--ll] [--layer INTERMEDIATE] [--iters I]"
             ),
         }
     }
@@ -199,8 +216,210 @@ fn main() -> Result<()> {
                 row("low_latency", d, c, entries * h * 2, entries * h * 2);
             }
         }
+        if a.layer > 0 {
+            let tokens = Tokens {
+                x: &x_host,
+                topk: &topk_host,
+                w: &w_host,
+            };
+            layer(shmem, &ops, &a, (&x, &topk, &w), &tokens)?;
+        }
         shmem.barrier_all()?;
         Ok(())
     })
     .map_err(anyhow::Error::from)
 }
+
+/// This PE's tokens on the host.
+struct Tokens<'a> {
+    x: &'a [bf16],
+    topk: &'a [i32],
+    w: &'a [f32],
+}
+
+/// Distinct weight sets: expert `e` has set `e % SETS`.
+const SETS: usize = 4;
+
+/// Weight `which` (0: gate, 1: up, 2: down) of expert `e` at `(r, c)`, of a matrix `cols`
+/// wide: uniform in ±2/√cols, the same on every PE.
+fn weight(which: u64, e: usize, r: usize, c: usize, cols: usize) -> bf16 {
+    let set = (e % SETS) as u64;
+    let mut z = which << 60 ^ set << 40 ^ (r * cols + c) as u64 ^ 0x9E37_79B9_7F4A_7C15;
+    z = (z ^ z >> 30).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ z >> 27).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+    bf16::from_f64((u * 2.0 - 1.0) * 2.0 / (cols as f64).sqrt())
+}
+
+/// The fused layer's row (module docs): check, then time it beside its two grouped GEMMs.
+fn layer(
+    shmem: &Shmem,
+    ops: &Ops,
+    a: &Args,
+    (x, topk, w): (
+        &SymBuffer<'_, bf16>,
+        &SymBuffer<'_, i32>,
+        &SymBuffer<'_, f32>,
+    ),
+    host: &Tokens<'_>,
+) -> Result<()> {
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let (t, h, k, i_) = (a.tokens, a.hidden, a.top_k, a.layer);
+    let local = a.experts / n;
+    let stream = shmem.stream();
+    let cfg = MoeLayerConfig {
+        experts: a.experts as u32,
+        top_k: k as u32,
+        hidden: h as u32,
+        intermediate: i_ as u32,
+        max_tokens: t as u32,
+    };
+    let mut bufs = ops.moe_layer_buffers(Team::WORLD, cfg)?;
+    let per = bufs.rows_per_expert();
+    // The sets' W₁ (interleaved) and W₂, then each local expert's copy of its set's.
+    let set_of = |which, set, rows, cols| -> Vec<bf16> {
+        (0..rows * cols)
+            .map(|q| weight(which, set, q / cols, q % cols, cols))
+            .collect()
+    };
+    let sets = SETS.min(a.experts);
+    let w1_sets: Vec<bf16> = (0..sets)
+        .flat_map(|e| interleave_gate_up(&set_of(0, e, i_, h), &set_of(1, e, i_, h), 1, i_, h))
+        .collect();
+    let w2_sets: Vec<bf16> = (0..sets).flat_map(|e| set_of(2, e, h, i_)).collect();
+    let (w1_sets, w2_sets) = (shmem.alloc_from(&w1_sets)?, shmem.alloc_from(&w2_sets)?);
+    let w1 = shmem.alloc_zeroed::<bf16>(local * 2 * i_ * h)?;
+    let w2 = shmem.alloc_zeroed::<bf16>(local * h * i_)?;
+    for j in 0..local {
+        let set = (me * local + j) % SETS;
+        let (m1, m2) = (2 * i_ * h, h * i_);
+        stream.put(
+            w1.range(j * m1..(j + 1) * m1)?,
+            w1_sets.range(set * m1..(set + 1) * m1)?,
+            me,
+        )?;
+        stream.put(
+            w2.range(j * m2..(j + 1) * m2)?,
+            w2_sets.range(set * m2..(set + 1) * m2)?,
+            me,
+        )?;
+    }
+    stream.synchronize()?;
+    drop((w1_sets, w2_sets));
+    let weights = ops.moe_layer_weights(&bufs, &w1, &w2)?;
+    let mut out = shmem.alloc_zeroed::<bf16>(t * h)?;
+    ops.moe_layer(&stream, &mut bufs, &weights, x, topk, w, &mut out, t as u32)?;
+    let got = out.to_vec()?;
+    let checked: Vec<usize> = if t == 0 {
+        vec![]
+    } else {
+        vec![0, t / 2, t - 1]
+    };
+    for &tok in &checked {
+        // Per entry: the expert's a (SwiGLU, with its bound) and y = W₂ a, in f64.
+        let mut want = vec![0f64; h];
+        let mut bound = vec![0f64; h];
+        for kk in 0..k {
+            let e = host.topk[tok * k + kk];
+            if e < 0 {
+                continue;
+            }
+            let (e, wt) = (e as usize, host.w[tok * k + kk] as f64);
+            let xr = &host.x[tok * h..(tok + 1) * h];
+            let (mut act, mut act_err) = (vec![0f64; i_], vec![0f64; i_]);
+            for c in 0..i_ {
+                let (mut g, mut sg, mut u, mut su) = (0f64, 0f64, 0f64, 0f64);
+                for (q, xv) in xr.iter().enumerate() {
+                    let (pg, pu) = (
+                        xv.to_f64() * weight(0, e, c, q, h).to_f64(),
+                        xv.to_f64() * weight(1, e, c, q, h).to_f64(),
+                    );
+                    (g, sg, u, su) = (g + pg, sg + pg.abs(), u + pu, su + pu.abs());
+                }
+                let (eg, eu) = (h as f64 * ACC * sg, h as f64 * ACC * su);
+                act[c] = g / (1.0 + (-g).exp()) * u;
+                let delta = 1.1 * u.abs() * eg + (g.abs() + eg) * eu + 1e-6 * (g * u).abs();
+                act_err[c] = act[c].abs() / 256.0 + 2.0 * delta;
+            }
+            for (col, (wa, bo)) in want.iter_mut().zip(bound.iter_mut()).enumerate() {
+                let (mut y, mut mag, mut prop) = (0f64, 0f64, 0f64);
+                for c in 0..i_ {
+                    let wd = weight(2, e, col, c, i_).to_f64();
+                    y += wd * act[c];
+                    mag += (wd * act[c]).abs();
+                    prop += wd.abs() * act_err[c];
+                }
+                let err = prop + i_ as f64 * ACC * mag;
+                *wa += wt * y;
+                *bo += wt * (err + (y.abs() + err) / 256.0) + (wt * y).abs() / (1u64 << 20) as f64;
+            }
+        }
+        for col in 0..h {
+            let b = want[col].abs() / 256.0 + bound[col];
+            let v = got[tok * h + col].to_f64();
+            ensure!(
+                (v - want[col]).abs() <= b,
+                "PE {me}, fused layer: out[{tok}][{col}] = {v}, want {} ± {b}",
+                want[col]
+            );
+        }
+    }
+    // Times: the layer, then its two grouped GEMMs alone on the rows the layer's dispatch
+    // left (the same counts, the masked layout).
+    let median_events = |f: &mut dyn FnMut() -> rshmem::Result<()>| -> Result<f64> {
+        f()?;
+        let mut us = Vec::new();
+        for _ in 0..a.iters {
+            shmem.barrier_all()?;
+            us.push(shmem.time(&mut *f)?.as_secs_f64() * 1e6);
+        }
+        Ok(median(us))
+    };
+    let layer_us = median_events(&mut || {
+        ops.moe_layer(&stream, &mut bufs, &weights, x, topk, w, &mut out, t as u32)
+    })?;
+    let mut gu = shmem.alloc_zeroed::<bf16>(local * per * 2 * i_)?;
+    let mut y = shmem.alloc_zeroed::<bf16>(local * per * h)?;
+    let shape = |n: usize, k: usize| GroupedShape {
+        groups: local as u32,
+        n: n as u32,
+        k: k as u32,
+        b_layout: BLayout::NK,
+    };
+    let masked = || GroupRows::Masked {
+        counts: bufs.recv_count().into(),
+        max_m: per as u32,
+    };
+    let gemms_us = median_events(&mut || {
+        ops.grouped_gemm(
+            &stream,
+            bufs.recv_x(),
+            &w1,
+            &mut gu,
+            shape(2 * i_, h),
+            masked(),
+        )?;
+        ops.grouped_gemm(
+            &stream,
+            bufs.activations(),
+            &w2,
+            &mut y,
+            shape(h, i_),
+            masked(),
+        )
+    })?;
+    if me == 0 {
+        println!(
+            "{{\"mode\":\"layer\",\"npes\":{n},\"tokens\":{t},\"hidden\":{h},\"intermediate\":{i_},\
+             \"experts\":{},\"top_k\":{k},\"layer_us\":{layer_us:.1},\"gemms_us\":{gemms_us:.1},\
+             \"ratio\":{:.3},\"checked_tokens\":{},\"check\":\"ok\"}}",
+            a.experts,
+            layer_us / gemms_us,
+            checked.len()
+        );
+    }
+    Ok(())
+}
+
+const ACC: f64 = 1.0 / 8_388_608.0; // 2⁻²³

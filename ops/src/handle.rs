@@ -46,6 +46,8 @@ pub struct Ops<'s> {
     pub(crate) coll: crate::coll::State<'s>,
     /// The mixture-of-experts image ([`crate::moe`]; any GPU from sm_80 on).
     pub(crate) moe: Option<Module<'s>>,
+    /// The fused MoE layer's GEMMs on the Hopper GEMM (where `gemm90` is loaded).
+    pub(crate) moe90: Option<Module<'s>>,
 }
 
 impl<'s> Ops<'s> {
@@ -71,6 +73,7 @@ impl<'s> Ops<'s> {
             tp: Mutex::new(crate::fused::calls::TpState::default()),
             coll: crate::coll::State::new(shmem)?,
             moe: load(&crate::moe::IMAGE, sm80)?,
+            moe90: load(&crate::moe::IMAGE90, sm90)?,
         })
     }
 

@@ -13,7 +13,7 @@
 //! | GEMM | [`gemm`] | `gemm90`, `gemm80` | `rshmem_gemm` |
 //! | fused tensor-parallel | [`fused`] | `tp90`, `tp80` | `rshmem_tp` over `rshmem_gemm` |
 //! | collectives | [`coll`] | `coll` | `rshmem_coll` |
-//! | mixture of experts | [`moe`] | `moe` | `rshmem_moe` over `rshmem_coll` |
+//! | mixture of experts | [`moe`] | `moe`, `moe90` (the fused layer's GEMMs) | `rshmem_moe` over `rshmem_coll` and `rshmem_gemm` |
 //!
 //! * [`Ops`]: made once per PE ([`Ops::new`], collective), it loads the kernel images and
 //!   keeps what the families keep between calls; [`Ops::gemm`] queues a GEMM on a stream.
@@ -37,7 +37,9 @@
 //!   channels, per 128 × 128), on the host, with the error bound they keep.
 //! * [`moe`]: mixture-of-experts token dispatch and combine — [`Ops::moe_buffers`],
 //!   [`Ops::moe_dispatch`] (each token to its experts' ranks, once per rank, grouped by expert
-//!   there), [`Ops::moe_combine`] (the experts' rows back, weighted, summed once in f32).
+//!   there), [`Ops::moe_combine`] (the experts' rows back, weighted, summed once in f32); the
+//!   low-latency mode ([`Ops::moe_ll_dispatch`], ...); the fused layer [`Ops::moe_layer`]
+//!   (dispatch, gate/up GEMM with SwiGLU, down GEMM, combine in one call, kernels only).
 //!
 //! ```no_run
 //! use rshmem_device::bf16;
@@ -86,4 +88,7 @@ pub use gemm::maps::MAP_SLOTS;
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
 pub use gemm::split_k::SplitK;
 pub use handle::Ops;
-pub use moe::{MoeBuffers, MoeConfig, MoeLayout, MoeLlBuffers, MoePayload};
+pub use moe::{
+    MoeBuffers, MoeConfig, MoeLayerBuffers, MoeLayerConfig, MoeLayerWeights, MoeLayout,
+    MoeLlBuffers, MoePayload,
+};

@@ -152,7 +152,22 @@ fn moe_image_holds_exactly_its_kernels() {
         name::<moe_ll_combine_send>(),
         name::<moe_ll_signal_combine>(),
         name::<moe_ll_combine_reduce>(),
+        name::<moe_layer_prepare>(),
+        name::<moe_layer_send>(),
+        name::<moe_layer_push>(),
     ]);
-    assert_eq!(all.len(), 16);
+    assert_eq!(all.len(), 19);
     assert_eq!(set(rshmem_ops::moe::IMAGE.kernels.iter().copied()), all);
+}
+
+#[test]
+fn moe90_image_holds_exactly_the_fused_layers_gemms() {
+    use rshmem_ops_kernels::moe90::{moe_down90, GateUp90, Waits};
+    let all = set([
+        name::<<Waits<true> as GateUp90<true>>::Kernel>(),
+        name::<<Waits<false> as GateUp90<false>>::Kernel>(),
+        name::<moe_down90>(),
+    ]);
+    assert_eq!(all.len(), 3, "a table names one kernel twice");
+    assert_eq!(set(rshmem_ops::moe::IMAGE90.kernels.iter().copied()), all);
 }

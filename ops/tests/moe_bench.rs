@@ -1,5 +1,7 @@
 //! `moe_bench` (the binary `scripts/moe_bench.py` drives on GPUs) on the simulator: both modes
-//! check their identity-expert round trip before timing, on 1 and 2 PEs.
+//! check their identity-expert round trip before timing, on 1 and 2 PEs; the fused layer
+//! checks three tokens against f64 before timing, on 1 PE (the GPU goal's case; the layer's
+//! multi-PE cases are `moe_layer.rs`'s).
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -7,7 +9,7 @@ mod common;
 #[test]
 fn both_modes_check_then_time() {
     for npes in [1, 2] {
-        let args = [
+        let mut args = vec![
             "--tokens",
             "7",
             "--hidden",
@@ -20,8 +22,16 @@ fn both_modes_check_then_time() {
             "--iters",
             "1",
         ];
+        if npes == 1 {
+            args.extend(["--layer", "16"]);
+        }
         let out = common::run_example_sim("moe_bench", npes, &args);
-        for mode in ["normal", "low_latency"] {
+        let modes: &[&str] = if npes == 1 {
+            &["normal", "low_latency", "layer"]
+        } else {
+            &["normal", "low_latency"]
+        };
+        for mode in modes {
             let row = out
                 .lines()
                 .find(|l| l.contains(&format!("\"mode\":\"{mode}\"")))

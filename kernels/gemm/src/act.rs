@@ -1,5 +1,6 @@
 //! Activation functions for epilogues ([`crate::Epilogue::store`] applies them to the f32
-//! accumulators before rounding): [`gelu`], and the [`exp`] it is made of.
+//! accumulators before rounding): [`gelu`], [`silu`] (SwiGLU's gate, [`crate::glu`]), and
+//! the [`exp`] they are made of.
 //!
 //! GELU here is the tanh form `gelu(x) = x / 2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`
 //! (PyTorch's `gelu(approximate="tanh")`), evaluated in f32.
@@ -49,6 +50,14 @@ pub fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + tanh)
 }
 
+/// SiLU (swish) in f32: `x · σ(x) = x / (1 + e^(-x))`; `-0` for very negative `x` (the
+/// denominator overflows to infinity), `x` for large `x`. Within `1e-6 · |x|` of the exact
+/// value (the [`exp`]'s error, damped by the division; tested below).
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + exp(-x))
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -73,6 +82,12 @@ mod tests {
                 err <= 1e-6 * (1.0 + xd.abs()),
                 "gelu({x}) = {}, want {g}",
                 gelu(x)
+            );
+            let s = xd / (1.0 + (-xd).exp());
+            assert!(
+                (f64::from(silu(x)) - s).abs() <= 1e-6 * xd.abs(),
+                "silu({x}) = {}, want {s}",
+                silu(x)
             );
             x += 0.0137;
         }

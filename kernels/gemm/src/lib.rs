@@ -17,7 +17,8 @@
 //!   (decode-sized M), and [`split_k::reduce`], which adds the parts in a fixed order;
 //! * [`pipeline`]: [`PipelineState`] (stage and phase of a multi-stage pipeline);
 //! * [`epilogue`]: [`Epilogue`], [`OutElem`], [`StoreC`];
-//! * [`act`]: activations for epilogues; [`maps`]: the sm90 kernel's operand maps.
+//! * [`act`]: activations for epilogues; [`glu`]: [`SwiGlu`], a gated MLP's `silu(gate) ×
+//!   up` as the epilogue of its first GEMM; [`maps`]: the sm90 kernel's operand maps.
 //!
 //! * [`sm90`]: Hopper (sm_90a): persistent, warp-specialised — one producer warpgroup feeds
 //!   a multi-stage TMA + mbarrier pipeline, two consumer warpgroups run `wgmma` on 128 x 256
@@ -59,6 +60,7 @@ macro_rules! unroll {
 
 pub mod act;
 pub mod epilogue;
+pub mod glu;
 pub mod grouped;
 pub mod maps;
 pub mod pipeline;
@@ -69,6 +71,7 @@ pub mod split_k;
 pub mod tile;
 
 pub use epilogue::{Epilogue, OutElem, StoreC};
+pub use glu::SwiGlu;
 pub use grouped::{GroupRows, Grouped};
 pub use maps::Sm90Maps;
 pub use pipeline::PipelineState;

@@ -14,7 +14,11 @@
 //! * [`dispatch`]: send, announce, lay out, scatter;
 //! * [`combine`]: weighted partials back, summed per token;
 //! * [`low_latency`]: the decode-time mode — fixed receive buffers, counts with the data, no
-//!   host synchronisation, the epoch counted on the device (graphs).
+//!   host synchronisation, the epoch counted on the device (graphs);
+//! * [`layer`]: the fused MoE layer on the low-latency mode's buffers — rows straight into
+//!   their experts' rows, the gate/up GEMM waiting per expert and source rank
+//!   ([`layer::ArrivalSchedule`]), SwiGLU in its epilogue, the down GEMM storing each row on
+//!   its source ([`layer::SendRows`]).
 //!
 //! Peers are reached through their mappings (NVLink, one GPU) or, where a rank has none (other
 //! nodes), by NVSHMEM puts and signals: `rshmem_coll`'s `push_tile` and `signal` choose per
@@ -26,6 +30,7 @@ pub mod barrier;
 pub mod call;
 pub mod combine;
 pub mod dispatch;
+pub mod layer;
 pub mod low_latency;
 pub mod route;
 

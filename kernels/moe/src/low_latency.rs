@@ -109,7 +109,7 @@ impl LlBufs {
     ///
     /// After this call's [`begin`] in stream order.
     #[inline(always)]
-    unsafe fn epoch(&self) -> u64 {
+    pub(crate) unsafe fn epoch(&self) -> u64 {
         // SAFETY: written only by `begin`, which finished before this kernel.
         unsafe { self.counter.read_volatile() }
     }

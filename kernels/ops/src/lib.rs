@@ -12,6 +12,7 @@
 //! | [`tp80`] | `rshmem-ops-tp80` (sm_80, sm_90) | the same on the `mma.sync` GEMM, the fused calls' barrier and fix-up |
 //! | [`coll`] | `rshmem-ops-coll` (sm_80, sm_90) | the collectives: `rshmem_coll`'s algorithms per type and reduction |
 //! | [`moe`] | `rshmem-ops-moe` (sm_80, sm_90) | mixture-of-experts dispatch and combine: `rshmem_moe`'s steps |
+//! | [`moe90`] | `rshmem-ops-moe90` (sm_90a) | the fused MoE layer's two grouped GEMMs on the Hopper GEMM |
 //!
 //! Each family writes each kernel's name once, in one table: the table's macro defines the
 //! `#[kernel]` and, on the host, the trait impl through which rshmem-ops picks it by type
@@ -30,6 +31,8 @@ pub mod gemm80;
 pub mod gemm90;
 #[cfg(feature = "moe")]
 pub mod moe;
+#[cfg(feature = "moe90")]
+pub mod moe90;
 #[cfg(feature = "tp80")]
 pub mod tp80;
 #[cfg(feature = "tp90")]

@@ -27,12 +27,25 @@
 //! | `moe_ll_combine_send` | [`low_latency::combine_send`] | any grid |
 //! | `moe_ll_signal_combine` | [`low_latency::signal_combine`] | one block of `barrier::threads(size)` |
 //! | `moe_ll_combine_reduce` | [`low_latency::combine_reduce`] | blocks of at least `size` threads |
+//!
+//! The fused layer ([`layer`]; its two GEMMs are `moe90`'s): `moe_ll_begin`, `moe_ll_route`
+//! on its `LayerBufs::ll`, then
+//!
+//! | kernel | step | launch |
+//! |---|---|---|
+//! | `moe_layer_prepare` | [`layer::prepare`] | any grid, block 0 at least `size` threads |
+//! | `moe_layer_send` | [`layer::send`] | blocks of at least `size` threads |
+//! | (`moe_gate_up90`, `moe_down90`) | the GEMMs | `crate::moe90` |
+//! | `moe_layer_push` | [`layer::push_unmapped`] | any grid |
+//!
+//! and `moe_ll_signal_combine`, `moe_ll_combine_reduce` on `LayerBufs::ll`.
 
 use rshmem_device::bf16;
 use rshmem_device::prelude::*;
 pub use rshmem_moe::dispatch::Announce;
+pub use rshmem_moe::layer::{LayerBufs, Ranks};
 pub use rshmem_moe::low_latency::LlBufs;
-use rshmem_moe::{barrier, combine, dispatch, low_latency, route};
+use rshmem_moe::{barrier, combine, dispatch, layer, low_latency, route};
 pub use rshmem_moe::{MoeBufs, MoeCall};
 
 /// The dispatch's barrier ([`barrier::barrier`]).
@@ -225,4 +238,37 @@ pub unsafe fn moe_ll_combine_reduce(
 ) {
     // SAFETY: this kernel's contract is the step's.
     unsafe { low_latency::combine_reduce(team, ll, topk, weights, out, call) }
+}
+
+/// The fused layer's count exchange and entry index ([`layer::prepare`]).
+///
+/// # Safety
+///
+/// The contract of [`layer::prepare`].
+#[kernel]
+pub unsafe fn moe_layer_prepare(team: Team, lb: LayerBufs, topk: *const i32, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { layer::prepare(team, lb, topk, call) }
+}
+
+/// The fused layer's rows to their experts' ranks ([`layer::send`]).
+///
+/// # Safety
+///
+/// The contract of [`layer::send`].
+#[kernel]
+pub unsafe fn moe_layer_send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { layer::send(team, lb, x, call) }
+}
+
+/// The fused layer's rows for ranks the down GEMM cannot store to ([`layer::push_unmapped`]).
+///
+/// # Safety
+///
+/// The contract of [`layer::push_unmapped`].
+#[kernel]
+pub unsafe fn moe_layer_push(ranks: Ranks, lb: LayerBufs, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { layer::push_unmapped(ranks, lb, call) }
 }

@@ -130,7 +130,13 @@ fn bad(message: String) -> Error {
 /// a persistent launch needs no more blocks than: offsets (`masked_rows` 0), where every group
 /// can end in a ragged tile, `ceil(m / bm) + G - 1` along M; masked, `G x
 /// ceil(masked_rows / bm)`.
-fn tiles_bound(masked_rows: u32, groups: u32, m: u32, n: u32, (bm, bn): (u32, u32)) -> u32 {
+pub(crate) fn tiles_bound(
+    masked_rows: u32,
+    groups: u32,
+    m: u32,
+    n: u32,
+    (bm, bn): (u32, u32),
+) -> u32 {
     let along_m = match masked_rows {
         0 => m.div_ceil(bm).saturating_add(groups - 1),
         rows => groups.saturating_mul(rows.div_ceil(bm)),

@@ -341,7 +341,7 @@ impl<'s> Ops<'s> {
     }
 
     /// The team's size, where this PE is a member.
-    fn moe_team_size(&self, call: &'static str, team: Team) -> Result<u32> {
+    pub(super) fn moe_team_size(&self, call: &'static str, team: Team) -> Result<u32> {
         match (self.shmem.team_n_pes(team), self.shmem.team_my_pe(team)) {
             (Some(size), Some(_)) => Ok(size as u32),
             _ => Err(Error::InvalidArgument {

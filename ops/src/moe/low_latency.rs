@@ -8,9 +8,11 @@ use super::buffers::{MoeConfig, MoePayload};
 use super::calls::{check_lengths, check_tokens, THREADS};
 use crate::Ops;
 use rshmem_device::bf16;
-use rshmem_host::{Error, LaunchConfig, Result, Stream, SymBuffer, SymRange, SymRangeMut, Team};
+use rshmem_host::{
+    Error, LaunchConfig, Result, Shmem, Stream, SymBuffer, SymRange, SymRangeMut, Team,
+};
 use rshmem_moe::low_latency::LlBufs;
-use rshmem_moe::route;
+use rshmem_moe::{route, MoeCall};
 use rshmem_ops_kernels::moe as k;
 
 /// Where the dispatch/combine pair of a low-latency buffer set is, as queued (or recorded).
@@ -32,19 +34,97 @@ pub struct MoeLlBuffers<'s> {
     team: Team,
     size: u32,
     step: Step,
-    flags: SymBuffer<'s, u64>,
-    counter: SymBuffer<'s, u64>,
+    shared: LlShared<'s>,
     staging: SymBuffer<'s, bf16>,
     meta: SymBuffer<'s, u32>,
     index: SymBuffer<'s, u32>,
+}
+
+/// The buffers the low-latency mode shares with the fused layer (`super::layer`, whose rows
+/// skip the staging): the flags and call counter, the routing's words, the fixed receive rows
+/// per local expert with their sources and counts, and the combine's rows.
+pub(super) struct LlShared<'s> {
+    flags: SymBuffer<'s, u64>,
+    counter: SymBuffer<'s, u64>,
     pos: SymBuffer<'s, u32>,
     send_slot: SymBuffer<'s, u32>,
     counts_out: SymBuffer<'s, u32>,
     bad_entry: SymBuffer<'s, u32>,
-    recv_x: SymBuffer<'s, bf16>,
-    recv_src: SymBuffer<'s, u32>,
-    recv_count: SymBuffer<'s, u32>,
-    combine_recv: SymBuffer<'s, bf16>,
+    pub(super) recv_x: SymBuffer<'s, bf16>,
+    pub(super) recv_src: SymBuffer<'s, u32>,
+    pub(super) recv_count: SymBuffer<'s, u32>,
+    pub(super) combine_recv: SymBuffer<'s, bf16>,
+}
+
+/// Bytes of `x` on each PE.
+pub(super) fn bytes<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
+    x.len() * std::mem::size_of::<T>()
+}
+
+impl<'s> LlShared<'s> {
+    /// Allocates them (collective) for `call`'s shape over `n` ranks: `n × max_tokens` rows of
+    /// `hidden` per local expert.
+    pub(super) fn new(shmem: &'s Shmem, call: &MoeCall) -> Result<Self> {
+        let (n, r, h, kk) = (
+            call.size as usize,
+            call.max_tokens as usize,
+            call.hidden as usize,
+            call.top_k as usize,
+        );
+        let local = call.local_experts() as usize;
+        Ok(Self {
+            flags: shmem.alloc_zeroed(local * n + n)?,
+            counter: shmem.alloc_zeroed(1)?,
+            pos: shmem.alloc_zeroed(r * kk)?,
+            send_slot: shmem.alloc_zeroed(r * n)?,
+            counts_out: shmem.alloc_zeroed(n * call.count_words() as usize)?,
+            bad_entry: shmem.alloc_zeroed(1)?,
+            recv_x: shmem.alloc_zeroed(local * n * r * h)?,
+            recv_src: shmem.alloc_zeroed(local * n * r * 2)?,
+            recv_count: shmem.alloc_zeroed(local)?,
+            combine_recv: shmem.alloc_zeroed(r * kk * h)?,
+        })
+    }
+
+    /// The first skipped `topk_idx` entry of the latest call, as `(token, entry)` (waits for
+    /// the PE's work).
+    pub(super) fn skipped_entry(&self, top_k: u32) -> Result<Option<(u32, u32)>> {
+        let bad = self.bad_entry.to_vec()?[0];
+        Ok((bad != u32::MAX).then_some((bad / top_k, bad % top_k)))
+    }
+
+    /// Bytes of symmetric memory they take on each PE.
+    pub(super) fn bytes(&self) -> usize {
+        bytes(&self.flags)
+            + bytes(&self.counter)
+            + bytes(&self.pos)
+            + bytes(&self.send_slot)
+            + bytes(&self.counts_out)
+            + bytes(&self.bad_entry)
+            + bytes(&self.recv_x)
+            + bytes(&self.recv_src)
+            + bytes(&self.recv_count)
+            + bytes(&self.combine_recv)
+    }
+
+    /// The kernels' view, with the staging buffers (null where there are none).
+    pub(super) fn device(&mut self, staging: *mut bf16, meta: *mut u32, index: *mut u32) -> LlBufs {
+        LlBufs {
+            flags: self.flags.as_mut_ptr(),
+            counter: self.counter.as_mut_ptr(),
+            staging,
+            meta,
+            index,
+            pos: self.pos.as_mut_ptr(),
+            send_slot: self.send_slot.as_mut_ptr(),
+            counts_out: self.counts_out.as_mut_ptr(),
+            bad_entry: self.bad_entry.as_mut_ptr(),
+            recv_x: self.recv_x.as_mut_ptr(),
+            recv_src: self.recv_src.as_mut_ptr(),
+            recv_count: self.recv_count.as_mut_ptr(),
+            combine_recv: self.combine_recv.as_mut_ptr(),
+        }
+    }
 }
 
 impl<'s> MoeLlBuffers<'s> {
@@ -61,66 +141,40 @@ impl<'s> MoeLlBuffers<'s> {
     /// The received rows: local expert `j`'s are rows `j × rows_per_expert ..`, the first
     /// `recv_count[j]` of them valid (by source rank, then the source's token order).
     pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
-        &self.recv_x
+        &self.shared.recv_x
     }
 
     /// Each received row's source: `[rank, entry]`, the entry `t × top_k + kk` of that
     /// rank's dispatch.
     pub fn recv_src(&self) -> &SymBuffer<'s, u32> {
-        &self.recv_src
+        &self.shared.recv_src
     }
 
     /// Each local expert's received rows (on the device: read it with `to_vec`, or hand it
     /// to a grouped GEMM of the masked layout).
     pub fn recv_count(&self) -> &SymBuffer<'s, u32> {
-        &self.recv_count
+        &self.shared.recv_count
     }
 
     /// The first `topk_idx` entry of the latest dispatch that was neither an expert nor `-1`
     /// (skipped), as `(token, entry)`; waits for the PE's work (the low-latency calls do not
     /// check entries on the host).
     pub fn skipped_entry(&self) -> Result<Option<(u32, u32)>> {
-        let k = self.config.top_k;
-        let bad = self.bad_entry.to_vec()?[0];
-        Ok((bad != u32::MAX).then_some((bad / k, bad % k)))
+        self.shared.skipped_entry(self.config.top_k)
     }
 
     /// Bytes of symmetric memory the buffers take on each PE.
     pub fn bytes(&self) -> usize {
-        fn b<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
-            x.len() * std::mem::size_of::<T>()
-        }
-        b(&self.flags)
-            + b(&self.counter)
-            + b(&self.staging)
-            + b(&self.meta)
-            + b(&self.index)
-            + b(&self.pos)
-            + b(&self.send_slot)
-            + b(&self.counts_out)
-            + b(&self.bad_entry)
-            + b(&self.recv_x)
-            + b(&self.recv_src)
-            + b(&self.recv_count)
-            + b(&self.combine_recv)
+        self.shared.bytes() + bytes(&self.staging) + bytes(&self.meta) + bytes(&self.index)
     }
 
     fn device(&mut self) -> LlBufs {
-        LlBufs {
-            flags: self.flags.as_mut_ptr(),
-            counter: self.counter.as_mut_ptr(),
-            staging: self.staging.as_mut_ptr(),
-            meta: self.meta.as_mut_ptr(),
-            index: self.index.as_mut_ptr(),
-            pos: self.pos.as_mut_ptr(),
-            send_slot: self.send_slot.as_mut_ptr(),
-            counts_out: self.counts_out.as_mut_ptr(),
-            bad_entry: self.bad_entry.as_mut_ptr(),
-            recv_x: self.recv_x.as_mut_ptr(),
-            recv_src: self.recv_src.as_mut_ptr(),
-            recv_count: self.recv_count.as_mut_ptr(),
-            combine_recv: self.combine_recv.as_mut_ptr(),
-        }
+        let (staging, meta, index) = (
+            self.staging.as_mut_ptr(),
+            self.meta.as_mut_ptr(),
+            self.index.as_mut_ptr(),
+        );
+        self.shared.device(staging, meta, index)
     }
 
     /// The error of a call queued out of the dispatch → receive → combine order.
@@ -167,26 +221,16 @@ impl<'s> Ops<'s> {
             config.top_k as usize,
         );
         let local = call.local_experts() as usize;
-        let mut index = shmem.alloc_zeroed::<u32>(r * kk)?;
-        index.copy_from_host(&(0..(r * kk) as u32).collect::<Vec<_>>())?;
+        let index = shmem.alloc_from(&(0..(r * kk) as u32).collect::<Vec<_>>())?;
         Ok(MoeLlBuffers {
             config,
             team,
             size: size as u32,
             step: Step::Idle,
-            flags: shmem.alloc_zeroed(local * n + n)?,
-            counter: shmem.alloc_zeroed(1)?,
+            shared: LlShared::new(shmem, &call)?,
             staging: shmem.alloc_zeroed(local * n * r * h)?,
             meta: shmem.alloc_zeroed(local * n * r)?,
             index,
-            pos: shmem.alloc_zeroed(r * kk)?,
-            send_slot: shmem.alloc_zeroed(r * n)?,
-            counts_out: shmem.alloc_zeroed(n * call.count_words() as usize)?,
-            bad_entry: shmem.alloc_zeroed(1)?,
-            recv_x: shmem.alloc_zeroed(local * n * r * h)?,
-            recv_src: shmem.alloc_zeroed(local * n * r * 2)?,
-            recv_count: shmem.alloc_zeroed(local)?,
-            combine_recv: shmem.alloc_zeroed(r * kk * h)?,
         })
     }
 

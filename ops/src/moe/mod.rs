@@ -59,6 +59,15 @@
 //! **Peers** are reached through their mappings (NVLink, one GPU) or, where a rank has none
 //! (several nodes), by NVSHMEM puts with signals, per rank.
 //!
+//! **The fused layer** ([`Ops::moe_layer`], [`Ops::moe_layer_buffers`],
+//! [`Ops::moe_layer_weights`]): dispatch → gate/up grouped GEMM with SwiGLU in its epilogue →
+//! down grouped GEMM → combine, in one call of kernels only (a graph records it). The rows land
+//! in the low-latency layout's fixed rows per expert, packed by source rank (each rank's counts
+//! are exchanged first); the gate/up GEMM waits per tile for the ranks whose rows it reads; the
+//! down GEMM's epilogue stores each row on its source. W₁ holds the gate's and up's rows
+//! interleaved by pairs ([`interleave_gate_up`]). `docs/moe.md` has the design;
+//! `rshmem_moe::layer` the ordering argument.
+//!
 //! **Memory.** [`Ops::moe_buffers`] allocates, per PE, the staging rows for every rank's
 //! `max_tokens` tokens (`size × max_tokens × hidden` bf16, twice in f32 for the combine's
 //! partials), the expert-grouped rows ([`MoeBuffers::capacity`]: `size × max_tokens ×
@@ -67,10 +76,15 @@
 
 mod buffers;
 mod calls;
+mod layer;
 mod low_latency;
 
 pub use buffers::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
+pub use layer::{interleave_gate_up, MoeLayerBuffers, MoeLayerConfig, MoeLayerWeights};
 pub use low_latency::MoeLlBuffers;
 
 /// The sm_80 and sm_90 image of the `moe` family of `kernels/ops`.
 pub static IMAGE: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe");
+
+/// The sm_90a image of the `moe90` family: the fused layer's two grouped GEMMs.
+pub static IMAGE90: rshmem_host::KernelImage = rshmem_host::include_kernels!("rshmem-ops-moe90");

@@ -14,6 +14,8 @@
 
 #![allow(dead_code)]
 
+pub mod layer;
+
 use rshmem::{bf16, Shmem, Team};
 use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops};
 
@@ -40,6 +42,9 @@ pub enum Draw {
     ToLast,
     /// Only experts of rank 0 (the other ranks receive nothing).
     OnlyRank0,
+    /// Every token lists expert 0 in its first two entries (a router never does: the fused
+    /// layer skips what its rows cannot hold, and reports it).
+    Twice,
 }
 
 /// A case: the layer's shape, each PE's token count, and how entries are drawn.
@@ -84,6 +89,12 @@ pub fn routing(case: &Case, seed: u64, round: u64, pe: usize, npes: usize) -> Ro
                 }
             }
             Draw::ToLast => row[0] = cfg.experts as i32 - 1,
+            Draw::Twice => {
+                row[0] = 0;
+                if k > 1 {
+                    row[1] = 0;
+                }
+            }
             Draw::OnlyRank0 => {
                 for kk in 0..k.min(local as usize) {
                     row[kk] =
@@ -249,16 +260,38 @@ fn check_combined(
     (me, n, round): (usize, usize, u64),
     rows: usize,
 ) {
-    let (k, h) = (cfg.top_k as usize, cfg.hidden as usize);
     let local = cfg.experts as usize / n;
+    check_sums(
+        cfg,
+        mine,
+        got,
+        &format!("PE {me} round {round}, {rows} rows received"),
+        |t, kk, e| {
+            let ex = mine.topk[t * cfg.top_k as usize + kk] as usize;
+            g(element(cfg, mine, t, e), (ex % local) as u32).to_f64()
+        },
+    );
+}
+
+/// Checks `got` (`max_tokens × hidden`, poisoned with −7 past `mine`'s tokens): each token's
+/// element `e` within `2⁻⁸ |ref| + 2⁻²⁰ Σ |terms|` of `Σ weight × row(t, kk, e)` over its valid
+/// entries (the rounding of the f32 sum to bf16, and at most 16 f32 terms); nothing written past
+/// the tokens. `what` says whose.
+pub fn check_sums(
+    cfg: &MoeConfig,
+    mine: &Routing,
+    got: &[bf16],
+    what: &str,
+    row: impl Fn(usize, usize, usize) -> f64,
+) {
+    let (k, h) = (cfg.top_k as usize, cfg.hidden as usize);
     for t in 0..mine.tokens {
         for e in 0..h {
             let (mut want, mut mag) = (0f64, 0f64);
             for kk in 0..k {
                 let ex = mine.topk[t * k + kk];
                 if ex >= 0 && (ex as u32) < cfg.experts {
-                    let term = mine.weights[t * k + kk] as f64
-                        * g(element(cfg, mine, t, e), (ex as usize % local) as u32).to_f64();
+                    let term = mine.weights[t * k + kk] as f64 * row(t, kk, e);
                     want += term;
                     mag += term.abs();
                 }
@@ -267,7 +300,7 @@ fn check_combined(
             let bound = want.abs() / 256.0 + mag / (1u64 << 20) as f64;
             assert!(
                 (v - want).abs() <= bound,
-                "PE {me} round {round}: out[{t}][{e}] = {v}, want {want} (bound {bound}); {rows} rows received"
+                "{what}: out[{t}][{e}] = {v}, want {want} (bound {bound})"
             );
         }
     }
@@ -275,7 +308,7 @@ fn check_combined(
         got[mine.tokens * h..]
             .iter()
             .all(|&v| v == bf16::from_f32(-7.0)),
-        "PE {me} round {round}: the combine wrote past this PE's tokens"
+        "{what}: the combine wrote past this PE's tokens"
     );
 }
 
