@@ -33,8 +33,9 @@
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops`' `coll` family,
 //!   made of `rshmem_coll`'s blocks), with their [`Algorithm`]s.
-//! * [`fp8`]: FP8 e4m3 conversions and quantisation with block scales (per token and 128
-//!   channels, per 128 × 128), on the host, with the error bound they keep.
+//! * [`fp8`]: FP8 (e4m3, e5m2: `rshmem_device::fp8`'s types) quantisation with block scales
+//!   (per token and 128 channels, per 128 × 128) or one per tensor, on the host, with the
+//!   error bound they keep.
 //! * [`moe`]: mixture-of-experts token dispatch and combine — [`Ops::moe_buffers`],
 //!   [`Ops::moe_dispatch`] (each token to its experts' ranks, once per rank, grouped by expert
 //!   there), [`Ops::moe_combine`] (the experts' rows back, weighted, summed once in f32).

@@ -80,6 +80,7 @@ pub mod atomic;
 mod backend;
 mod contract;
 pub mod debug;
+pub mod fp8;
 pub mod global;
 pub mod half;
 pub mod hopper;
@@ -100,6 +101,7 @@ mod panic;
 
 /// bf16/f16, the `half` crate's types (see [`half`](mod@half)).
 pub use ::half::{bf16, f16};
+pub use fp8::{E4m3, E5m2};
 /// The fault mailbox's layout, shared with the host (see the module's documentation).
 pub use contract::fault;
 pub use kernel::{IntoKernelArg, IntoKernelArgs, Kernel, KernelArg, KernelArgs};
