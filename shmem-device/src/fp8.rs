@@ -272,7 +272,11 @@ mod tests {
         for w in table.windows(2) {
             let mid = (w[0].0 + w[1].0) / 2.0;
             let m = mid as f32;
-            probes.extend([m, f32::from_bits(m.to_bits() + 1), f32::from_bits(m.to_bits() - 1)]);
+            probes.extend([
+                m,
+                f32::from_bits(m.to_bits() + 1),
+                f32::from_bits(m.to_bits() - 1),
+            ]);
         }
         let mut s = 0x9E37_79B9u32;
         for _ in 0..200_000 {
@@ -283,11 +287,24 @@ mod tests {
             // Mostly near the format's range.
             probes.push(f32::from_bits(s & 0x83FF_FFFF | 0x3800_0000));
         }
-        probes.extend([0.0, -0.0, F::MAX * 1.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+        probes.extend([
+            0.0,
+            -0.0,
+            F::MAX * 1.5,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ]);
         probes.extend([f32::MIN_POSITIVE, f32::from_bits(1), 1e-30]);
         for x in probes.into_iter().flat_map(|x| [x, -x]) {
             let got = F::from_f32(x).to_bits();
-            assert_eq!(got, nearest::<F>(&table, x), "{} of {x:e} ({:#010x})", F::NAME, x.to_bits());
+            assert_eq!(
+                got,
+                nearest::<F>(&table, x),
+                "{} of {x:e} ({:#010x})",
+                F::NAME,
+                x.to_bits()
+            );
         }
     }
 

@@ -101,9 +101,9 @@ mod panic;
 
 /// bf16/f16, the `half` crate's types (see [`half`](mod@half)).
 pub use ::half::{bf16, f16};
-pub use fp8::{E4m3, E5m2};
 /// The fault mailbox's layout, shared with the host (see the module's documentation).
 pub use contract::fault;
+pub use fp8::{E4m3, E5m2};
 pub use kernel::{IntoKernelArg, IntoKernelArgs, Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.
