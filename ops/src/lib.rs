@@ -80,7 +80,8 @@ pub mod moe;
 
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use fused::FusedOptions;
-pub use gemm::elem::{GemmIn, GemmOut};
+pub use gemm::elem::{Fp8In, Fp8Out, GemmIn, GemmOut};
+pub use gemm::fp8::Fp8Scales;
 pub use gemm::grouped::{GroupRows, GroupedShape};
 pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
