@@ -316,6 +316,40 @@ fn mbarrier_pipeline_phases(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
+/// The arguments of the `wgmma_n{N}` kernels.
+type WgmmaArgs = (
+    *const rshmem::device::hopper::TensorMap,
+    *const rshmem::device::hopper::TensorMap,
+    *const u16,
+    u32,
+    u32,
+    u32,
+    u32,
+    *mut f32,
+);
+
+/// Launches the `wgmma_n{N}` kernel of `n` (8, 64, 128 or 256).
+///
+/// # Safety
+///
+/// The kernels' contract (`testing/kernels/hopper/src/mma.rs`) for `args` and `cfg`.
+unsafe fn launch_wgmma(
+    module: &rshmem::Module<'_>,
+    n: u32,
+    cfg: LaunchConfig,
+    args: WgmmaArgs,
+) -> Result<(), rshmem::Error> {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match n {
+            8 => module.launch::<k::mma::wgmma_n8>(cfg, args),
+            64 => module.launch::<k::mma::wgmma_n64>(cfg, args),
+            128 => module.launch::<k::mma::wgmma_n128>(cfg, args),
+            _ => module.launch::<k::mma::wgmma_n256>(cfg, args),
+        }
+    }
+}
+
 /// Small integers, exact in bf16 and f16 and in every f32 sum below.
 fn small(i: u32, j: u32, salt: u32) -> f32 {
     ((i * 7 + j * 3 + salt) % 9) as f32 - 4.0
@@ -380,14 +414,7 @@ fn wgmma_shapes_and_layouts(shmem: &Shmem) -> Outcome {
                         out.as_mut_ptr(),
                     );
                     // SAFETY: maps of `ga` (64 x kk) and `gb` (n x kk); `out` holds 64 x n.
-                    unsafe {
-                        match n {
-                            8 => module.launch::<k::mma::wgmma_n8>(cfg, args)?,
-                            64 => module.launch::<k::mma::wgmma_n64>(cfg, args)?,
-                            128 => module.launch::<k::mma::wgmma_n128>(cfg, args)?,
-                            _ => module.launch::<k::mma::wgmma_n256>(cfg, args)?,
-                        }
-                    }
+                    unsafe { launch_wgmma(&module, n, cfg, args)? };
                     let got = out.to_vec()?;
                     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                         assert_eq!(
@@ -482,14 +509,7 @@ fn wgmma_fp8_shapes_and_layouts(shmem: &Shmem) -> Outcome {
                 );
                 // SAFETY: maps of `ga` (64 x kk) and `gb` (n x kk) bytes; `out` holds 64 x n;
                 // an 8-bit type never reads `a`.
-                unsafe {
-                    match n {
-                        8 => module.launch::<k::mma::wgmma_n8>(cfg, args)?,
-                        64 => module.launch::<k::mma::wgmma_n64>(cfg, args)?,
-                        128 => module.launch::<k::mma::wgmma_n128>(cfg, args)?,
-                        _ => module.launch::<k::mma::wgmma_n256>(cfg, args)?,
-                    }
-                }
+                unsafe { launch_wgmma(&module, n, cfg, args)? };
                 let got = out.to_vec()?;
                 for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                     assert_eq!(
