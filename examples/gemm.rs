@@ -18,9 +18,18 @@
 //! The grouped GEMM (`Ops::grouped_gemm`, a mixture-of-experts layer's experts) is checked the
 //! same way: groups of 0, 1, 130 and 67 rows (offsets layout), each group's rows against its
 //! own B; on GPUs 8 groups of 512 rows too.
+//!
+//! FP8 (`Ops::gemm_fp8`, `Ops::grouped_gemm_fp8`; sm_90 and the simulator): the same random
+//! bf16 operands quantised to e4m3 by `rshmem::ops::fp8` — per tensor, and DeepSeek-V3's block
+//! scales (1 x 128 of A, 128 x 128 of B) — checked against an f64 reference of the
+//! *dequantised* operands within `γ(n) Σ|a||b|` (`n` the roundings of an f32 sum: the products
+//! and K blocks summed, the scales applied; docs/gemm.md derives it), with `u = 2⁻¹³` for the
+//! tensor cores' own FP8 sums on GPUs (not IEEE f32 there).
 
 use anyhow::{ensure, Result};
-use rshmem::ops::{BLayout, GemmOut, GemmShape, GroupRows, GroupedShape, Ops};
+use rshmem::device::fp8::E4m3;
+use rshmem::ops::fp8::{self, Blocks};
+use rshmem::ops::{BLayout, Fp8Scales, GemmOut, GemmShape, GroupRows, GroupedShape, Ops};
 use rshmem::{bf16, Backend, Pod, Shmem};
 
 /// Output element types, read back as f64.
@@ -159,6 +168,134 @@ fn check<O: Out>(
     Ok(())
 }
 
+/// One FP8 GEMM of `m x n x k` (`ends`: the grouped one, block scales), e4m3 into bf16, its
+/// operands the bf16 values of `random` quantised with `blocks`' scales, checked against the
+/// f64 reference of the dequantised operands.
+fn check_fp8(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (m, n, k): (usize, usize, usize),
+    block: bool,
+    ends: &[u32],
+    seed: &mut u64,
+) -> Result<()> {
+    let groups = ends.len().max(1);
+    let (ba, bb) = if block {
+        (Blocks::PER_TOKEN, Blocks::PER_BLOCK)
+    } else {
+        (Blocks::tensor(m, k), Blocks::tensor(n, k))
+    };
+    let qa = fp8::quantize(&random(m * k, seed), m, k, ba);
+    let qb: Vec<_> = (0..groups)
+        .map(|_| fp8::quantize(&random(n * k, seed), n, k, bb))
+        .collect();
+    let a = shmem.alloc_from(qa.values())?;
+    let b = shmem.alloc_from(
+        &qb.iter()
+            .flat_map(|q| q.values().to_vec())
+            .collect::<Vec<_>>(),
+    )?;
+    let sa = shmem.alloc_from(&if block {
+        qa.scales_column_major()
+    } else {
+        qa.scales.clone()
+    })?;
+    let sb = shmem.alloc_from(&qb.iter().flat_map(|q| q.scales.clone()).collect::<Vec<_>>())?;
+    let gends = shmem.alloc_from(if ends.is_empty() { &[0] } else { ends })?;
+    let mut c = shmem.alloc_zeroed::<bf16>(m * n)?;
+    let stream = shmem.stream();
+    let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+    let scales = if block {
+        Fp8Scales::Block {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        }
+    } else {
+        Fp8Scales::Tensor {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        }
+    };
+    let mut run = || match ends {
+        [] => ops.gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, shape, scales),
+        _ => {
+            let grouped = GroupedShape {
+                groups: groups as u32,
+                n: n as u32,
+                k: k as u32,
+                b_layout: BLayout::NK,
+            };
+            let rows = GroupRows::Offsets {
+                ends: (&gends).into(),
+                m: m as u32,
+            };
+            ops.grouped_gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, grouped, rows, scales)
+        }
+    };
+    run()?;
+    let timing = if shmem.backend() == Backend::Gpu && shape.flops() > 1e9 {
+        let t = shmem.time(&mut run)?;
+        format!(", {:.1} TFLOP/s", shape.flops() / t.as_secs_f64() / 1e12)
+    } else {
+        String::new()
+    };
+    let c = c.to_vec()?;
+    let da = qa.dequantize();
+    let db: Vec<Vec<f32>> = qb.iter().map(|q| q.dequantize()).collect();
+    let group_of = |row: usize| ends.iter().position(|&e| row < e as usize).unwrap_or(0);
+    // The roundings of the f32 sum (see the module docs): the tensor cores' sum of the products
+    // (all of K per tensor, 128 per block), the scales' product and applications, the blocks'
+    // additions.
+    let u = 2f64.powi(-24);
+    let tc = if shmem.backend() == Backend::Gpu {
+        2f64.powi(-13)
+    } else {
+        u
+    };
+    let gamma = |n: usize, u: f64| n as f64 * u / (1.0 - n as f64 * u);
+    let gam = if block {
+        gamma(k.min(128), tc) + gamma(k.div_ceil(128) + 3, u)
+    } else {
+        gamma(k, tc) + gamma(2, u)
+    };
+    let step = if shape.flops() > 2e9 { 8 } else { 1 };
+    let mut worst = 0.0f64;
+    for row in (0..m).step_by(step).chain([m - 1]) {
+        let g = group_of(row);
+        for col in 0..n {
+            let (mut exact, mut abs) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let p = f64::from(da[row * k + kk]) * f64::from(db[g][col * k + kk]);
+                exact += p;
+                abs += p.abs();
+            }
+            let bound = gam * abs + (exact.abs() + gam * abs) / 256.0;
+            let got = f64::from(c[row * n + col].to_f32());
+            let err = (got - exact).abs();
+            ensure!(
+                err <= bound,
+                "FP8 {m}x{n}x{k} (block {block}, groups {ends:?}): C[{row}][{col}] = {got}, \
+                 reference {exact}, error {err:.3e} above the bound {bound:.3e}"
+            );
+            if bound > 0.0 {
+                worst = worst.max(err / bound);
+            }
+        }
+    }
+    let what = match (ends, block) {
+        ([], true) => "block scales".to_string(),
+        ([], false) => "per-tensor scales".to_string(),
+        _ => format!("grouped ({} groups), block scales", ends.len()),
+    };
+    println!(
+        "PE {}: FP8 e4m3 {m}x{n}x{k} {what} -> bf16: ok, worst error {:.1}% of the bound \
+         (γ(n)·Σ|a||b| of the dequantised operands + 2⁻⁸·|c|){timing}",
+        shmem.my_pe(),
+        100.0 * worst
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     rshmem::run(|shmem: &Shmem| -> Result<()> {
         let ops = Ops::new(shmem)?;
@@ -200,8 +337,36 @@ fn main() -> Result<()> {
                 ran += 2;
             }
         }
+        // FP8 (the sm90 kernels): both scalings, and grouped with an empty group.
+        if info.sm == 90 {
+            let mut fp8_shapes = vec![(67, 130, 272)];
+            if shmem.backend() == Backend::Gpu {
+                fp8_shapes.push((2048, 2048, 2048));
+            }
+            for (m, n, k) in fp8_shapes {
+                for block in [false, true] {
+                    check_fp8(shmem, &ops, (m, n, k), block, &[], &mut seed)?;
+                    ran += 1;
+                }
+            }
+            check_fp8(
+                shmem,
+                &ops,
+                (198, 72, 144),
+                true,
+                &[0, 1, 131, 198],
+                &mut seed,
+            )?;
+            ran += 1;
+        } else {
+            println!(
+                "PE {}: FP8 skipped: its kernels need sm_90 (this device is sm_{})",
+                shmem.my_pe(),
+                info.sm
+            );
+        }
         println!(
-            "PE {}: {ran} GEMMs checked (grouped ones included)",
+            "PE {}: {ran} GEMMs checked (grouped and FP8 ones included)",
             shmem.my_pe()
         );
         Ok(())

@@ -33,6 +33,17 @@ offsets) and a loop of per-group torch.matmul, and beside one dense GEMM of the 
 (the same FLOPs) by rshmem and cuBLAS; each group of C is checked against f32 torch.matmul with
 the same bound. Rows go to $OUT/gemm_bench_grouped.json.
 
+--fp8 runs the FP8 GEMM (Ops::gemm_fp8, e4m3 in, bf16 out, B N x K) on FP8_SHAPES (or --shapes),
+each shape twice: per-tensor scales beside torch._scaled_mm(use_fast_accum=True) (rshmem's
+per-tensor kernel accumulates in the tensor cores too), and DeepSeek-V3 block scales (1 x 128 of
+A, 128 x 128 of B) beside torch._scaled_mm with the same blockwise scales where this torch takes
+them (else the row says why: older torch, or K not a multiple of 128); then the grouped
+block-scaled GEMM on GROUPED_CASES. Operands: fresh torch.randn bf16 quantised here (amax / 448
+per block; torch's float8_e4m3fn conversion), written as bytes with their f32 scales; C is
+checked against torch.matmul of the dequantised operands in float32 (max |c - ref| / max |ref|
+<= 2^-7: bf16 output rounding dominates). Rows go to $OUT/gemm_bench_fp8.json. Not yet run on a
+GPU (prepared 2026-12-05).
+
 --kn runs B K x N row-major through Kernel::Auto: the sm90 kernel with wgmma's MN-major B (every
 listed N is a multiple of 8). The binary's path: --bin, else $GEMM_BENCH, else .gpu/bin/gemm_bench.
 """
@@ -57,6 +68,19 @@ SHAPES = [
     (8192, 8192, 3584),
 ]
 BOUND = 2.0 ** -7
+
+# FP8 shapes (M, N, K): large, DeepSeek-V3's (4096 x 7168 x 16384, 4096 x 24576 x 1536), N and M
+# not multiples of 128, K a multiple of 16 but not of 128, decode-sized M.
+FP8_SHAPES = [
+    (8192, 8192, 8192),
+    (4096, 4096, 4096),
+    (4096, 7168, 16384),
+    (4096, 24576, 1536),
+    (2000, 1000, 1024),
+    (1999, 3001, 2064),
+    (128, 8192, 8192),
+    (16, 4096, 4096),
+]
 
 # Grouped cases: (name, rows per group, N, K). DeepSeek-V3's experts (hidden 7168, expert
 # width 2048) on 16 local experts: gate+up is N 4096 x K 7168, down N 7168 x K 2048.
@@ -232,6 +256,139 @@ def finish(rows, name):
     sys.exit(0 if all(r.get("pass") for r in rows) else 1)
 
 
+def quantize(x, br, bc):
+    """x (R x C, bf16) in e4m3 with one f32 scale per br x bc block (amax / 448, 1 for an all-zero
+    block): (the float8 tensor, the scales as (ceil(R/br), ceil(C/bc)) f32, the dequantised f32)."""
+    r, c = x.shape
+    rb, cb = -(-r // br), -(-c // bc)
+    xp = torch.zeros(rb * br, cb * bc, device=x.device, dtype=torch.float32)
+    xp[:r, :c] = x.float()
+    blocks = xp.reshape(rb, br, cb, bc)
+    amax = blocks.abs().amax(dim=(1, 3))
+    s = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+    q = (blocks / s[:, None, :, None]).reshape(rb * br, cb * bc)[:r, :c].to(torch.float8_e4m3fn)
+    deq = (q.float().reshape(r, c) * s.repeat_interleave(br, 0)[:r].repeat_interleave(bc, 1)[:, :c])
+    return q, s.contiguous(), deq
+
+
+def scaled_mm_fn(a8, b8, sa, sb, block, k):
+    """torch._scaled_mm of A (M x K) and B (N x K) in e4m3 with their scales (bf16 out), as a
+    callable; raises ValueError where torch's blockwise recipe cannot take the shape."""
+    if block:
+        if k % 128:
+            raise ValueError("torch's blockwise scales need K % 128 == 0")
+        kb = k // 128
+        kb4 = -(-kb // 4) * 4
+        # cuBLASLt's layouts (1x128 x 128x128): A's [M, K/128] with strides (1, M); B's (of the
+        # K x N operand) [round_up(K/128, 4), N/128] with strides (1, round_up(K/128, 4)).
+        sa_t = sa.t().contiguous().t()
+        sb_p = torch.ones(sb.shape[0], kb4, device=sb.device, dtype=torch.float32)
+        sb_p[:, :kb] = sb
+        sb_t = sb_p.t()
+        return lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa_t, scale_b=sb_t,
+                                        out_dtype=torch.bfloat16)
+    return lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                    use_fast_accum=True)
+
+
+def scaled_mm_ms(calls):
+    """The median ms of running every callable of `calls` in turn, or (None, why torch refused)."""
+    try:
+        for fn in calls:
+            fn()
+    except Exception as e:  # torch without this recipe, or refusing the shape
+        return None, str(e).splitlines()[0][:200]
+    return cuda_median_ms(lambda: [fn() for fn in calls]), None
+
+
+def run_fp8(binary, m, n, k, block, tmp, sizes=None):
+    """One FP8 row: rshmem's time and check, torch._scaled_mm's time (plain), or the grouped GEMM
+    (block scales, `sizes` rows per group) beside a loop of per-group torch._scaled_mm."""
+    g = len(sizes) if sizes else 1
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(g * n, k, device="cuda", dtype=torch.bfloat16)
+    if block:
+        a8, sa, da = quantize(a, 1, 128)
+        parts = [quantize(b[i * n:(i + 1) * n], 128, 128) for i in range(g)]
+        b8 = torch.cat([p[0] for p in parts])
+        sb = torch.cat([p[1] for p in parts])
+        db = torch.cat([p[2] for p in parts])
+        sa_file = sa.t().contiguous()  # ceil(k/128) x m, M contiguous
+    else:
+        a8, sa, da = quantize(a, m, k)
+        b8, sb, db = quantize(b, n, k)
+        sa_file = sa
+    write(tmp, "a.bin", a8.view(torch.uint8))
+    write(tmp, "b.bin", b8.view(torch.uint8))
+    write(tmp, "sa.bin", sa_file)
+    write(tmp, "sb.bin", sb)
+    row = {"m": m, "n": n, "k": k, "fp8": "block" if block else "tensor", "groups": g if sizes else 0}
+    cmd = [binary, "--dir", tmp, "--m", str(m), "--n", str(n), "--k", str(k),
+           "--fp8", "block" if block else "tensor"]
+    ends = None
+    if sizes:
+        ends = [sum(sizes[: i + 1]) for i in range(g)]
+        cmd += ["--ends", ",".join(map(str, ends))]
+    p = subprocess.run(cmd, env=bench_env(), capture_output=True, text=True, timeout=120)
+    lines = [l.split("] ", 1)[-1] for l in p.stdout.splitlines()]
+    lines = [l for l in lines if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.stderr.write(p.stdout + p.stderr)
+        row["error"] = (p.stderr.strip().splitlines() or ["rc=%d" % p.returncode])[-1]
+        return row
+    row.update(json.loads(lines[-1]))
+    with open(os.path.join(tmp, "c.bin"), "rb") as f:
+        c = torch.frombuffer(bytearray(f.read()), dtype=torch.bfloat16).reshape(m, n).cuda()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    err, start = 0.0, 0
+    for i, e in enumerate(ends or [m]):
+        if e > start:
+            ref = torch.matmul(da[start:e], db[i * n:(i + 1) * n].T)
+            err = max(err, ((c[start:e].float() - ref).abs().max() / ref.abs().max()).item())
+        start = e
+    row["max_rel_err"], row["pass"] = err, err <= BOUND
+    nb = -(-n // 128)
+    try:
+        if sizes:
+            spans = [(i, (ends[i - 1] if i else 0), e) for i, e in enumerate(ends)]
+            calls = [scaled_mm_fn(a8[s0:e], b8[i * n:(i + 1) * n], sa[s0:e], sb[i * nb:(i + 1) * nb],
+                                  True, k) for i, s0, e in spans if e > s0]
+        else:
+            calls = [scaled_mm_fn(a8, b8, sa, sb, block, k)]
+        ms, why = scaled_mm_ms(calls)
+    except ValueError as e:
+        ms, why = None, str(e)
+    if ms is None:
+        row["torch_error"] = why
+    else:
+        row["torch_ms"] = ms
+    return row
+
+
+def fp8_main(args):
+    shapes = FP8_SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    cases = [(s, blk, None) for s in shapes for blk in (False, True)]
+    cases += [((sum(sz), n, k), True, sz) for _, sz, n, k in GROUPED_CASES]
+    rows = run_all(cases, lambda c, tmp: run_fp8(args.bin, *c[0], c[1], tmp, c[2]))
+    print_header(f"{'shape (MxNxK)':>20} {'scales':>7} {'groups':>6} {'rust us':>9} {'torch us':>9} "
+                 f"{'rust TF/s':>10} {'torch/rust':>10} {'max rel err':>12} {'pass':>5}")
+    for r in rows:
+        shape = f"{r['m']}x{r['n']}x{r['k']}"
+        if "error" in r:
+            print(f"{shape:>20} {r['fp8']:>7} {r['groups']:>6}  error: {r['error']}")
+            continue
+        t = r.get("torch_ms")
+        print(f"{shape:>20} {r['fp8']:>7} {r['groups']:>6} {1e3 * r['median_ms']:>9.1f} "
+              f"{(1e3 * t if t else float('nan')):>9.1f} {r['tflops']:>10.1f} "
+              f"{(t / r['median_ms'] if t else float('nan')):>10.2f} {r['max_rel_err']:>12.2e} "
+              f"{str(r['pass']):>5}" + (f"  torch: {r['torch_error']}" if "torch_error" in r else ""))
+    print("torch/rust: torch._scaled_mm's time over rshmem's (per tensor with use_fast_accum=True; "
+          "grouped: a loop of per-group _scaled_mm)")
+    finish(rows, "gemm_bench_fp8.json")
+
+
 def grouped_main(args):
     import random
     rng = random.Random()
@@ -267,12 +424,16 @@ def main():
     ap.add_argument("--kernel", default="auto", choices=["auto", "sm90", "sm80"])
     ap.add_argument("--shapes", help="MxNxK,... (default: the standard list)")
     ap.add_argument("--grouped", action="store_true", help="the grouped GEMM's cases")
+    ap.add_argument("--fp8", action="store_true", help="the FP8 GEMM (per tensor, block, grouped)")
     ap.add_argument("--split", default="auto",
                     help="split-K settings to run each shape with, e.g. off,auto,4 (default auto)")
     args = ap.parse_args()
     if args.grouped:
         print("GPU:", torch.cuda.get_device_name(), "| torch", torch.__version__)
         grouped_main(args)
+    if args.fp8:
+        print("GPU:", torch.cuda.get_device_name(), "| torch", torch.__version__)
+        fp8_main(args)
     shapes = SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]

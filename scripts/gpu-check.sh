@@ -125,6 +125,12 @@ fi
 if want grouped_bench; then
     STEP_TIMEOUT=300 step grouped_bench python3 .gpu/scripts/gemm_bench.py --grouped --bin $BIN/gemm_bench
 fi
+# FP8 (e4m3, bf16 out): per tensor beside torch._scaled_mm(use_fast_accum=True), block-scaled beside
+# torch._scaled_mm's 1x128 x 128x128 scales where torch supports them, and the grouped block-scaled
+# GEMM; each row checked against f32 torch on the dequantised operands first.
+if want fp8_bench; then
+    STEP_TIMEOUT=420 step fp8_bench python3 .gpu/scripts/gemm_bench.py --fp8 --bin $BIN/gemm_bench
+fi
 # Split-K at decode-sized M (and one large shape Auto must leave unsplit), off then auto per shape.
 if want splitk_bench; then
     STEP_TIMEOUT=300 step splitk_bench python3 .gpu/scripts/gemm_bench.py --split off,auto \

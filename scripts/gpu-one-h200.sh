@@ -17,7 +17,8 @@ G=.gpu/scripts/gpu-check.sh
 OUT=${OUT:-/tmp/rshmem-out}
 SLICES=${*:-graphs gemm fused coll moe overhead regress teams tp1 examples collectives tp faults}
 # Named only: latency2 latency4 (the collectives' same-GPU latency under MPS), moe_bench,
-# grouped (the grouped GEMM's tests and benchmark), splitk (split-K's tests and benchmark).
+# grouped (the grouped GEMM's tests and benchmark), splitk (split-K's tests and benchmark),
+# fp8 (the FP8 GEMM's tests, the hopper tests' wgmma FP8 case, and its benchmark).
 slice() { # name, budget seconds, env assignments..., -- parts...
     local name=$1 budget=$2; shift 2
     local envs=()
@@ -49,6 +50,7 @@ slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_
 # Under MPS: the small all-reduces' latency, 2 and 4 PEs (same-GPU numbers: the protocols' cost).
 slice grouped 330 BINS=test-gemm TESTS=grouped PER_TEST_TIMEOUT=60 -- tests grouped_bench
 slice splitk 300 BINS=test-gemm TESTS=split_k PER_TEST_TIMEOUT=60 -- tests splitk_bench
+slice fp8 480 BINS='test-(gemm_fp8|hopper)' TESTS='_1pe' PER_TEST_TIMEOUT=90 -- tests fp8_bench
 slice moe_bench 580 MOE_TIMEOUT=560 -- moe_bench
 slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
 slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives

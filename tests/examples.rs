@@ -34,6 +34,9 @@ fn gemm_checks_odd_shapes() {
         "1x1x8 B NK bf16 -> f32: ok",
         "130x258x72 B NK bf16 -> bf16: ok",
         "198x72x56 grouped (4 groups) B KN bf16 -> f32: ok",
+        "FP8 e4m3 67x130x272 per-tensor scales -> bf16: ok",
+        "FP8 e4m3 67x130x272 block scales -> bf16: ok",
+        "FP8 e4m3 198x72x144 grouped (4 groups), block scales -> bf16: ok",
     ] {
         assert!(out.contains(shape), "{out}");
     }

@@ -18,6 +18,12 @@
 //! `--split auto|off|P` sets the split of K (`GemmOptions::split_k`: auto, none, or P parts);
 //! the JSON line says which split ran (`split`: the parts, 1 for none).
 //!
+//! `--fp8 tensor|block` runs the FP8 GEMM instead (`Ops::gemm_fp8`, e4m3, bf16 output; with
+//! `--ends` the grouped one, block scales): `a.bin` and `b.bin` hold e4m3 bytes, `sa.bin` and
+//! `sb.bin` the f32 scales in the layouts of `rshmem_ops::gemm::fp8` (per tensor one each;
+//! block: A's `⌈k/128⌉ x m`, M contiguous, B's `⌈n/128⌉ x ⌈k/128⌉` per group); the JSON line
+//! then has `fp8`.
+//!
 //! `--pad-bytes P` allocates P bytes of the symmetric heap before A, B and C, which moves them
 //! (and so their L2 slices and DRAM channels): a GEMM's speed differs by placement alone.
 //!
@@ -25,8 +31,11 @@
 //! thread), which is how it is tested without a GPU.
 
 use anyhow::{bail, ensure, Context, Result};
-use rshmem::{bf16, Shmem};
-use rshmem_ops::{BLayout, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, Ops, SplitK};
+use rshmem::device::E4m3;
+use rshmem::{bf16, Pod, Shmem};
+use rshmem_ops::{
+    BLayout, Fp8Scales, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, Ops, SplitK,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,12 +50,14 @@ struct Args {
     pad_bytes: usize,
     /// The grouped GEMM's cumulative row ends (`--ends`), if grouped.
     ends: Option<Vec<u32>>,
+    /// FP8 (`--fp8`): block scales (true) or per tensor.
+    fp8: Option<bool>,
 }
 
 fn parse() -> Result<Args> {
     let (mut dir, mut m, mut n, mut k) = (None, 0u32, 0u32, 0u32);
     let (mut layout, mut kernel, mut warmup, mut iters) = (BLayout::NK, Kernel::Auto, 3, 20);
-    let (mut pad_bytes, mut ends, mut split_k) = (0, None, SplitK::Auto);
+    let (mut pad_bytes, mut ends, mut split_k, mut fp8) = (0, None, SplitK::Auto, None);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -63,6 +74,13 @@ fn parse() -> Result<Args> {
             "--ends" => {
                 let list: Result<Vec<u32>, _> = value()?.split(',').map(str::parse).collect();
                 ends = Some(list.context("--ends takes row ends: E0,E1,...")?)
+            }
+            "--fp8" => {
+                fp8 = match value()?.as_str() {
+                    "tensor" => Some(false),
+                    "block" => Some(true),
+                    other => bail!("--fp8 {other:?}: use tensor or block"),
+                }
             }
             "--split" => {
                 split_k = match value()?.as_str() {
@@ -82,7 +100,7 @@ fn parse() -> Result<Args> {
             other => bail!(
                 "unknown argument {other:?}: use --dir DIR --m M --n N --k K [--kn] \
                  [--kernel auto|sm90|sm80] [--split auto|off|P] [--warmup W] [--iters I] \
-                 [--pad-bytes P] [--ends E0,E1,...]"
+                 [--pad-bytes P] [--ends E0,E1,...] [--fp8 tensor|block]"
             ),
         }
     }
@@ -96,21 +114,23 @@ fn parse() -> Result<Args> {
         iters,
         pad_bytes,
         ends,
+        fp8,
     })
 }
 
-/// `len` bf16 from `path`, which must hold exactly that many.
-fn read_bf16(path: &Path, len: usize) -> Result<Vec<bf16>> {
+/// `len` elements of `T` from `path`, which must hold exactly that many.
+fn read<T: Pod>(path: &Path, len: usize) -> Result<Vec<T>> {
     let mut file =
         std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let bytes = file.metadata()?.len();
+    let size = size_of::<T>();
     ensure!(
-        bytes == 2 * len as u64,
-        "{} holds {bytes} bytes; the shape needs {len} bf16 = {} bytes",
+        bytes == (size * len) as u64,
+        "{} holds {bytes} bytes; the shape needs {len} elements of {size} bytes = {}",
         path.display(),
-        2 * len
+        size * len
     );
-    let mut v = vec![bf16::ZERO; len];
+    let mut v = vec![<T as bytemuck::Zeroable>::zeroed(); len];
     file.read_exact(bytemuck::cast_slice_mut(&mut v))?;
     Ok(v)
 }
@@ -134,8 +154,11 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     } else {
         shape.b_len()
     };
-    let a = shmem.alloc_from(&read_bf16(&args.dir.join("a.bin"), shape.a_len())?)?;
-    let b = shmem.alloc_from(&read_bf16(&args.dir.join("b.bin"), b_len)?)?;
+    if let Some(block) = args.fp8 {
+        return bench_fp8(shmem, &ops, args, block);
+    }
+    let a = shmem.alloc_from(&read::<bf16>(&args.dir.join("a.bin"), shape.a_len())?)?;
+    let b = shmem.alloc_from(&read::<bf16>(&args.dir.join("b.bin"), b_len)?)?;
     let ends = shmem.alloc_from(args.ends.as_deref().unwrap_or(&[0]))?;
     let mut c = shmem.alloc_zeroed::<bf16>(shape.c_len())?;
     let stream = shmem.stream();
@@ -143,7 +166,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
         kernel: args.kernel,
         split_k: args.split_k,
     };
-    let mut run = || match groups {
+    let run = || match groups {
         0 => ops.gemm_with(&stream, &a, &b, &mut c, shape, options),
         _ => {
             let rows = GroupRows::Offsets {
@@ -153,18 +176,8 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
             ops.grouped_gemm_with(&stream, &a, &b, &mut c, grouped, rows, options)
         }
     };
-    run()?;
-    shmem.synchronize()?;
-    for _ in 0..args.warmup {
-        run()?;
-    }
-    let mut times: Vec<Duration> = (0..args.iters)
-        .map(|_| shmem.time(&mut run))
-        .collect::<Result<_, _>>()?;
+    let (median, min) = time(shmem, args, run)?;
     std::fs::write(args.dir.join("c.bin"), bytemuck::cast_slice(&c.to_vec()?))?;
-    times.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let median = ms(times[times.len() / 2]);
     let info = ops.device_info();
     // What the call split K into (the grouped GEMM never splits; the sm80 kernel neither).
     let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
@@ -188,7 +201,88 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
         info.sm,
         info.multiprocessors,
         args.iters,
-        ms(times[0]),
+        min,
+        shape.flops() / median / 1e9
+    );
+    Ok(())
+}
+
+/// Times `run` as `bench` does: one run, `warmup` more, then `iters` timed; (median, min) ms.
+fn time(
+    shmem: &Shmem,
+    args: &Args,
+    mut run: impl FnMut() -> rshmem::Result<()>,
+) -> Result<(f64, f64)> {
+    run()?;
+    shmem.synchronize()?;
+    for _ in 0..args.warmup {
+        run()?;
+    }
+    let mut times: Vec<Duration> = (0..args.iters)
+        .map(|_| shmem.time(&mut run))
+        .collect::<Result<_, _>>()?;
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    Ok((ms(times[times.len() / 2]), ms(times[0])))
+}
+
+/// The FP8 GEMM (e4m3, bf16 out), per tensor or block-scaled, plain or grouped (`--ends`).
+fn bench_fp8(shmem: &Shmem, ops: &Ops<'_>, args: &Args, block: bool) -> Result<()> {
+    let shape = args.shape;
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let groups = args.ends.as_ref().map_or(1, |e| e.len());
+    let (kb, nb) = (k.div_ceil(128), n.div_ceil(128));
+    let (sa_len, sb_len) = if block {
+        (kb * m, groups * nb * kb)
+    } else {
+        (1, 1)
+    };
+    let a = shmem.alloc_from(&read::<E4m3>(&args.dir.join("a.bin"), m * k)?)?;
+    let b = shmem.alloc_from(&read::<E4m3>(&args.dir.join("b.bin"), groups * n * k)?)?;
+    let sa = shmem.alloc_from(&read::<f32>(&args.dir.join("sa.bin"), sa_len)?)?;
+    let sb = shmem.alloc_from(&read::<f32>(&args.dir.join("sb.bin"), sb_len)?)?;
+    let ends = shmem.alloc_from(args.ends.as_deref().unwrap_or(&[0]))?;
+    let mut c = shmem.alloc_zeroed::<bf16>(m * n)?;
+    let stream = shmem.stream();
+    let scales = if block {
+        Fp8Scales::Block {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        }
+    } else {
+        Fp8Scales::Tensor {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        }
+    };
+    let grouped = GroupedShape {
+        groups: groups as u32,
+        n: shape.n,
+        k: shape.k,
+        b_layout: BLayout::NK,
+    };
+    let (median, min) = time(shmem, args, || match &args.ends {
+        None => ops.gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, shape, scales),
+        Some(_) => {
+            let rows = GroupRows::Offsets {
+                ends: (&ends).into(),
+                m: shape.m,
+            };
+            ops.grouped_gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, grouped, rows, scales)
+        }
+    })?;
+    std::fs::write(args.dir.join("c.bin"), bytemuck::cast_slice(&c.to_vec()?))?;
+    let info = ops.device_info();
+    println!(
+        "{{\"m\": {m}, \"n\": {n}, \"k\": {k}, \"groups\": {}, \"fp8\": \"{}\", \"backend\": \"{:?}\", \
+         \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \"median_ms\": {median:.4}, \
+         \"min_ms\": {min:.4}, \"tflops\": {:.2}}}",
+        args.ends.as_ref().map_or(0, |e| e.len()),
+        if block { "block" } else { "tensor" },
+        shmem.backend(),
+        info.sm,
+        info.multiprocessors,
+        args.iters,
         shape.flops() / median / 1e9
     );
     Ok(())

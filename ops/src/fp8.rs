@@ -1,10 +1,14 @@
-//! FP8 e4m3 on the host: the conversions, and quantisation with block scales as DeepSeek-V3
-//! uses them — one f32 scale per `1 × 128` block of activations (per token, per 128
-//! channels) and per `128 × 128` block of weights — for the FP8 paths of the ops
-//! ([`crate::Ops::moe_dispatch_fp8`]).
+//! FP8 on the host: quantisation with block scales as DeepSeek-V3 uses them — one f32 scale
+//! per `1 × 128` block of activations (per token, per 128 channels) and per `128 × 128` block
+//! of weights — or one scale per tensor, for the FP8 paths of the ops
+//! (`Ops::gemm_fp8`, [`crate::Ops::moe_dispatch_fp8`]), in either FP8 format of
+//! `rshmem_device::fp8` ([`E4m3`], [`E5m2`]), whose conversions (round to nearest even,
+//! saturating) are the ones kernels use: one implementation.
 //!
 //! e4m3 ("fn": finite, no infinities) has 1 sign, 4 exponent (bias 7) and 3 mantissa bits:
 //! largest 448, smallest normal 2⁻⁶, smallest subnormal 2⁻⁹; `0x7F` and `0xFF` are NaN.
+//! e5m2 has 5 exponent bits (bias 15) and 2 mantissa bits: largest 57344, smallest normal
+//! 2⁻¹⁴, smallest subnormal 2⁻¹⁶.
 //!
 //! ```
 //! use rshmem_device::bf16;
@@ -15,67 +19,29 @@
 //! let back = q.dequantize();
 //! for (v, w) in x.iter().zip(&back) {
 //!     let v = v.to_f32();
-//!     assert!((v - w).abs() <= fp8::error_bound(v, q.scales[0].max(q.scales[1])));
+//!     assert!((v - w).abs() <= q.error_bound(v, q.scales[0].max(q.scales[1])));
 //! }
+//! // e5m2, one scale for the whole tensor:
+//! let q5 = fp8::quantize_as::<fp8::E5m2>(&x, 1, 256, Blocks::tensor(1, 256));
+//! assert_eq!(q5.scales.len(), 1);
 //! ```
 
 use rshmem_device::bf16;
+pub use rshmem_device::fp8::{E4m3, E5m2, Fp8};
+use std::marker::PhantomData;
 
 /// The largest finite e4m3 value.
-pub const MAX: f32 = 448.0;
+pub const MAX: f32 = <E4m3 as Fp8>::MAX;
 
-/// The value of an e4m3 byte (NaN for `0x7F` and `0xFF`).
+/// The value of an e4m3 byte (NaN for `0x7F` and `0xFF`): [`E4m3::to_f32`].
 pub fn to_f32(b: u8) -> f32 {
-    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-    let (exp, man) = ((b >> 3) & 0xF, (b & 7) as f32);
-    if exp == 15 && b & 7 == 7 {
-        return f32::NAN;
-    }
-    let mag = if exp == 0 {
-        man / 8.0 * 2f32.powi(-6)
-    } else {
-        (1.0 + man / 8.0) * 2f32.powi(exp as i32 - 7)
-    };
-    sign * mag
+    E4m3::from_bits(b).to_f32()
 }
 
 /// `x` rounded to the nearest e4m3 value (ties to even), saturating at ±[`MAX`]; NaN gives
-/// `0x7F`.
+/// `0x7F`: [`E4m3::from_f32`].
 pub fn from_f32(x: f32) -> u8 {
-    if x.is_nan() {
-        return 0x7F;
-    }
-    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-    let a = x.abs() as f64;
-    let even = |v: f64| {
-        let r = v.round();
-        // `round` takes ties away from zero: back to the even neighbour.
-        if (v - v.floor() - 0.5).abs() == 0.0 && r % 2.0 != 0.0 {
-            r - 1.0
-        } else {
-            r
-        }
-    };
-    if a < 2f64.powi(-6) {
-        // Subnormals in steps of 2⁻⁹; a round up to 8 steps is the smallest normal, whose
-        // bits are 8 too.
-        return sign | even(a * 512.0) as u8;
-    }
-    let mut e = a.log2().floor() as i32;
-    // log2 of a value just below a power of two can round up to it.
-    if 2f64.powi(e) > a {
-        e -= 1;
-    }
-    let mut q = even((a / 2f64.powi(e) - 1.0) * 8.0) as i32;
-    if q == 8 {
-        e += 1;
-        q = 0;
-    }
-    let field = e + 7;
-    if field > 15 || (field == 15 && q == 7) {
-        return sign | 0x7E;
-    }
-    sign | (field as u8) << 3 | q as u8
+    E4m3::from_f32(x).to_bits()
 }
 
 /// The shape of a quantisation block: `rows × cols` elements share a scale.
@@ -95,14 +61,22 @@ impl Blocks {
         rows: 128,
         cols: 128,
     };
+
+    /// One scale for the whole `rows × cols` matrix (per-tensor scaling).
+    pub const fn tensor(rows: usize, cols: usize) -> Blocks {
+        Blocks {
+            rows: if rows == 0 { 1 } else { rows },
+            cols: if cols == 0 { 1 } else { cols },
+        }
+    }
 }
 
-/// A quantised row-major matrix: e4m3 bytes and the blocks' scales (row-major over the blocks:
-/// block `(i, j)` of `⌈rows / b.rows⌉ × ⌈cols / b.cols⌉` at `i × ⌈cols / b.cols⌉ + j`), with
-/// `x ≈ to_f32(byte) × scale` of the element's block.
+/// A quantised row-major matrix: `F` values (e4m3 by default) and the blocks' scales
+/// (row-major over the blocks: block `(i, j)` of `⌈rows / b.rows⌉ × ⌈cols / b.cols⌉` at
+/// `i × ⌈cols / b.cols⌉ + j`), with `x ≈ value × scale` of the element's block.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Quantized {
-    /// `rows × cols` e4m3 bytes.
+pub struct Quantized<F: Fp8 = E4m3> {
+    /// `rows × cols` FP8 values, as bytes ([`Quantized::values`] gives them typed).
     pub bytes: Vec<u8>,
     /// One f32 per block.
     pub scales: Vec<f32>,
@@ -112,12 +86,19 @@ pub struct Quantized {
     pub cols: usize,
     /// The block shape.
     pub blocks: Blocks,
+    format: PhantomData<F>,
 }
 
-/// Quantises the `rows × cols` row-major `x` with one scale per block: `amax / 448` of the
-/// block (1 for an all-zero block), so that the block's largest magnitude maps to 448 and
-/// nothing saturates.
+/// Quantises the `rows × cols` row-major `x` to e4m3 with one scale per block: see
+/// [`quantize_as`].
 pub fn quantize(x: &[bf16], rows: usize, cols: usize, blocks: Blocks) -> Quantized {
+    quantize_as::<E4m3>(x, rows, cols, blocks)
+}
+
+/// Quantises the `rows × cols` row-major `x` to `F` with one scale per block: `amax / F::MAX`
+/// of the block (1 for an all-zero block), so that the block's largest magnitude maps to the
+/// format's largest value and nothing saturates.
+pub fn quantize_as<F: Fp8>(x: &[bf16], rows: usize, cols: usize, blocks: Blocks) -> Quantized<F> {
     assert_eq!(
         x.len(),
         rows * cols,
@@ -137,13 +118,14 @@ pub fn quantize(x: &[bf16], rows: usize, cols: usize, blocks: Blocks) -> Quantiz
             }
         }
         if amax > 0.0 {
-            scales[i * bc + j] = amax / MAX;
+            scales[i * bc + j] = amax / F::MAX;
         }
     }
     let bytes = (0..rows * cols)
         .map(|k| {
             let (r, c) = (k / cols, k % cols);
-            from_f32(x[k].to_f32() / scales[r / blocks.rows * bc + c / blocks.cols])
+            let scale = scales[r / blocks.rows * bc + c / blocks.cols];
+            F::from_f32(x[k].to_f32() / scale).to_bits()
         })
         .collect();
     Quantized {
@@ -152,50 +134,72 @@ pub fn quantize(x: &[bf16], rows: usize, cols: usize, blocks: Blocks) -> Quantiz
         rows,
         cols,
         blocks,
+        format: PhantomData,
     }
 }
 
-impl Quantized {
+impl<F: Fp8> Quantized<F> {
+    /// The values, typed (what a `SymBuffer<F>` is made from).
+    pub fn values(&self) -> &[F] {
+        bytemuck::cast_slice(&self.bytes)
+    }
+
     /// The scale of element `(r, c)`'s block.
     pub fn scale(&self, r: usize, c: usize) -> f32 {
         let bc = self.cols.div_ceil(self.blocks.cols);
         self.scales[r / self.blocks.rows * bc + c / self.blocks.cols]
     }
 
+    /// The scales column-major over the blocks: block `(i, j)` at `j × ⌈rows / b.rows⌉ + i`.
+    /// For activations quantised per token ([`Blocks::PER_TOKEN`]) this is the layout
+    /// `Ops::gemm_fp8` reads A's scales in: `⌈k / 128⌉` rows of `m` scales, one per
+    /// row of A (M contiguous, as DeepGEMM's and `torch._scaled_mm`'s 1 × 128 scales).
+    pub fn scales_column_major(&self) -> Vec<f32> {
+        let (br, bc) = (
+            self.rows.div_ceil(self.blocks.rows),
+            self.cols.div_ceil(self.blocks.cols),
+        );
+        (0..br * bc)
+            .map(|t| self.scales[(t % br) * bc + t / br])
+            .collect()
+    }
+
     /// The values the bytes and scales stand for, row-major, in f32.
     pub fn dequantize(&self) -> Vec<f32> {
         (0..self.rows * self.cols)
-            .map(|k| to_f32(self.bytes[k]) * self.scale(k / self.cols, k % self.cols))
+            .map(|k| {
+                F::from_bits(self.bytes[k]).to_f32() * self.scale(k / self.cols, k % self.cols)
+            })
             .collect()
+    }
+
+    /// How far an element of value `x` quantised to `F` with block scale `scale` may land from
+    /// it: [`error_bound_of`].
+    pub fn error_bound(&self, x: f32, scale: f32) -> f32 {
+        error_bound_of::<F>(x, scale)
     }
 }
 
-/// How far an element of value `x` quantised with block scale `scale` may land from it:
-/// half an e4m3 ulp, `2⁻⁴ |x|` among the normals, `2⁻¹⁰ × scale` among the subnormals (the
-/// dequantisation's own product is exact in f32 but for its rounding, `2⁻²⁴ |x|`, included).
+/// How far an element of value `x` quantised to `F` with block scale `scale` may land from
+/// it: half an ulp of `F`, `2^-(mantissa bits + 1) |x|` among the normals (2⁻⁴ for e4m3, 2⁻³
+/// for e5m2), half the smallest subnormal times `scale` among the subnormals (2⁻¹⁰ and
+/// 2⁻¹⁷), plus the rounding of the dequantisation's f32 product, `2⁻²⁴ |x|` (counted as
+/// `2⁻²³`).
+pub fn error_bound_of<F: Fp8>(x: f32, scale: f32) -> f32 {
+    let bias = (1i32 << (F::EXP_BITS - 1)) - 1;
+    let half_ulp = 2f32.powi(-(F::MAN_BITS as i32) - 1);
+    let half_subnormal = 2f32.powi(1 - bias - F::MAN_BITS as i32 - 1);
+    x.abs() * half_ulp + scale * half_subnormal + x.abs() * f32::EPSILON
+}
+
+/// [`error_bound_of`] for e4m3: `2⁻⁴ |x| + 2⁻¹⁰ scale + 2⁻²³ |x|`.
 pub fn error_bound(x: f32, scale: f32) -> f32 {
-    x.abs() / 16.0 + scale / 1024.0 + x.abs() * f32::EPSILON
+    error_bound_of::<E4m3>(x, scale)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_byte_round_trips() {
-        for b in 0..=255u8 {
-            let v = to_f32(b);
-            if b & 0x7F == 0x7F {
-                assert!(v.is_nan());
-                continue;
-            }
-            assert_eq!(from_f32(v), b, "{b:#04x} = {v}");
-        }
-        assert_eq!(
-            (to_f32(0x7E), to_f32(0x08), to_f32(0x01)),
-            (448.0, 2f32.powi(-6), 2f32.powi(-9))
-        );
-    }
 
     #[test]
     fn rounding_is_to_nearest_even_and_saturates() {
@@ -222,8 +226,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn quantisation_stays_within_its_bound() {
+    fn quantisation_stays_within_its_bound_in<F: Fp8>() {
         let mut s = 0x2545_F491_4F6C_DD1Du64;
         let mut next = || {
             s ^= s << 13;
@@ -235,13 +238,14 @@ mod tests {
             (3, 300, Blocks::PER_TOKEN),
             (130, 260, Blocks::PER_BLOCK),
             (2, 5, Blocks::PER_TOKEN),
+            (7, 33, Blocks::tensor(7, 33)),
         ] {
             // Magnitudes over many binades, zeros, and one all-zero block (the first row's
             // first 128 elements).
             let x: Vec<bf16> = (0..rows * cols)
                 .map(|k| {
                     let r = next();
-                    if k < cols.min(128) || r % 17 == 0 {
+                    if (k < cols.min(128) && blocks.rows == 1) || r % 17 == 0 {
                         return bf16::ZERO;
                     }
                     let mag =
@@ -249,21 +253,39 @@ mod tests {
                     bf16::from_f32(if r & 1 << 60 != 0 { -mag } else { mag })
                 })
                 .collect();
-            let q = quantize(&x, rows, cols, blocks);
+            let q = quantize_as::<F>(&x, rows, cols, blocks);
             let back = q.dequantize();
             for k in 0..rows * cols {
                 let (v, scale) = (x[k].to_f32(), q.scale(k / cols, k % cols));
                 assert!(
-                    (back[k] - v).abs() <= error_bound(v, scale),
-                    "{rows}x{cols} element {k}: {v} came back {} (scale {scale})",
+                    (back[k] - v).abs() <= q.error_bound(v, scale),
+                    "{} {rows}x{cols} element {k}: {v} came back {} (scale {scale})",
+                    F::NAME,
                     back[k]
                 );
-                // Nothing saturates: the block's largest magnitude maps to 448 at most.
-                assert!(to_f32(q.bytes[k]).abs() <= MAX);
+                // Nothing saturates: the block's largest magnitude maps to the largest value.
+                assert!(q.values()[k].to_f32().abs() <= F::MAX);
             }
             if blocks.rows == 1 {
                 assert_eq!(q.scale(0, 0), 1.0, "an all-zero block's scale");
             }
+            // Column-major scales: block (i, j) at j x block-rows + i.
+            let t = q.scales_column_major();
+            let br = rows.div_ceil(blocks.rows);
+            for r in (0..rows).step_by(blocks.rows) {
+                for c in (0..cols).step_by(blocks.cols) {
+                    let (i, j) = (r / blocks.rows, c / blocks.cols);
+                    assert_eq!(t[j * br + i], q.scale(r, c));
+                }
+            }
         }
+    }
+
+    #[test]
+    fn quantisation_stays_within_its_bound() {
+        quantisation_stays_within_its_bound_in::<E4m3>();
+        quantisation_stays_within_its_bound_in::<E5m2>();
+        assert_eq!(error_bound(8.0, 2.0), error_bound_of::<E4m3>(8.0, 2.0));
+        assert_eq!(error_bound_of::<E5m2>(0.0, 1.0), 2f32.powi(-17));
     }
 }

@@ -33,8 +33,9 @@
 //!   [`Ops::reduce_scatter`], [`Ops::all_gather`], [`Ops::all_gather_v`],
 //!   [`Ops::all_reduce_rmsnorm`] — Rust kernels over peer mappings (`kernels/ops`' `coll` family,
 //!   made of `rshmem_coll`'s blocks), with their [`Algorithm`]s.
-//! * [`fp8`]: FP8 e4m3 conversions and quantisation with block scales (per token and 128
-//!   channels, per 128 × 128), on the host, with the error bound they keep.
+//! * [`fp8`]: FP8 (e4m3, e5m2: `rshmem_device::fp8`'s types) quantisation with block scales
+//!   (per token and 128 channels, per 128 × 128) or one per tensor, on the host, with the
+//!   error bound they keep.
 //! * [`moe`]: mixture-of-experts token dispatch and combine — [`Ops::moe_buffers`],
 //!   [`Ops::moe_dispatch`] (each token to its experts' ranks, once per rank, grouped by expert
 //!   there), [`Ops::moe_combine`] (the experts' rows back, weighted, summed once in f32); the
@@ -81,7 +82,8 @@ pub mod moe;
 
 pub use coll::{Algorithm, CollElem, NormElem};
 pub use fused::FusedOptions;
-pub use gemm::elem::{GemmIn, GemmOut};
+pub use gemm::elem::{Fp8In, Fp8Out, GemmIn, GemmOut};
+pub use gemm::fp8::Fp8Scales;
 pub use gemm::grouped::{GroupRows, GroupedShape};
 pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;

@@ -3,11 +3,11 @@
 //! picks through a family's table is in that family's image. No GPU needed: this reads the
 //! images' kernel lists, recorded by the builder from the PTX it linked.
 
-use rshmem_device::{bf16, f16, Kernel};
+use rshmem_device::{bf16, f16, E4m3, E5m2, Kernel};
 use rshmem_ops::{coll, fused, gemm};
 use rshmem_ops_kernels::coll::{Op, ReduceKernels, Rounds};
 use rshmem_ops_kernels::gemm80::Gemm80;
-use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90, SplitReduce};
+use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Gemm90, SplitK90, SplitReduce};
 use rshmem_ops_kernels::tp80::{self, Tp80};
 use rshmem_ops_kernels::tp90::Tp90;
 use rshmem_ops_kernels::{Layout, Visit};
@@ -52,6 +52,15 @@ fn gemm_names<
     ]
 }
 
+/// The FP8 kernels of (In, Out): per tensor, block-scaled, grouped block-scaled.
+fn fp8_names<In, Out: Fp8Gemm90<In>>() -> [&'static str; 3] {
+    [
+        name::<<Out as Fp8Gemm90<In>>::Tensor>(),
+        name::<<Out as Fp8Gemm90<In>>::Block>(),
+        name::<<Out as Fp8Gemm90<In>>::GroupedBlock>(),
+    ]
+}
+
 fn reduce_names<T: ReduceKernels>() -> Vec<&'static str> {
     let ops = [Op::Sum, Op::Max, Op::Min];
     let mut names = Vec::new();
@@ -82,7 +91,12 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
         name::<<bf16 as SplitReduce>::Kernel>(),
         name::<<f16 as SplitReduce>::Kernel>(),
     ]);
-    assert_eq!((sm90.len(), sm80.len()), (23, 16), "{sm90:?} {sm80:?}");
+    // FP8 (sm90 only): e4m3 and e5m2 into bf16 and f32.
+    sm90.extend(fp8_names::<E4m3, bf16>());
+    sm90.extend(fp8_names::<E4m3, f32>());
+    sm90.extend(fp8_names::<E5m2, bf16>());
+    sm90.extend(fp8_names::<E5m2, f32>());
+    assert_eq!((sm90.len(), sm80.len()), (35, 16), "{sm90:?} {sm80:?}");
     assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
     assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
 }

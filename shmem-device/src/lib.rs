@@ -80,6 +80,7 @@ pub mod atomic;
 mod backend;
 mod contract;
 pub mod debug;
+pub mod fp8;
 pub mod global;
 pub mod half;
 pub mod hopper;
@@ -102,6 +103,7 @@ mod panic;
 pub use ::half::{bf16, f16};
 /// The fault mailbox's layout, shared with the host (see the module's documentation).
 pub use contract::fault;
+pub use fp8::{E4m3, E5m2};
 pub use kernel::{IntoKernelArg, IntoKernelArgs, Kernel, KernelArg, KernelArgs};
 
 /// What most kernels import: `use rshmem_device::prelude::*;`.

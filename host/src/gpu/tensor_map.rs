@@ -16,6 +16,7 @@ pub(crate) fn encode_tiled(spec: &TiledSpec<'_>, c: &Checked) -> Result<TensorMa
         TmaType::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         TmaType::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         TmaType::F32 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        TmaType::U8 => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
     };
     let swizzle = match spec.swizzle {
         Swizzle::None => S::CU_TENSOR_MAP_SWIZZLE_NONE,

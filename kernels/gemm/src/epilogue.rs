@@ -190,3 +190,54 @@ impl<T: OutElem> Epilogue for StoreC<T> {
         unsafe { T::store2(row.add(col as usize), v, both, self.c.ld() % 2 == 0) }
     }
 }
+
+/// `inner` with every value multiplied by `*scale_a * *scale_b` first: a per-tensor scaled
+/// GEMM's epilogue (FP8 with one scale per operand). The scales are read from device memory
+/// (once per row of a tile), so a graph that recorded the GEMM uses the values they hold
+/// when it runs. The inner epilogue's addends ([`Epilogue::addends`]) are not used (they would
+/// be added before the scale): none of the plain epilogues has any.
+#[derive(Clone, Copy, Debug)]
+pub struct Scaled<E> {
+    /// What the scaled values become.
+    pub inner: E,
+    /// A's scale: one f32 in global memory.
+    pub scale_a: *const f32,
+    /// B's scale: one f32 in global memory.
+    pub scale_b: *const f32,
+}
+
+impl<E: Epilogue> Epilogue for Scaled<E> {
+    const TILE_DONE: bool = E::TILE_DONE;
+    const BEFORE_EPILOGUE: bool = E::BEFORE_EPILOGUE;
+
+    /// The inner epilogue's row and the scale.
+    type Row = (E::Row, f32);
+
+    #[inline(always)]
+    unsafe fn before_epilogue(&self, tile: Tile) {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.before_epilogue(tile) }
+    }
+
+    #[inline(always)]
+    unsafe fn row(&self, tile: Tile, row: u32) -> (E::Row, f32) {
+        // SAFETY: the scales are f32s in global memory (this epilogue's contract); the rest is
+        // the inner epilogue's.
+        unsafe { (self.inner.row(tile, row), *self.scale_a * *self.scale_b) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(&self, (row, scale): (E::Row, f32), col: u32, v: [f32; 2], both: bool) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.inner
+                .store(row, col, [v[0] * scale, v[1] * scale], both)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn tile_done(&self, tile: Tile) {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.tile_done(tile) }
+    }
+}

@@ -1,6 +1,7 @@
 //! # rshmem-gemm
 //!
-//! The GEMM of rshmem's kernels, `C = A · B` with bf16 or f16 inputs and f32 accumulation,
+//! The GEMM of rshmem's kernels, `C = A · B` with bf16, f16 or FP8 (e4m3, e5m2; sm90) inputs
+//! and f32 accumulation,
 //! as device functions a kernel instantiates with its own [`Schedule`] (in which order tiles
 //! are computed, and what a tile's loads wait for) and [`Epilogue`] (what each tile of C
 //! becomes: stored, added to, sent to a peer's symmetric buffer, signalled), as CUTLASS
@@ -16,20 +17,22 @@
 //! * [`split_k`]: [`SplitK`] and [`StorePartial`], a GEMM whose K is split over blocks
 //!   (decode-sized M), and [`split_k::reduce`], which adds the parts in a fixed order;
 //! * [`pipeline`]: [`PipelineState`] (stage and phase of a multi-stage pipeline);
-//! * [`epilogue`]: [`Epilogue`], [`OutElem`], [`StoreC`];
+//! * [`epilogue`]: [`Epilogue`], [`OutElem`], [`StoreC`], [`Scaled`] (per-tensor scales);
 //! * [`act`]: activations for epilogues; [`glu`]: [`SwiGlu`], a gated MLP's `silu(gate) ×
 //!   up` as the epilogue of its first GEMM; [`maps`]: the sm90 kernel's operand maps.
 //!
 //! * [`sm90`]: Hopper (sm_90a): persistent, warp-specialised — one producer warpgroup feeds
 //!   a multi-stage TMA + mbarrier pipeline, two consumer warpgroups run `wgmma` on 128 x 256
-//!   tiles; B either N x K or K x N (`wgmma`'s MN-major B).
+//!   tiles (by default; the tile configuration is a type, [`sm90::Sm90Config`]); B either
+//!   N x K or K x N (`wgmma`'s MN-major B, 16-bit inputs); FP8 with block scales promoted per
+//!   128 of K ([`sm90::BlockScaled`]).
 //! * [`sm80`]: Ampere and later: `cp.async` + `ldmatrix` + `mma.sync` on 128 x 128 tiles, B
 //!   either N x K or K x N.
 //!
 //! Layouts: A is M x K row-major, C M x N row-major, each a typed view with its own leading
 //! dimension (`rshmem_device::matrix::{Matrix, MatrixMut}`).
-//! M and N are arbitrary; K must be a multiple of 8 (TMA needs 16-byte row strides; the
-//! `sm80` kernel copies 16-byte chunks). Edges are handled inside (zero-filled loads, masked
+//! M and N are arbitrary; K must be a multiple of 8 (16 for FP8: TMA needs 16-byte row
+//! strides; the `sm80` kernel copies 16-byte chunks). Edges are handled inside (zero-filled loads, masked
 //! stores), never by padding.
 //!
 //! ```ignore
@@ -70,7 +73,7 @@ pub mod sm90;
 pub mod split_k;
 pub mod tile;
 
-pub use epilogue::{Epilogue, OutElem, StoreC};
+pub use epilogue::{Epilogue, OutElem, Scaled, StoreC};
 pub use glu::SwiGlu;
 pub use grouped::{GroupRows, Grouped};
 pub use maps::Sm90Maps;

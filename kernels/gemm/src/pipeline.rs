@@ -7,7 +7,8 @@
 ///
 /// Kept as one count of k-steps (stage and phase are its low bits for a power-of-two
 /// `STAGES`): a separate stage and phase flipped at the wrap put the phase in a vector
-/// register of the sm90 k-loop, and the GEMM ran 1 % slower (H200, 2026-12-03).
+/// register of the sm90 k-loop, and the GEMM ran 1 % slower (H200, 2026-12-03). Any other
+/// `STAGES` counts modulo `2 STAGES` (a wrap of `u32` would break the stage sequence).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PipelineState<const STAGES: u32> {
     count: u32,
@@ -50,7 +51,15 @@ impl<const STAGES: u32> PipelineState<STAGES> {
     /// The next stage, flipping the phase when the ring wraps.
     #[inline(always)]
     pub fn advance(&mut self) {
-        self.count = self.count.wrapping_add(1);
+        // A constant condition (`const`): the power-of-two ring's code is the plain increment
+        // (a run-time call of `is_power_of_two` left the sm90 k-loop one instruction longer).
+        self.count = if const { STAGES.is_power_of_two() } {
+            self.count.wrapping_add(1)
+        } else if self.count + 1 == 2 * STAGES {
+            0
+        } else {
+            self.count + 1
+        };
     }
 }
 
@@ -59,18 +68,33 @@ mod tests {
     use super::*;
 
     /// The state after `i` steps is stage `i % STAGES` of round `i / STAGES`.
-    #[test]
-    fn advancing_walks_stages_and_rounds() {
+    fn walk<const S: u32>() {
         let (mut c, mut p) = (
-            PipelineState::<4>::consumer_start(),
-            PipelineState::<4>::producer_start(),
+            PipelineState::<S>::consumer_start(),
+            PipelineState::<S>::producer_start(),
         );
-        for i in 0..40u32 {
-            assert_eq!((c.stage(), c.phase()), (i % 4, i / 4 % 2), "step {i}");
-            assert_eq!((p.stage(), p.phase()), (i % 4, (i / 4 + 1) % 2), "step {i}");
-            assert_eq!(c.previous_stage(), (i + 3) % 4, "step {i}");
+        for i in 0..10 * S {
+            assert_eq!(
+                (c.stage(), c.phase()),
+                (i % S, i / S % 2),
+                "{S} stages, step {i}"
+            );
+            assert_eq!(
+                (p.stage(), p.phase()),
+                (i % S, (i / S + 1) % 2),
+                "{S}, step {i}"
+            );
+            assert_eq!(c.previous_stage(), (i + S - 1) % S, "{S} stages, step {i}");
             c.advance();
             p.advance();
         }
+    }
+
+    #[test]
+    fn advancing_walks_stages_and_rounds() {
+        walk::<4>();
+        walk::<7>();
+        walk::<2>();
+        walk::<3>();
     }
 }

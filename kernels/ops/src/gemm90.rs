@@ -9,6 +9,13 @@
 //! the parts of K into an f32 workspace (per input type and layout), `splitk_reduce_*` adds
 //! them into C (per output type; any 1-D launch).
 //!
+//! FP8 (e4m3, e5m2; B N x K: `wgmma` has no transposed 8-bit operands), f32 or bf16 out, in
+//! two scalings ([`Fp8Gemm90`]): `gemm90_{e4m3,e5m2}_{bf16,f32}_tensor` (one f32 scale per
+//! operand in device memory, applied by the epilogue, [`rshmem_gemm::Scaled`]; 128 x 256
+//! tiles accumulated in the tensor cores), `gemm90_*_block` (DeepSeek-V3's block scales,
+//! promoted per 128 of K: [`sm90::BlockScaled`] on 128 x 128 tiles) and `grouped90_*_block`
+//! (the same per group, each group's B with its own scales).
+//!
 //! On the host, [`Gemm90`] names the kernels of each (input, output, layout):
 //!
 //! ```
@@ -17,13 +24,17 @@
 //! assert_eq!(<<f32 as Gemm90<bf16, false>>::Kernel as Kernel>::NAME, "gemm90_bf16_f32_nk");
 //! assert_eq!(<<f32 as Gemm90<bf16, true>>::Grouped as Kernel>::NAME, "grouped90_bf16_f32_kn");
 //! assert_eq!(<<bf16 as SplitK90<true>>::Kernel as Kernel>::NAME, "splitk90_bf16_kn");
+//! use rshmem_device::E4m3;
+//! use rshmem_ops_kernels::gemm90::Fp8Gemm90;
+//! assert_eq!(<<bf16 as Fp8Gemm90<E4m3>>::Block as Kernel>::NAME, "gemm90_e4m3_bf16_block");
 //! ```
 
 use rshmem_device::prelude::*;
-use rshmem_device::{bf16, f16};
+use rshmem_device::{bf16, f16, E4m3, E5m2};
 pub use rshmem_gemm::sm90;
+use rshmem_gemm::sm90::{BlockScaled, BlockScales, Fp8Tile128, Fp8Tile256, InTensorCore};
 use rshmem_gemm::{
-    split_k, GroupM, GroupRows, Grouped, Problem, Sm90Maps, SplitK, StoreC, StorePartial,
+    split_k, GroupM, GroupRows, Grouped, Problem, Scaled, Sm90Maps, SplitK, StoreC, StorePartial,
 };
 
 /// The arguments of the plain kernels: `(maps, problem, c)`.
@@ -169,4 +180,98 @@ split_reduce! {
     splitk_reduce_f32: f32;
     splitk_reduce_bf16: bf16;
     splitk_reduce_f16: f16;
+}
+
+/// The arguments of the per-tensor FP8 kernels: `(maps, problem, scale_a, scale_b, c)`, the
+/// scales one f32 each in global memory.
+pub type Fp8TensorArgs<Out> = (Sm90Maps, Problem, *const f32, *const f32, MatrixMut<Out>);
+
+/// The arguments of the block-scaled FP8 kernels: `(maps, problem, scales, c)`.
+pub type Fp8BlockArgs<Out> = (Sm90Maps, Problem, BlockScales, MatrixMut<Out>);
+
+/// The arguments of the grouped block-scaled FP8 kernels: `(maps, problem, rows, scales, c)`.
+pub type Fp8GroupedArgs<Out> = (Sm90Maps, Problem, GroupRows, BlockScales, MatrixMut<Out>);
+
+/// The sm_90a FP8 GEMMs computing `Self` (C's element type) from inputs `In` (e4m3, e5m2), B
+/// N x K. Implemented by this module's table, one impl per row.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait Fp8Gemm90<In>: Sized {
+    /// Per-tensor scales ([`sm90::Fp8Tile256`], the scales applied by the epilogue).
+    type Tensor: rshmem_device::Kernel<Args = Fp8TensorArgs<Self>>;
+    /// Block scales ([`sm90::Fp8Tile128`], [`sm90::BlockScaled`]).
+    type Block: rshmem_device::Kernel<Args = Fp8BlockArgs<Self>>;
+    /// Grouped, block scales (each group's B its own).
+    type GroupedBlock: rshmem_device::Kernel<Args = Fp8GroupedArgs<Self>>;
+}
+
+macro_rules! sm90_fp8_gemms {
+    ($($tensor:ident, $block:ident, $grouped:ident: $in:ty => $out:ty;)*) => {$(
+        #[doc = concat!("`C = scale_a scale_b (A · Bᵀ)`: A (m x k) and B (n x k) of `", stringify!($in),
+            "` through `maps` ([`sm90::Fp8Tile256`]'s boxes), one f32 scale each; C of `", stringify!($out), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// The contract of [`sm90::gemm_with`] for [`sm90::Fp8Tile256`] (launch shape, maps of
+        /// 8-bit elements in global memory, `problem` theirs); `scale_a` and `scale_b` point
+        /// to an f32 each in global memory; `c` is valid for writes of at least
+        /// `problem.m x problem.n` elements.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $tensor(maps: Sm90Maps, problem: Problem, scale_a: *const f32, scale_b: *const f32, c: MatrixMut<$out>) {
+            let epilogue = Scaled { inner: StoreC { c }, scale_a, scale_b };
+            // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
+            unsafe {
+                sm90::gemm_with::<Fp8Tile256<$in>, _, _, _, false>(maps.a, maps.b, problem, GroupM, epilogue, InTensorCore)
+            }
+        }
+
+        #[doc = concat!("`C = A · Bᵀ` with DeepSeek-V3's block scales: A (m x k) and B (n x k) of `", stringify!($in),
+            "` through `maps` ([`sm90::Fp8Tile128`]'s boxes), `scales` as [`BlockScales`] lays them out; C of `",
+            stringify!($out), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// The contract of [`sm90::gemm_with`] for [`sm90::Fp8Tile128`]; `scales` as
+        /// [`BlockScaled::new`] requires (one group); `c` as the per-tensor kernel's.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $block(maps: Sm90Maps, problem: Problem, scales: BlockScales, c: MatrixMut<$out>) {
+            // SAFETY: this kernel's contract is the mainloop's, the policy's and the epilogue's.
+            unsafe {
+                let accumulate = BlockScaled::new(scales);
+                sm90::gemm_with::<Fp8Tile128<$in>, _, _, _, false>(maps.a, maps.b, problem, GroupM, StoreC { c }, accumulate)
+            }
+        }
+
+        #[doc = concat!("The grouped [`", stringify!($block), "`]: group g's rows of A (`rows`) times the g-th \
+            of `rows.groups` B stacked, with its own block scales, into the same rows of C.")]
+        ///
+        /// # Safety
+        ///
+        /// As the block-scaled kernel's, B's map 3-D ([`sm90::gemm_with`]) and `scales.b`
+        /// holding every group's; `rows.sizes` holds `rows.groups` u32s in global memory that
+        /// nothing writes while the kernel runs.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $grouped(maps: Sm90Maps, problem: Problem, rows: GroupRows, scales: BlockScales, c: MatrixMut<$out>) {
+            // SAFETY: this kernel's contract is the schedule's, the mainloop's, the policy's
+            // and the epilogue's.
+            unsafe {
+                let schedule = Grouped::new(rows, problem);
+                let accumulate = BlockScaled::new(scales);
+                sm90::gemm_with::<Fp8Tile128<$in>, _, _, _, false>(maps.a, maps.b, problem, schedule, StoreC { c }, accumulate)
+            }
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl Fp8Gemm90<$in> for $out {
+            type Tensor = $tensor;
+            type Block = $block;
+            type GroupedBlock = $grouped;
+        }
+    )*};
+}
+
+sm90_fp8_gemms! {
+    gemm90_e4m3_bf16_tensor, gemm90_e4m3_bf16_block, grouped90_e4m3_bf16_block: E4m3 => bf16;
+    gemm90_e4m3_f32_tensor, gemm90_e4m3_f32_block, grouped90_e4m3_f32_block: E4m3 => f32;
+    gemm90_e5m2_bf16_tensor, gemm90_e5m2_bf16_block, grouped90_e5m2_bf16_block: E5m2 => bf16;
+    gemm90_e5m2_f32_tensor, gemm90_e5m2_f32_block, grouped90_e5m2_f32_block: E5m2 => f32;
 }

@@ -1,5 +1,7 @@
 //! The element types a GEMM takes and gives, and the kernel each pair runs, chosen at compile
-//! time: [`GemmIn`] (bf16, f16) for A and B, [`GemmOut<In>`] (f32 and `In` itself) for C.
+//! time: [`GemmIn`] (bf16, f16) for A and B, [`GemmOut<In>`] (f32 and `In` itself) for C;
+//! for the FP8 GEMM ([`crate::Ops::gemm_fp8`]) [`Fp8In`] (e4m3, e5m2) and [`Fp8Out<In>`]
+//! (bf16, f32). [`TmaElem`] is what the tensor maps of either need.
 //!
 //! Both traits are sealed: a pair exists exactly where a kernel exists, and the kernels are
 //! named once, in `kernels/ops`' tables ([`Gemm90`], [`Gemm80`]): a new pair is a line there.
@@ -15,24 +17,45 @@
 //! ```
 
 use bytemuck::Pod;
-use rshmem_device::{bf16, f16};
+use rshmem_device::fp8::Fp8;
+use rshmem_device::hopper::wgmma::WgmmaElem;
+use rshmem_device::{bf16, f16, E4m3, E5m2};
 use rshmem_host::TmaType;
 use rshmem_ops_kernels::gemm80::Gemm80;
-use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90, SplitReduce};
+use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Gemm90, SplitK90, SplitReduce};
 
 mod private {
     /// Seals [`super::GemmIn`] and [`super::GemmOut`].
     pub trait Sealed {}
 }
 
-/// An input element type of a GEMM (A and B): `bf16` or `f16`, with split-K kernels of both
-/// layouts ([`SplitK90`]).
-pub trait GemmIn: Pod + private::Sealed + SplitK90<false> + SplitK90<true> {
+/// An element type the sm90 GEMMs read through tensor maps (and `wgmma` multiplies).
+pub trait TmaElem: Pod + private::Sealed + WgmmaElem + 'static {
     /// Its tensor-map element type.
     const TMA: TmaType;
     /// Its name in messages.
     const NAME: &'static str;
 }
+
+/// An input element type of a GEMM (A and B): `bf16` or `f16`, with split-K kernels of both
+/// layouts ([`SplitK90`]).
+pub trait GemmIn: TmaElem + SplitK90<false> + SplitK90<true> {}
+
+impl GemmIn for bf16 {}
+impl GemmIn for f16 {}
+
+/// An input element type of the FP8 GEMM (A and B): [`E4m3`] or [`E5m2`].
+pub trait Fp8In: TmaElem + Fp8 {}
+
+impl Fp8In for E4m3 {}
+impl Fp8In for E5m2 {}
+
+/// An output element type of the FP8 GEMM with inputs `In`: f32 or bf16 (rounded to nearest
+/// even from the f32 accumulators), for which `kernels/ops`' table defines the kernels
+/// ([`Fp8Gemm90`]).
+pub trait Fp8Out<In: Fp8In>: Pod + private::Sealed + Fp8Gemm90<In> {}
+
+impl<In: Fp8In, Out: Pod + private::Sealed + Fp8Gemm90<In>> Fp8Out<In> for Out {}
 
 /// An output element type of a GEMM with inputs `In` (f32, or `In` itself: rounded to nearest
 /// even from the f32 accumulators): a type for which `kernels/ops`' tables define the sm_90a
@@ -63,13 +86,21 @@ impl<In: GemmIn, Out> GemmOut<In> for Out where
 impl private::Sealed for bf16 {}
 impl private::Sealed for f16 {}
 impl private::Sealed for f32 {}
+impl private::Sealed for E4m3 {}
+impl private::Sealed for E5m2 {}
 
-impl GemmIn for bf16 {
-    const TMA: TmaType = TmaType::Bf16;
-    const NAME: &'static str = "bf16";
+macro_rules! tma_elems {
+    ($($t:ty: $tma:ident, $name:literal;)*) => {$(
+        impl TmaElem for $t {
+            const TMA: TmaType = TmaType::$tma;
+            const NAME: &'static str = $name;
+        }
+    )*};
 }
 
-impl GemmIn for f16 {
-    const TMA: TmaType = TmaType::F16;
-    const NAME: &'static str = "f16";
+tma_elems! {
+    bf16: Bf16, "bf16";
+    f16: F16, "f16";
+    E4m3: U8, "e4m3";
+    E5m2: U8, "e5m2";
 }

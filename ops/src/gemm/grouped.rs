@@ -28,7 +28,7 @@ use super::shape::{BLayout, GemmOptions, GemmShape, Starts};
 use super::{loaded, Path};
 use crate::Ops;
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
-use rshmem_host::{Error, Result, Stream, SymRange, SymRangeMut};
+use rshmem_host::{Error, Pod, Result, Stream, SymRange, SymRangeMut};
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::Gemm90;
 
@@ -145,6 +145,68 @@ pub(crate) fn tiles_bound(
 }
 
 impl<'s> Ops<'s> {
+    /// The checks of a grouped GEMM's operands common to every element type (`call` names the
+    /// op): the sizes' layout, B's `groups` matrices, A's and C's `m` rows, the sizes buffer,
+    /// the operands' starts. The rows `m` and the kernel argument, or `None` when there are no
+    /// rows (nothing to launch).
+    pub(crate) fn grouped_checks<In: Pod, Out: Pod>(
+        &self,
+        call: &'static str,
+        a: &SymRange<'_, In>,
+        b: &SymRange<'_, In>,
+        c: &SymRangeMut<'_, Out>,
+        shape: GroupedShape,
+        rows: &GroupRows<'_>,
+    ) -> Result<Option<(u32, rshmem_gemm::GroupRows)>> {
+        let bad = |message: String| Error::InvalidArgument { call, message };
+        let GroupedShape { groups, n, k, .. } = shape;
+        if groups == 0 {
+            return Err(bad("groups must be > 0".into()));
+        }
+        if let GroupRows::Masked { max_m: 0, .. } = rows {
+            return Err(bad(
+                "max_m = 0 in GroupRows::Masked: each group needs room for at least one row".into(),
+            ));
+        }
+        let m = rows.m(groups).map_err(|e| match e {
+            Error::InvalidArgument { message, .. } => bad(message),
+            e => e,
+        })?;
+        if b.len() < shape.b_len() {
+            let (r, cols) = shape.rows(m).b_dims();
+            return Err(bad(format!(
+                "`b` has {} elements, but groups x {} = {groups} x {r} x {cols} = {} are \
+                 needed (n {n}, k {k}, B {:?})",
+                b.len(),
+                match shape.b_layout {
+                    BLayout::NK => "n x k",
+                    BLayout::KN => "k x n",
+                },
+                shape.b_len(),
+                shape.b_layout
+            )));
+        }
+        let (sizes, _) = rows.sizes();
+        if sizes.len() < groups as usize {
+            return Err(bad(format!(
+                "the group sizes have {} elements, but {groups} (one per group) are needed",
+                sizes.len()
+            )));
+        }
+        // B's length is checked above, per group; no rows (every group empty) need nothing of
+        // A and C, and nothing is launched.
+        let (a_len, c_len) = if m == 0 {
+            (usize::MAX, usize::MAX)
+        } else {
+            (a.len(), c.len())
+        };
+        shape
+            .rows(m.max(1))
+            .check_in(call, a_len, usize::MAX, (c_len, m.max(1), "m x n"))?;
+        Starts::of(a, b, Some(c)).check(call)?;
+        Ok((m > 0).then(|| (m, rows.kernel_arg(groups))))
+    }
+
     /// The grouped GEMM with [`Kernel::Auto`](super::shape::Kernel::Auto): see
     /// [`Ops::grouped_gemm_with`].
     pub fn grouped_gemm<'a, In: GemmIn, Out: GemmOut<In>>(
@@ -184,54 +246,12 @@ impl<'s> Ops<'s> {
         options: GemmOptions,
     ) -> Result<()> {
         let (a, b, c) = (a.into(), b.into(), c.into());
-        let GroupedShape { groups, n, k, .. } = shape;
-        if groups == 0 {
-            return Err(bad("groups must be > 0".into()));
-        }
-        if let GroupRows::Masked { max_m: 0, .. } = rows {
-            return Err(bad(
-                "max_m = 0 in GroupRows::Masked: each group needs room for at least one row".into(),
-            ));
-        }
-        let m = rows.m(groups)?;
-        if b.len() < shape.b_len() {
-            let (r, cols) = shape.rows(m).b_dims();
-            return Err(bad(format!(
-                "`b` has {} elements, but groups x {} = {groups} x {r} x {cols} = {} are \
-                 needed (n {n}, k {k}, B {:?})",
-                b.len(),
-                match shape.b_layout {
-                    BLayout::NK => "n x k",
-                    BLayout::KN => "k x n",
-                },
-                shape.b_len(),
-                shape.b_layout
-            )));
-        }
-        let (sizes, _) = rows.sizes();
-        if sizes.len() < groups as usize {
-            return Err(bad(format!(
-                "the group sizes have {} elements, but {groups} (one per group) are needed",
-                sizes.len()
-            )));
-        }
-        let plain = shape.rows(m);
-        // B's length is checked above, per group; no rows (every group empty) need nothing of
-        // A and C, and nothing is launched.
-        let (a_len, c_len) = if m == 0 {
-            (usize::MAX, usize::MAX)
-        } else {
-            (a.len(), c.len())
-        };
-        shape
-            .rows(m.max(1))
-            .check_in(CALL, a_len, usize::MAX, (c_len, m.max(1), "m x n"))?;
-        Starts::of(&a, &b, Some(&c)).check(CALL)?;
-        if m == 0 {
+        let Some((m, arg)) = self.grouped_checks(CALL, &a, &b, &c, shape, &rows)? else {
             return Ok(());
-        }
+        };
+        let GroupedShape { groups, n, k, .. } = shape;
+        let plain = shape.rows(m);
         let problem = Problem { m, n, k };
-        let arg = rows.kernel_arg(groups);
         let bound = |tile| tiles_bound(arg.masked_rows, groups, m, n, tile);
         match self.path_for(CALL, options.kernel)? {
             Path::Sm90 => {

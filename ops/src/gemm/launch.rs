@@ -33,10 +33,11 @@
 //! .unwrap();
 //! ```
 
-use super::elem::GemmIn;
+use super::elem::{GemmIn, TmaElem};
 use super::shape::Starts;
 use super::shape::{BLayout, GemmShape};
 use rshmem_device::matrix::Matrix;
+use rshmem_gemm::sm90::Sm90Config;
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
 use rshmem_host::{
     DeviceInfo, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, SymRange, SymRangeMut,
@@ -61,20 +62,43 @@ pub fn sm90_maps<'a, In: GemmIn>(
     b: impl Into<SymRange<'a, In>>,
     shape: GemmShape,
 ) -> Result<[TensorMap; 2]> {
-    encode_sm90(shmem, a.into(), b.into(), shape, 0)
+    let boxes = Boxes::of::<sm90::Tile256<In>>(shape.b_layout);
+    encode_sm90(shmem, a.into(), b.into(), shape, 0, boxes)
 }
 
-/// [`sm90_maps`], or with `groups > 0` those of a grouped GEMM: `b` then holds `groups`
-/// matrices B stacked, and its map is 3-D (the groups outermost, boxes one group deep), so
-/// that each group's edges zero-fill as a plain B's do.
-pub(crate) fn encode_sm90<In: GemmIn>(
+/// The boxes of an sm90 configuration's maps: A's, and B's in its layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Boxes {
+    pub a: [u32; 2],
+    pub b: [u32; 2],
+}
+
+impl Boxes {
+    /// Configuration `C`'s boxes, B laid out as `b_layout`.
+    pub(crate) fn of<C: Sm90Config>(b_layout: BLayout) -> Self {
+        Self {
+            a: C::A_BOX,
+            b: match b_layout {
+                BLayout::NK => C::B_BOX_NK,
+                BLayout::KN => C::B_BOX_KN,
+            },
+        }
+    }
+}
+
+/// The maps of `a` and `b` with `boxes` (a configuration's, [`Boxes::of`]), or with
+/// `groups > 0` those of a grouped GEMM: `b` then holds `groups` matrices B stacked, and its
+/// map is 3-D (the groups outermost, boxes one group deep), so that each group's edges
+/// zero-fill as a plain B's do.
+pub(crate) fn encode_sm90<In: TmaElem>(
     shmem: &Shmem,
     a: SymRange<'_, In>,
     b: SymRange<'_, In>,
     shape: GemmShape,
     groups: u32,
+    boxes: Boxes,
 ) -> Result<[TensorMap; 2]> {
-    let GemmShape { m, k, b_layout, .. } = shape;
+    let GemmShape { m, k, .. } = shape;
     let size = size_of::<In>() as u64;
     // A row-major `rows x cols` matrix (`layers` of them, one after the other, where 3-D),
     // boxes as the kernel reads them.
@@ -103,12 +127,8 @@ pub(crate) fn encode_sm90<In: GemmIn>(
         )
     };
     let (b_rows, b_cols) = shape.b_dims();
-    let b_box = match b_layout {
-        BLayout::NK => sm90::B_BOX_NK,
-        BLayout::KN => sm90::B_BOX_KN,
-    };
-    let map_b = encode(b, b_rows, b_cols, groups, b_box)?;
-    Ok([encode(a, m, k, 0, sm90::A_BOX)?, map_b])
+    let map_b = encode(b, b_rows, b_cols, groups, boxes.b)?;
+    Ok([encode(a, m, k, 0, boxes.a)?, map_b])
 }
 
 /// What a kernel on [`sm90::gemm`] needs from the host: its launch configuration and its

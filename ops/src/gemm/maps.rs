@@ -42,6 +42,8 @@ pub(crate) struct MapKey {
     pub b_kn: bool,
     /// Groups of a grouped GEMM (B's map is 3-D), 0 for a plain one.
     pub groups: u32,
+    /// The boxes (the kernel's tile configuration).
+    pub boxes: super::launch::Boxes,
 }
 
 /// The slots on the device and what each holds.
@@ -159,6 +161,10 @@ mod tests {
             elem: "bf16",
             b_kn: false,
             groups: 0,
+            boxes: super::super::launch::Boxes {
+                a: [64, 128],
+                b: [64, 256],
+            },
         }
     }
 

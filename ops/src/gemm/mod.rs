@@ -6,6 +6,7 @@
 //! mainloops with its plain epilogue.
 
 pub mod elem;
+pub mod fp8;
 pub mod grouped;
 pub mod launch;
 pub mod maps;
@@ -13,7 +14,7 @@ pub mod shape;
 pub mod split_k;
 
 use crate::Ops;
-use elem::{GemmIn, GemmOut};
+use elem::{GemmIn, GemmOut, TmaElem};
 use maps::MapKey;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut};
@@ -172,10 +173,8 @@ impl<'s> Ops<'s> {
     }
 
     /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n; `groups` of them stacked when
-    /// `groups > 0`, a grouped GEMM's) as the sm90 mainloop reads them, from the table
-    /// (filled on a miss: see [`maps`]; while `stream` records a graph, only a slot that
-    /// already describes them, pinned for the graph's life); kernel arguments. `call` is the
-    /// op the errors name.
+    /// `groups > 0`, a grouped GEMM's) as the default sm90 mainloop reads them: see
+    /// [`Ops::sm90_maps_of`].
     pub(crate) fn sm90_maps<In: GemmIn>(
         &self,
         call: &'static str,
@@ -184,6 +183,26 @@ impl<'s> Ops<'s> {
         b: SymRange<'_, In>,
         shape: GemmShape,
         groups: u32,
+    ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
+        let boxes = launch::Boxes::of::<sm90::Tile256<In>>(shape.b_layout);
+        self.sm90_maps_of(call, stream, a, b, shape, groups, boxes)
+    }
+
+    /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n; `groups` of them stacked when
+    /// `groups > 0`, a grouped GEMM's) with the boxes of the configuration the kernel runs
+    /// ([`launch::Boxes::of`]), from the table (filled on a miss: see [`maps`]; while `stream`
+    /// records a graph, only a slot that already describes them, pinned for the graph's
+    /// life); kernel arguments. `call` is the op the errors name.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sm90_maps_of<In: TmaElem>(
+        &self,
+        call: &'static str,
+        stream: &Stream<'_>,
+        a: SymRange<'_, In>,
+        b: SymRange<'_, In>,
+        shape: GemmShape,
+        groups: u32,
+        boxes: launch::Boxes,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
@@ -196,6 +215,7 @@ impl<'s> Ops<'s> {
             elem: In::NAME,
             b_kn,
             groups,
+            boxes,
         };
         let mut table = self.table();
         let slot = if stream.is_capturing() {
@@ -215,7 +235,9 @@ impl<'s> Ops<'s> {
             stream.keep_with_graph(table.pin(slot))?;
             slot
         } else {
-            table.slot(key, || launch::encode_sm90(self.shmem, a, b, shape, groups))?
+            table.slot(key, || {
+                launch::encode_sm90(self.shmem, a, b, shape, groups, boxes)
+            })?
         };
         Ok(table.kernel_ptrs(slot))
     }

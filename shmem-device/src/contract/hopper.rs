@@ -159,17 +159,29 @@ impl SmemDesc {
 
     /// The shared address element (`row`, `k`) (16-bit elements, k < 16) is read from.
     pub const fn element_address(self, row: u32, k: u32) -> u32 {
+        self.byte_address(row, 2 * k)
+    }
+
+    /// The shared address of byte `byte` (< 32) of K-major row `row`: element `(row, k)` of
+    /// an operand of `e`-byte elements is at byte `e k` (8-bit elements: `k < 32`, one
+    /// `wgmma` of K 32 reads the same 32 bytes of each row as one of K 16 of 16-bit ones).
+    ///
+    /// * [`Swizzle::None`]: `start + (row / 8) * sbo + (byte / 16) * lbo + (row % 8) * 16 +
+    ///   byte % 16`;
+    /// * swizzled with rows of W bytes: `swizzle(start + (row / 8) * sbo + (row % 8) * W +
+    ///   byte)`.
+    pub const fn byte_address(self, row: u32, byte: u32) -> u32 {
         let sw = self.swizzle();
         match sw {
             Swizzle::None => {
                 self.start()
                     + (row / 8) * self.sbo()
-                    + (k / 8) * self.lbo()
+                    + (byte / 16) * self.lbo()
                     + (row % 8) * 16
-                    + (k % 8) * 2
+                    + byte % 16
             }
             _ => {
-                sw.apply(self.start() + (row / 8) * self.sbo() + (row % 8) * sw.row_bytes() + k * 2)
+                sw.apply(self.start() + (row / 8) * self.sbo() + (row % 8) * sw.row_bytes() + byte)
             }
         }
     }
@@ -221,12 +233,15 @@ pub enum TmaType {
     F16 = 1,
     /// `FLOAT32`.
     F32 = 2,
+    /// `UINT8`: 8-bit elements, the FP8 formats' (`crate::fp8`) as TMA moves them.
+    U8 = 3,
 }
 
 impl TmaType {
     /// Bytes per element.
     pub const fn size(self) -> u32 {
         match self {
+            TmaType::U8 => 1,
             TmaType::Bf16 | TmaType::F16 => 2,
             TmaType::F32 => 4,
         }
@@ -238,6 +253,7 @@ impl TmaType {
             0 => Some(TmaType::Bf16),
             1 => Some(TmaType::F16),
             2 => Some(TmaType::F32),
+            3 => Some(TmaType::U8),
             _ => None,
         }
     }
@@ -261,6 +277,23 @@ pub struct TensorMap {
 pub enum Kind {
     Bf16,
     F16,
+    E4m3,
+    E5m2,
+}
+
+impl Kind {
+    /// Bytes per element.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Kind::Bf16 | Kind::F16 => 2,
+            Kind::E4m3 | Kind::E5m2 => 1,
+        }
+    }
+
+    /// K of one `wgmma`: 32 bytes of each row of A and B (16 or 32 elements).
+    pub const fn k(self) -> u32 {
+        32 / self.bytes()
+    }
 }
 
 /// An A fragment in registers for `m64k16`: 4 x 32 bits per thread, two 16-bit elements each
@@ -355,12 +388,16 @@ mod tests {
         assert_eq!(d.element_address(0, 7), 2048 + 14);
         assert_eq!(d.element_address(0, 8), 2048 + 1024);
         assert_eq!(d.element_address(9, 9), 2048 + 128 + 1024 + 16 + 2);
+        // 8-bit elements: 16 of them per core-matrix row, the next 16 LBO on.
+        assert_eq!(d.byte_address(1, 15), 2048 + 16 + 15);
+        assert_eq!(d.byte_address(9, 17), 2048 + 128 + 1024 + 16 + 1);
         // 128-byte swizzle: rows of 128 bytes, swizzled by address; K-slices +32 bytes.
         let s = SmemDesc::new(1024, 16, 1024, Swizzle::B128);
         assert_eq!(s.element_address(0, 0), 1024);
         assert_eq!(s.element_address(1, 0), 1024 + 128 + 16);
         assert_eq!(s.element_address(3, 9), 1024 + 3 * 128 + ((1 ^ 3) << 4) + 2);
         assert_eq!(s.element_address(8, 0), 2048);
+        assert_eq!(s.byte_address(3, 19), s.element_address(3, 9) + 1);
         assert_eq!(
             s.advance(32).element_address(2, 0),
             // chunk 2 of row 2 is chunk 2 ^ 2 = 0

@@ -1,10 +1,13 @@
-//! `wgmma.mma_async`: the warpgroup (4 warps, 128 threads) computes D(64 x N) = A(64 x 16) *
-//! B(16 x N) + D on the tensor cores, asynchronously, with bf16 or f16 inputs and f32
-//! accumulators, N = 8, 16, ..., 256.
+//! `wgmma.mma_async`: the warpgroup (4 warps, 128 threads) computes D(64 x N) = A(64 x K) *
+//! B(K x N) + D on the tensor cores, asynchronously, with f32 accumulators, N = 8, 16, ...,
+//! 256, and K = 32 bytes of each operand row: 16 bf16 or f16 elements (`m64nNk16`), or 32 FP8
+//! ones, e4m3 or e5m2 (`m64nNk32`, `crate::fp8`).
 //!
-//! * A comes from shared memory ([`WgmmaAcc::mma_ss`], a [`SmemDesc`]) or from registers
-//!   ([`WgmmaAcc::mma_rs`], a [`WgmmaA`] fragment); B always from shared memory. Both are
-//!   K-major (A as 64 x 16, B as N x 16, K contiguous; see [`SmemDesc`]).
+//! * A comes from shared memory ([`WgmmaAcc::mma_ss`], a [`SmemDesc`]) or, for 16-bit inputs,
+//!   from registers ([`WgmmaAcc::mma_rs`], a [`WgmmaA`] fragment); B always from shared
+//!   memory. Both are K-major (A as 64 x K, B as N x K, K contiguous; see [`SmemDesc`]); a
+//!   16-bit B may also be MN-major ([`WgmmaAcc::mma_ss_b`]). 8-bit operands have no
+//!   transposed form in `wgmma`: both K-major, always.
 //! * D lives in a [`WgmmaAcc<R>`] of R = N / 2 f32 per thread, laid out as
 //!   [`WgmmaAcc::coords`] says.
 //! * Order: [`fence`] before the first `mma` and after touching the accumulator or A
@@ -19,10 +22,15 @@ use crate::backend::hopper as backend;
 pub use crate::contract::hopper::Kind;
 pub use crate::contract::hopper::WgmmaA;
 
-/// Input element types of `wgmma`: [`crate::bf16`] (`.bf16`) and [`crate::f16`] (`.f16`).
+/// Input element types of `wgmma`: [`crate::bf16`] (`.bf16`) and [`crate::f16`] (`.f16`),
+/// K 16 per instruction; [`crate::E4m3`] (`.e4m3`) and [`crate::E5m2`] (`.e5m2`), K 32.
 pub trait WgmmaElem: sealed::Sealed {
     #[doc(hidden)]
     const KIND: Kind;
+    /// Bytes per element.
+    const BYTES: u32 = Self::KIND.bytes();
+    /// K of one instruction (`m64nNk16` or `m64nNk32`): 32 bytes of each operand row.
+    const K: u32 = Self::KIND.k();
 }
 
 mod sealed {
@@ -36,6 +44,14 @@ impl WgmmaElem for crate::bf16 {
 }
 impl WgmmaElem for crate::f16 {
     const KIND: Kind = Kind::F16;
+}
+impl sealed::Sealed for crate::E4m3 {}
+impl sealed::Sealed for crate::E5m2 {}
+impl WgmmaElem for crate::E4m3 {
+    const KIND: Kind = Kind::E4m3;
+}
+impl WgmmaElem for crate::E5m2 {
+    const KIND: Kind = Kind::E5m2;
 }
 
 /// The f32 accumulators of an `m64nNk16` `wgmma`, `R = N / 2` per thread (R = 4, 8, ..., 128).
@@ -75,8 +91,8 @@ impl<const R: usize> WgmmaAcc<R> {
         crate::contract::hopper::wgmma_acc_coords(t, i)
     }
 
-    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T` with A and B from shared memory:
-    /// `self = A * B + (scale_d ? self : 0)`, asynchronously.
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T` (`k32` for FP8 `T`) with A and B from
+    /// shared memory: `self = A * B + (scale_d ? self : 0)`, asynchronously.
     ///
     /// # Safety
     ///
@@ -85,7 +101,7 @@ impl<const R: usize> WgmmaAcc<R> {
     /// * A [`fence`] since this thread last touched these registers (or since the kernel
     ///   began); the accumulator is not read or written until a [`wait_group`] covers the
     ///   commit group this `mma` joins.
-    /// * `a` (64 x 16) and `b` (N x 16) describe K-major operands of `T` in this block's
+    /// * `a` (64 x K) and `b` (N x K) describe K-major operands of `T` in this block's
     ///   shared memory, aligned as their swizzle needs, written (and made visible to the
     ///   async proxy by TMA or [`super::fence_proxy_async_shared`]) before, and not written
     ///   until the `mma` completes.
@@ -98,7 +114,8 @@ impl<const R: usize> WgmmaAcc<R> {
 
     /// As [`WgmmaAcc::mma_ss`], with B's major-ness chosen: `B_MN_MAJOR` = true reads B as
     /// 16 x N with N contiguous (a K x N row-major matrix; `imm-trans-b = 1`), its addresses as
-    /// [`SmemDesc::element_address_mn`] says; false is [`WgmmaAcc::mma_ss`].
+    /// [`SmemDesc::element_address_mn`] says; false is [`WgmmaAcc::mma_ss`]. 16-bit `T` only
+    /// with `B_MN_MAJOR` (compile-time checked: `wgmma` has no MN-major 8-bit operands).
     ///
     /// # Safety
     ///
@@ -111,6 +128,12 @@ impl<const R: usize> WgmmaAcc<R> {
         scale_d: bool,
     ) {
         let _ = Self::N;
+        const {
+            assert!(
+                !B_MN_MAJOR || T::BYTES == 2,
+                "wgmma: 8-bit operands are K-major only (no imm-trans-b)"
+            )
+        };
         // SAFETY: forwarded contract.
         unsafe {
             backend::wgmma::<R, B_MN_MAJOR>(
@@ -123,7 +146,8 @@ impl<const R: usize> WgmmaAcc<R> {
         }
     }
 
-    /// As [`WgmmaAcc::mma_ss`], with A from registers (each thread's [`WgmmaA`] fragment).
+    /// As [`WgmmaAcc::mma_ss`], with A from registers (each thread's [`WgmmaA`] fragment);
+    /// 16-bit `T` only (compile-time checked: rshmem has no 8-bit A fragments).
     ///
     /// # Safety
     ///
@@ -131,6 +155,12 @@ impl<const R: usize> WgmmaAcc<R> {
     #[inline(always)]
     pub unsafe fn mma_rs<T: WgmmaElem>(&mut self, a: WgmmaA, b: SmemDesc, scale_d: bool) {
         let _ = Self::N;
+        const {
+            assert!(
+                T::BYTES == 2,
+                "wgmma: A from registers is for 16-bit inputs only"
+            )
+        };
         // SAFETY: forwarded contract.
         unsafe {
             backend::wgmma::<R, false>(

@@ -2,7 +2,8 @@
 //! the swizzle patterns TMA writes, element by element for each mode; TMA boxes at a matrix
 //! edge (zero fill, 2-D and 3-D); TMA stores clipped at the edge and un-swizzled; an mbarrier
 //! pipeline of 1..4 stages over many phases; `wgmma` for N = 8, 64, 128, 256 with A from
-//! shared memory and from registers, bf16 and f16, in all four swizzle modes; a tile GEMM with
+//! shared memory and from registers, bf16 and f16, in all four swizzle modes, and the same
+//! from shared memory for e4m3 and e5m2 (`m64nNk32`); a tile GEMM with
 //! edges in M, N and K. On the simulator, kernels that break the asynchronous contracts fail
 //! or see poison. GPU instances need an sm_90 GPU (the image is sm_90a only).
 
@@ -11,10 +12,12 @@
 mod common;
 
 use common::Outcome;
+use rshmem::device::fp8::{E4m3, E5m2, Fp8};
 use rshmem::{Backend, LaunchConfig, Shmem, Swizzle, SymBuffer, TensorMap, TiledSpec, TmaType};
 use rshmem_device_tests::hopper::{self as k, IMAGE};
 
 per_backend! {
+    wgmma_fp8_shapes_and_layouts => [1];
     tma_swizzle_patterns => [1];
     tma_box_at_edge_fills_zero => [1];
     tma_store_clips_and_unswizzles => [1];
@@ -313,6 +316,40 @@ fn mbarrier_pipeline_phases(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
+/// The arguments of the `wgmma_n{N}` kernels.
+type WgmmaArgs = (
+    *const rshmem::device::hopper::TensorMap,
+    *const rshmem::device::hopper::TensorMap,
+    *const u16,
+    u32,
+    u32,
+    u32,
+    u32,
+    *mut f32,
+);
+
+/// Launches the `wgmma_n{N}` kernel of `n` (8, 64, 128 or 256).
+///
+/// # Safety
+///
+/// The kernels' contract (`testing/kernels/hopper/src/mma.rs`) for `args` and `cfg`.
+unsafe fn launch_wgmma(
+    module: &rshmem::Module<'_>,
+    n: u32,
+    cfg: LaunchConfig,
+    args: WgmmaArgs,
+) -> Result<(), rshmem::Error> {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match n {
+            8 => module.launch::<k::mma::wgmma_n8>(cfg, args),
+            64 => module.launch::<k::mma::wgmma_n64>(cfg, args),
+            128 => module.launch::<k::mma::wgmma_n128>(cfg, args),
+            _ => module.launch::<k::mma::wgmma_n256>(cfg, args),
+        }
+    }
+}
+
 /// Small integers, exact in bf16 and f16 and in every f32 sum below.
 fn small(i: u32, j: u32, salt: u32) -> f32 {
     ((i * 7 + j * 3 + salt) % 9) as f32 - 4.0
@@ -377,14 +414,7 @@ fn wgmma_shapes_and_layouts(shmem: &Shmem) -> Outcome {
                         out.as_mut_ptr(),
                     );
                     // SAFETY: maps of `ga` (64 x kk) and `gb` (n x kk); `out` holds 64 x n.
-                    unsafe {
-                        match n {
-                            8 => module.launch::<k::mma::wgmma_n8>(cfg, args)?,
-                            64 => module.launch::<k::mma::wgmma_n64>(cfg, args)?,
-                            128 => module.launch::<k::mma::wgmma_n128>(cfg, args)?,
-                            _ => module.launch::<k::mma::wgmma_n256>(cfg, args)?,
-                        }
-                    }
+                    unsafe { launch_wgmma(&module, n, cfg, args)? };
                     let got = out.to_vec()?;
                     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                         assert_eq!(
@@ -406,6 +436,97 @@ fn wgmma_shapes_and_layouts(shmem: &Shmem) -> Outcome {
         }
     }
     Ok(())
+}
+
+/// FP8 operands: quarters in -1..=1, every 7th scaled by 2⁻⁶ (subnormal in e4m3), exact in
+/// both formats; each exact product and every partial sum below is exact in f32.
+fn fp8_value(i: u32, j: u32, salt: u32) -> f32 {
+    let v = small(i, j, salt) / 4.0;
+    if (i + 2 * j) % 7 == 0 {
+        v / 64.0
+    } else {
+        v
+    }
+}
+
+/// `m64nNk32` with e4m3 and e5m2 operands from shared memory, K = 128 (4 instructions), for
+/// each N and swizzle mode: D equals the f64 reference exactly.
+fn wgmma_fp8_shapes_and_layouts(shmem: &Shmem) -> Outcome {
+    fn run<F: Fp8>(shmem: &Shmem, ty: u32) -> Outcome {
+        let module = shmem.load(&IMAGE)?;
+        let kk = 128u32;
+        let bytes = |v: &[f32]| -> Vec<u8> {
+            v.iter()
+                .map(|&x| {
+                    let q = F::from_f32(x);
+                    assert_eq!(q.to_f32(), x, "{x} is not exact in {}", F::NAME);
+                    q.to_bits()
+                })
+                .collect()
+        };
+        for n in [8u32, 64, 128, 256] {
+            let a: Vec<f32> = (0..64 * kk).map(|i| fp8_value(i / kk, i % kk, 1)).collect();
+            let b: Vec<f32> = (0..n * kk)
+                .map(|i| fp8_value(i / kk, i % kk, 5 + n))
+                .collect();
+            let (ga, gb) = (shmem.alloc_from(&bytes(&a))?, shmem.alloc_from(&bytes(&b))?);
+            let want: Vec<f64> = (0..64 * n)
+                .map(|i| {
+                    (0..kk)
+                        .map(|q| {
+                            a[(i / n * kk + q) as usize] as f64
+                                * b[(i % n * kk + q) as usize] as f64
+                        })
+                        .sum()
+                })
+                .collect();
+            for (code, sw) in MODES.iter().enumerate() {
+                // One box per span of K: the span in bytes is the span in elements.
+                let e = sw.row_bytes();
+                let map_of = |g: &SymBuffer<'_, u8>, rows: u32| {
+                    let spec = TiledSpec {
+                        ty: TmaType::U8,
+                        global: g.as_ptr().cast(),
+                        dims: &[kk as u64, rows as u64],
+                        strides: &[kk as u64],
+                        box_dims: &[e, rows],
+                        swizzle: *sw,
+                    };
+                    map(shmem, &spec)
+                };
+                let (ma, mb) = (map_of(&ga, 64)?, map_of(&gb, n)?);
+                let mut out = shmem.alloc_from(&vec![f32::NAN; (64 * n) as usize])?;
+                let cfg = LaunchConfig::new(1, 128).shared_mem((64 + n) * kk + 2048);
+                let args = (
+                    TensorMap::kernel_ptr(&ma),
+                    TensorMap::kernel_ptr(&mb),
+                    std::ptr::null::<u16>(),
+                    kk,
+                    code as u32,
+                    0,
+                    ty,
+                    out.as_mut_ptr(),
+                );
+                // SAFETY: maps of `ga` (64 x kk) and `gb` (n x kk) bytes; `out` holds 64 x n;
+                // an 8-bit type never reads `a`.
+                unsafe { launch_wgmma(&module, n, cfg, args)? };
+                let got = out.to_vec()?;
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g as f64,
+                        w,
+                        "m64n{n}k32 {} {sw:?}: D[{}][{}]",
+                        F::NAME,
+                        i as u32 / n,
+                        i as u32 % n
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+    run::<E4m3>(shmem, 2)?;
+    run::<E5m2>(shmem, 3)
 }
 
 /// C = A B^T for M = 100, N = 256, K = 200 (edges in M and K; 2 x 2 tiles of 64 x 128).
@@ -588,23 +709,22 @@ fn simulator_exposes_async_bugs(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
-/// Every N of the family, both types, both A sources, issues and completes (zero operands).
+/// Every N of the family, every type, both A sources (16-bit types), issues and completes
+/// (zero operands).
 fn wgmma_every_shape_issues(shmem: &Shmem) -> Outcome {
     let module = shmem.load(&IMAGE)?;
     let mut out = shmem.alloc_from(&[f32::NAN; 128])?;
     for n in (8..=256).step_by(8) {
-        for (f16_in, a_regs) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+        for (ty, a_regs) in [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0)] {
             let cfg = LaunchConfig::new(1, 128).shared_mem(256 * 32 + 64 * 32 + 1024);
             // SAFETY: `out` holds 128 f32.
             unsafe {
-                module.launch::<k::mma::wgmma_every_shape>(
-                    cfg,
-                    (n, f16_in, a_regs, out.as_mut_ptr()),
-                )?
+                module
+                    .launch::<k::mma::wgmma_every_shape>(cfg, (n, ty, a_regs, out.as_mut_ptr()))?
             };
             assert!(
                 out.to_vec()?.iter().all(|&v| v == 0.0),
-                "m64n{n}k16 (f16 {f16_in}, A in registers {a_regs})"
+                "m64n{n} (type {ty}, A in registers {a_regs})"
             );
         }
     }

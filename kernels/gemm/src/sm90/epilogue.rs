@@ -2,6 +2,7 @@
 //! [`Epilogue`], while the producer already loads the next tile.
 
 use super::smem::Smem;
+use super::Sm90Config;
 use crate::epilogue::Epilogue;
 use crate::tile::{Problem, Tile};
 use rshmem_device::hopper::wgmma::WgmmaAcc;
@@ -18,10 +19,10 @@ use rshmem_device::hopper::wgmma::WgmmaAcc;
 /// Every consumer thread, together, once per tile, with `smem` initialised; the epilogue's
 /// own contract; the tile-sync thread runs when the epilogue wants it.
 #[inline(always)]
-pub(super) unsafe fn store_tile<E: Epilogue>(
-    smem: Smem,
+pub(super) unsafe fn store_tile<C: Sm90Config, E: Epilogue, const R: usize>(
+    smem: Smem<C>,
     epilogue: &E,
-    acc: &mut WgmmaAcc<128>,
+    acc: &mut WgmmaAcc<R>,
     problem: Problem,
     tile: Tile,
     (row0, lane_tid): (u32, u32),
@@ -36,7 +37,7 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
     let (m, n) = (tile.m_end, problem.n);
     // The thread's two rows (registers i with (i / 2) % 2 = 0 and 1), each worked out by the
     // epilogue once; a row past m gets the last row's context and stores nothing.
-    let row_of = |half: u32| tile.m0 + row0 + WgmmaAcc::<128>::coords(lane_tid, 2 * half).0;
+    let row_of = |half: u32| tile.m0 + row0 + WgmmaAcc::<R>::coords(lane_tid, 2 * half).0;
     // SAFETY: rows < m, as the epilogue's contract asks.
     let rows = unsafe {
         [
@@ -53,10 +54,11 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
             unroll!(hi in [0, 1, 2, 3, 4, 5, 6, 7] {
                 unroll!(lo in [0, 1, 2, 3, 4, 5, 6, 7] {
                     let i = 2 * (8 * hi + lo);
-                    let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i as u32);
+                    // Registers past R (narrower tiles): none, decided at compile time.
+                    let (r, c) = WgmmaAcc::<R>::coords(lane_tid, i as u32);
                     let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
                     let ctx = rows[i / 2 % 2];
-                    if row < m && col < n && a < epilogue.addends(ctx) {
+                    if i < R && row < m && col < n && a < epilogue.addends(ctx) {
                         // SAFETY: in C's bounds, `a` below the row's addends, as the
                         // epilogue's contract asks.
                         let add = unsafe { epilogue.addend(ctx, a, col, col + 1 < n) };
@@ -73,7 +75,7 @@ pub(super) unsafe fn store_tile<E: Epilogue>(
             pending = v;
             return;
         }
-        let (r, c) = WgmmaAcc::<128>::coords(lane_tid, i - 1);
+        let (r, c) = WgmmaAcc::<R>::coords(lane_tid, i - 1);
         let (row, col) = (tile.m0 + row0 + r, tile.n0 + c);
         if row < m && col < n {
             // SAFETY: in C's bounds, as the epilogue's contract asks; `rows[..]` is this

@@ -10,7 +10,7 @@
 //! for their stages.
 
 use super::smem::Smem;
-use super::{BK, BM, BN};
+use super::{Sm90Config, BM};
 use crate::epilogue::Epilogue;
 use crate::schedule::{Schedule, TileScheduler};
 
@@ -35,8 +35,8 @@ pub(super) const fn wanted<E: Epilogue>() -> bool {
 /// `tiles` the consumers' walk; the epilogue's own contract for `before_epilogue` and
 /// `tile_done`.
 #[inline(always)]
-pub(super) unsafe fn run<S: Schedule, E: Epilogue>(
-    smem: Smem,
+pub(super) unsafe fn run<C: Sm90Config, S: Schedule, E: Epilogue, const BN: u32, const BK: u32>(
+    smem: Smem<C>,
     epilogue: &E,
     tiles: TileScheduler<S, BM, BN, BK>,
 ) {

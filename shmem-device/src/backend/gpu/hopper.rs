@@ -244,25 +244,26 @@ pub(crate) fn wgmma_wait_group<const N: u32>() {
 
 /// One `wgmma.mma_async` instruction: the accumulator operand list generated from the
 /// register indices (positional operands), then A (`$aop`), B and the scale-d predicate.
+/// `$ty` is the shape's tail and types (`k16.f32.bf16.bf16`), `$tail` the immediates after
+/// the scales (16-bit types' `imm-trans-a/b`; none for 8-bit ones).
 macro_rules! wgmma_asm {
     ($n:literal, [$d0:literal $($d:literal)*], $dd:ident, $ty:literal, $a:literal, $tail:literal, $b:expr, $sd:expr, $($aop:tt)*) => {
         asm!(
             concat!(
                 "{{ .reg .pred p; setp.ne.u32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n",
-                $n, "k16.f32.", $ty, " {{{", $d0, "}" $(, ", {", $d, "}")*, "}}, ", $a,
+                $n, $ty, " {{{", $d0, "}" $(, ", {", $d, "}")*, "}}, ", $a,
                 ", {b}, p, 1, 1", $tail, "; }}"
             ),
             inout(reg32) $dd[$d0], $(inout(reg32) $dd[$d],)*
             $($aop)*
             b = in(reg64) $b,
             sd = in(reg32) $sd,
-            tb = const TB as u32,
             options(nostack)
         )
     };
 }
 
-/// One `m64nNk16` shape: its four (A source x input type) variants as one function, and the
+/// One `m64nN` shape: its (A source x input type) variants as one function, and the
 /// pin of its accumulators (one asm naming them all: a loop of per-register asm would keep
 /// LLVM from promoting the array to registers).
 macro_rules! wgmma_shape {
@@ -281,12 +282,17 @@ macro_rules! wgmma_shape {
             // thread's registers and the descriptors.
             unsafe {
                 match (kind, a) {
-                    (Kind::Bf16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "bf16.bf16", "{a}", ", 0, {tb}", b, sd, a = in(reg64) *ad,),
-                    (Kind::F16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "f16.f16", "{a}", ", 0, {tb}", b, sd, a = in(reg64) *ad,),
-                    (Kind::Bf16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "bf16.bf16", "{{{a0}, {a1}, {a2}, {a3}}}", ", {tb}", b, sd,
-                        a0 = in(reg32) r[0], a1 = in(reg32) r[1], a2 = in(reg32) r[2], a3 = in(reg32) r[3],),
-                    (Kind::F16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "f16.f16", "{{{a0}, {a1}, {a2}, {a3}}}", ", {tb}", b, sd,
-                        a0 = in(reg32) r[0], a1 = in(reg32) r[1], a2 = in(reg32) r[2], a3 = in(reg32) r[3],),
+                    (Kind::Bf16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "k16.f32.bf16.bf16", "{a}", ", 0, {tb}", b, sd, a = in(reg64) *ad, tb = const TB as u32,),
+                    (Kind::F16, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "k16.f32.f16.f16", "{a}", ", 0, {tb}", b, sd, a = in(reg64) *ad, tb = const TB as u32,),
+                    (Kind::Bf16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "k16.f32.bf16.bf16", "{{{a0}, {a1}, {a2}, {a3}}}", ", {tb}", b, sd,
+                        a0 = in(reg32) r[0], a1 = in(reg32) r[1], a2 = in(reg32) r[2], a3 = in(reg32) r[3], tb = const TB as u32,),
+                    (Kind::F16, WgmmaA::Regs(r)) => wgmma_asm!($n, [$($d)*], d, "k16.f32.f16.f16", "{{{a0}, {a1}, {a2}, {a3}}}", ", {tb}", b, sd,
+                        a0 = in(reg32) r[0], a1 = in(reg32) r[1], a2 = in(reg32) r[2], a3 = in(reg32) r[3], tb = const TB as u32,),
+                    // 8-bit: K-major operands only, no transpose immediates (`WgmmaAcc`
+                    // refuses MN-major B and register A at compile time).
+                    (Kind::E4m3, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "k32.f32.e4m3.e4m3", "{a}", "", b, sd, a = in(reg64) *ad,),
+                    (Kind::E5m2, WgmmaA::Smem(ad)) => wgmma_asm!($n, [$($d)*], d, "k32.f32.e5m2.e5m2", "{a}", "", b, sd, a = in(reg64) *ad,),
+                    (Kind::E4m3 | Kind::E5m2, WgmmaA::Regs(_)) => unreachable!(),
                 }
             }
         }

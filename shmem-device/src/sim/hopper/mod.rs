@@ -22,7 +22,7 @@
 //! * **Not modelled**: the generic/async proxy distinction (`fence_proxy_async_shared` is a
 //!   plain fence here, so a missing one goes unnoticed), `setmaxnreg` (a warpgroup meeting
 //!   with no other effect), and the order of the f32 additions inside one `wgmma` (the
-//!   simulator adds the 16 products in K order: results equal the GPU's whenever the sums are
+//!   simulator adds the K products in K order: results equal the GPU's whenever the sums are
 //!   exact in f32).
 
 use core::sync::atomic::{

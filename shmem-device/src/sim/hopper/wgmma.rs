@@ -29,10 +29,13 @@ struct State {
     completed: u64,
 }
 
+/// The value of an element of `kind` (its bits in the low byte or bytes).
 fn to_f32(kind: Kind, bits: u16) -> f32 {
     match kind {
         Kind::Bf16 => f32::from_bits((bits as u32) << 16),
         Kind::F16 => f16_to_f32(bits),
+        Kind::E4m3 => crate::fp8::E4m3::from_bits(bits as u8).to_f32(),
+        Kind::E5m2 => crate::fp8::E5m2::from_bits(bits as u8).to_f32(),
     }
 }
 
@@ -55,17 +58,17 @@ pub(crate) fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
-/// The 16-bit element at shared address `addr`.
-fn smem_u16(c: &ThreadCtx<'_>, op: &str, addr: u32) -> u16 {
+/// The element of `bytes` (1 or 2) bytes at shared address `addr`.
+fn smem_elem(c: &ThreadCtx<'_>, op: &str, addr: u32, bytes: u32) -> u16 {
     let (_, size) = c.block.shared.get();
-    if addr as usize + 2 > size {
+    if (addr + bytes) as usize > size {
         c.fail(format!(
             "{op}: a descriptor addresses shared address {addr:#x}, beyond the block's {size} bytes \
              of shared memory"
         ));
     }
     let mut b = [0u8; 2];
-    smem_read(c, addr, &mut b);
+    smem_read(c, addr, &mut b[..bytes as usize]);
     u16::from_le_bytes(b)
 }
 
@@ -154,9 +157,10 @@ pub(crate) unsafe fn wgmma<const R: usize, const B_MN: bool>(
             check_desc(c, op, "A", ad);
         }
         check_desc(c, op, "B", bd);
+        let (size, kk) = (kind.bytes(), kind.k());
         let a_at = |row: u32, k: u32| -> f32 {
             if mine.a_smem {
-                to_f32(kind, smem_u16(c, op, ad.element_address(row, k)))
+                to_f32(kind, smem_elem(c, op, ad.byte_address(row, size * k), size))
             } else {
                 // The thread and register holding (row, k): WgmmaA::coords inverted.
                 let (w, r) = (row / 16, row % 16);
@@ -171,13 +175,14 @@ pub(crate) unsafe fn wgmma<const R: usize, const B_MN: bool>(
         for (i, o) in out.iter_mut().enumerate() {
             let (row, col) = wgmma_acc_coords(me, i as u32);
             let mut acc = if scale_d { input[i] } else { 0.0 };
-            for k in 0..16 {
+            // K order, each exact product (16- and 8-bit products are exact in f32) added in f32.
+            for k in 0..kk {
                 let b_at = if B_MN {
                     bd.element_address_mn(col, k)
                 } else {
-                    bd.element_address(col, k)
+                    bd.byte_address(col, size * k)
                 };
-                acc += a_at(row, k) * to_f32(kind, smem_u16(c, op, b_at));
+                acc += a_at(row, k) * to_f32(kind, smem_elem(c, op, b_at, size));
             }
             *o = acc;
         }

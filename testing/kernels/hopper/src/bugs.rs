@@ -91,8 +91,8 @@ pub unsafe fn wgmma_misuse(
             tma::fence_tensormap_acquire(map_a);
             tma::fence_tensormap_acquire(map_b);
             bar.arrive_expect_tx((64 + 8) * 128);
-            load_operand(map_a, sa, bar, 64, 64, sw, 0, 0);
-            load_operand(map_b, sb, bar, 8, 64, sw, 0, 0);
+            load_operand(map_a, sa, bar, (64, 64, 2), sw, 0, 0);
+            load_operand(map_b, sb, bar, (8, 64, 2), sw, 0, 0);
         }
     }
     // SAFETY: the barrier is initialised; its first phase (parity 0) is the current one.

@@ -1,0 +1,324 @@
+//! The FP8 GEMM ([`Ops::gemm_fp8`], [`Ops::grouped_gemm_fp8`]): `C = A · Bᵀ` with A (m x k)
+//! and B (n x k) of e4m3 or e5m2 ([`Fp8In`]), f32 accumulation and an f32 or bf16 C, on the
+//! Hopper kernels (sm_90: `wgmma ... .e4m3/.e5m2`; other GPUs have no FP8 path here), with the
+//! operands' scales ([`Fp8Scales`]):
+//!
+//! * **per tensor** — one f32 per operand, `C = s_a s_b (A · Bᵀ)`. The scales are device
+//!   scalars read by the epilogue when the kernel runs, so a graph that recorded the GEMM
+//!   picks up new values written before each launch. 128 x 256 tiles; the tensor cores
+//!   accumulate all of K (as `torch._scaled_mm(use_fast_accum=True)`).
+//! * **block** (DeepSeek-V3) — one f32 per 1 x 128 of A (per row, per 128 of K) and per
+//!   128 x 128 of B: `C[r][c] = Σ_kb sa[kb][r] sb[c / 128][kb] Σ_{k in kb} A[r][k] B[c][k]`.
+//!   Each 128 of K is summed by the tensor cores, then promoted into f32 registers times its
+//!   two scales (DeepGEMM's scheme: accuracy does not drift with K). 128 x 128 tiles.
+//!
+//! **Scale layouts** (f32): per tensor, one element each. Block: A's scales `⌈k / 128⌉ x m`,
+//! row-major (M contiguous: row `kb` holds every row's scale of K block `kb`; what
+//! [`crate::fp8::Quantized::scales_column_major`] gives for activations quantised per token,
+//! DeepGEMM's and `torch._scaled_mm`'s 1 x 128 layout); B's `⌈n / 128⌉ x ⌈k / 128⌉`,
+//! row-major (what [`crate::fp8::quantize`] gives for a weight with
+//! [`crate::fp8::Blocks::PER_BLOCK`]), `groups` of them stacked for the grouped GEMM.
+//!
+//! **Shapes:** M and N arbitrary; K a multiple of 16 (TMA moves rows in 16-byte pieces); B
+//! N x K only (`wgmma` reads 8-bit operands K-major only; transpose a K x N B first). A and B
+//! start 16-byte aligned, C at a multiple of two elements, as [`Ops::gemm`] needs.
+//!
+//! ```no_run
+//! use rshmem_device::{bf16, E4m3};
+//! use rshmem_ops::fp8::{self, Blocks};
+//! use rshmem_ops::{BLayout, Fp8Scales, GemmShape, Ops};
+//! # fn f(shmem: &rshmem_host::Shmem, x: &[bf16], w: &[bf16]) -> rshmem_host::Result<()> {
+//! let ops = Ops::new(shmem)?;
+//! let (m, n, k) = (100, 300, 512);
+//! let qa = fp8::quantize(x, m, k, Blocks::PER_TOKEN); // activations, m x k
+//! let qb = fp8::quantize(w, n, k, Blocks::PER_BLOCK); // weights, n x k
+//! let a = shmem.alloc_from(qa.values())?;
+//! let b = shmem.alloc_from(qb.values())?;
+//! let sa = shmem.alloc_from(&qa.scales_column_major())?; // ⌈k/128⌉ x m
+//! let sb = shmem.alloc_from(&qb.scales)?; // ⌈n/128⌉ x ⌈k/128⌉
+//! let mut c = shmem.alloc_zeroed::<bf16>(m * n)?;
+//! let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+//! let scales = Fp8Scales::Block { a: (&sa).into(), b: (&sb).into() };
+//! ops.gemm_fp8::<E4m3, bf16>(&shmem.stream(), &a, &b, &mut c, shape, scales)?;
+//! # Ok(()) }
+//! ```
+
+use super::elem::{Fp8In, Fp8Out, TmaElem};
+use super::grouped::{tiles_bound, GroupRows, GroupedShape};
+use super::launch::Boxes;
+use super::shape::{BLayout, GemmShape, Starts};
+use super::{loaded, Path};
+use crate::Ops;
+use rshmem_gemm::sm90::{BlockScales, Fp8Tile128, Fp8Tile256, Sm90Config, BM, THREADS};
+use rshmem_gemm::{Problem, Sm90Maps};
+use rshmem_host::{Error, LaunchConfig, Result, Stream, SymRange, SymRangeMut};
+use rshmem_ops_kernels::gemm90::Fp8Gemm90;
+
+/// The calls the errors name.
+const CALL: &str = "Ops::gemm_fp8";
+const GROUPED: &str = "Ops::grouped_gemm_fp8";
+
+/// Elements of K per block scale.
+pub const SCALE_BLOCK: u32 = 128;
+
+/// The scales of an FP8 GEMM's operands (f32, device buffers or ranges of them; layouts:
+/// the module docs).
+#[derive(Clone, Copy, Debug)]
+pub enum Fp8Scales<'a> {
+    /// One scale per operand: `C = a[0] b[0] (A · Bᵀ)`, read when the kernel runs.
+    Tensor {
+        /// A's scale (its first element).
+        a: SymRange<'a, f32>,
+        /// B's scale (its first element).
+        b: SymRange<'a, f32>,
+    },
+    /// DeepSeek-V3's block scales: A's `⌈k / 128⌉ x m` (M contiguous), B's `⌈n / 128⌉ x
+    /// ⌈k / 128⌉` (row-major; `groups` of them for a grouped GEMM).
+    Block {
+        /// A's scales, one per row and 128 of K.
+        a: SymRange<'a, f32>,
+        /// B's scales, one per 128 x 128 block.
+        b: SymRange<'a, f32>,
+    },
+}
+
+fn bad(call: &'static str, message: String) -> Error {
+    Error::InvalidArgument { call, message }
+}
+
+/// What the FP8 shapes need beyond the 16-bit GEMM's (`GemmShape::check_in`): B N x K, K a
+/// multiple of 16.
+fn check_fp8_shape(call: &'static str, shape: GemmShape) -> Result<()> {
+    let GemmShape { m, n, k, b_layout } = shape;
+    if b_layout != BLayout::NK {
+        return Err(bad(
+            call,
+            format!(
+                "B is K x N (b_layout KN; m x n x k = {m} x {n} x {k}): the FP8 GEMM takes B as \
+                 N x K only (wgmma reads 8-bit operands K-major only); transpose B to N x K"
+            ),
+        ));
+    }
+    if k % 16 != 0 {
+        return Err(bad(
+            call,
+            format!(
+                "k = {k} (m x n x k = {m} x {n} x {k}) is not a multiple of 16: the rows of A \
+                 and B are copied in 16-byte pieces (16 FP8 elements); pad K with zeros to {}",
+                k.next_multiple_of(16)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks block scales' lengths for `m` rows of A and `groups` matrices B of `n x k`.
+fn check_block(
+    call: &'static str,
+    (a, b): (usize, usize),
+    (m, n, k, groups): (u32, u32, u32, u32),
+) -> Result<()> {
+    let (kb, nb) = (k.div_ceil(SCALE_BLOCK), n.div_ceil(SCALE_BLOCK));
+    let need_a = kb as usize * m as usize;
+    let need_b = groups as usize * nb as usize * kb as usize;
+    if a < need_a {
+        return Err(bad(
+            call,
+            format!(
+                "A's block scales have {a} elements, but ⌈k / 128⌉ x m = {kb} x {m} = {need_a} \
+                 are needed (one per row of A and 128 of K, M contiguous)"
+            ),
+        ));
+    }
+    if b < need_b {
+        let (g, gs) = match groups {
+            1 => ("", String::new()),
+            g => ("groups x ", format!("{g} x ")),
+        };
+        return Err(bad(
+            call,
+            format!(
+                "B's block scales have {b} elements, but {g}⌈n / 128⌉ x ⌈k / 128⌉ = {gs}{nb} x \
+                 {kb} = {need_b} are needed (one per 128 x 128 block of B)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The kernel argument of block scales for `m x n x k`.
+fn block_arg(a: &SymRange<'_, f32>, b: &SymRange<'_, f32>, m: u32, n: u32, k: u32) -> BlockScales {
+    BlockScales {
+        a: a.as_ptr(),
+        a_ld: m,
+        k_blocks: k.div_ceil(SCALE_BLOCK),
+        b: b.as_ptr(),
+        n_blocks: n.div_ceil(SCALE_BLOCK),
+        _zero: 0,
+    }
+}
+
+impl<'s> Ops<'s> {
+    /// `C = A · Bᵀ` of FP8 operands with their scales (see [the module](self)), queued on
+    /// `stream`: A m x k and B n x k of `In` (e4m3 or e5m2), C m x n of `Out` (f32, or bf16
+    /// rounded to nearest even). Operands are buffers or ranges of them, as
+    /// [`Ops::gemm_with`]'s.
+    ///
+    /// Errors (nothing is launched): a zero extent; `k` not a multiple of 16; B K x N; a buffer
+    /// shorter than the shape (scales included, naming which); an operand that starts
+    /// misaligned; a device that is not sm_90 (FP8 `wgmma` is Hopper's: the sm80 kernels have
+    /// no FP8 path). Like the sm90 [`Ops::gemm`], the first call on new operands fills a
+    /// tensor-map slot (waiting for the PE's work), and a graph capture needs a slot that
+    /// describes them already: run the call once before capturing it.
+    pub fn gemm_fp8<'a, In: Fp8In, Out: Fp8Out<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: impl Into<SymRange<'a, In>>,
+        b: impl Into<SymRange<'a, In>>,
+        c: impl Into<SymRangeMut<'a, Out>>,
+        shape: GemmShape,
+        scales: Fp8Scales<'a>,
+    ) -> Result<()> {
+        let (a, b, c) = (a.into(), b.into(), c.into());
+        let GemmShape { m, n, k, .. } = shape;
+        shape.check_in(CALL, a.len(), b.len(), (c.len(), m, "m x n"))?;
+        check_fp8_shape(CALL, shape)?;
+        match &scales {
+            Fp8Scales::Tensor { a, b } => {
+                for (name, s) in [("A", a), ("B", b)] {
+                    if s.is_empty() {
+                        return Err(bad(
+                            CALL,
+                            format!("{name}'s per-tensor scale is an empty range: give one f32"),
+                        ));
+                    }
+                }
+            }
+            Fp8Scales::Block { a, b } => check_block(CALL, (a.len(), b.len()), (m, n, k, 1))?,
+        }
+        Starts::of(&a, &b, Some(&c)).check(CALL)?;
+        self.fp8_path(CALL)?;
+        let module = loaded(&self.gemm90, "sm90")?;
+        let problem = Problem { m, n, k };
+        let c = c.matrix_mut(m, n)?;
+        match scales {
+            Fp8Scales::Tensor { a: sa, b: sb } => {
+                let tiles = Fp8Tile256::<In>::tiles(problem);
+                let (maps, config) =
+                    self.fp8_launch::<Fp8Tile256<In>>(CALL, stream, a, b, shape, 0, tiles)?;
+                let args = (maps, problem, sa.as_ptr(), sb.as_ptr(), c);
+                // SAFETY: the launch shape is the kernel's (THREADS, its configuration's
+                // SHARED_BYTES, 1-D, sm_90 checked by `fp8_path`); the slot's maps describe `a`
+                // (m x k) and `b` (n x k) of `In` with the configuration's boxes, checked long
+                // enough, and stay until the PE's work is done (`MapTable::slot`); the scales
+                // hold an f32 each (checked); `c` holds m x n. Dropping or host-copying any of
+                // the buffers waits for the PE's work.
+                unsafe { module.launch_on::<<Out as Fp8Gemm90<In>>::Tensor>(stream, config, args) }
+            }
+            Fp8Scales::Block { a: sa, b: sb } => {
+                let tiles = Fp8Tile128::<In>::tiles(problem);
+                let (maps, config) =
+                    self.fp8_launch::<Fp8Tile128<In>>(CALL, stream, a, b, shape, 0, tiles)?;
+                let args = (maps, problem, block_arg(&sa, &sb, m, n, k), c);
+                // SAFETY: as above, with the block scales checked to hold ⌈k/128⌉ x m and
+                // ⌈n/128⌉ x ⌈k/128⌉ f32s, as `BlockScales` lays them out.
+                unsafe { module.launch_on::<<Out as Fp8Gemm90<In>>::Block>(stream, config, args) }
+            }
+        }
+    }
+
+    /// The grouped FP8 GEMM with block scales: `shape.groups` GEMMs in one persistent launch,
+    /// group `g`'s rows of A (as `rows` says: [`GroupRows`]) times its own B (the `g`-th n x k
+    /// matrix of `b`) with its own B scales (the `g`-th `⌈n / 128⌉ x ⌈k / 128⌉` of
+    /// `scales.b`) and its rows' A scales, into the same rows of C; what
+    /// [`Ops::grouped_gemm`] is to [`Ops::gemm`]. Empty groups have no tiles. Only
+    /// [`Fp8Scales::Block`] (a per-tensor scale would need one per group).
+    ///
+    /// Errors: those of [`Ops::gemm_fp8`] and [`Ops::grouped_gemm`]; per-tensor scales.
+    #[allow(clippy::too_many_arguments)]
+    pub fn grouped_gemm_fp8<'a, In: Fp8In, Out: Fp8Out<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: impl Into<SymRange<'a, In>>,
+        b: impl Into<SymRange<'a, In>>,
+        c: impl Into<SymRangeMut<'a, Out>>,
+        shape: GroupedShape,
+        rows: GroupRows<'a>,
+        scales: Fp8Scales<'a>,
+    ) -> Result<()> {
+        let (a, b, c) = (a.into(), b.into(), c.into());
+        let Fp8Scales::Block { a: sa, b: sb } = scales else {
+            return Err(bad(
+                GROUPED,
+                "with Fp8Scales::Tensor: the grouped FP8 GEMM takes block scales (each group's \
+                 B its own); give Fp8Scales::Block"
+                    .into(),
+            ));
+        };
+        let Some((m, arg)) = self.grouped_checks(GROUPED, &a, &b, &c, shape, &rows)? else {
+            return Ok(());
+        };
+        let GroupedShape { groups, n, k, .. } = shape;
+        check_fp8_shape(GROUPED, shape.rows(m))?;
+        check_block(GROUPED, (sa.len(), sb.len()), (m, n, k, groups))?;
+        self.fp8_path(GROUPED)?;
+        let module = loaded(&self.gemm90, "sm90")?;
+        type C<In> = Fp8Tile128<In>;
+        let tiles = tiles_bound(arg.masked_rows, groups, m, n, (BM, C::<In>::BN));
+        let (maps, config) =
+            self.fp8_launch::<C<In>>(GROUPED, stream, a, b, shape.rows(m), groups, tiles)?;
+        let problem = Problem { m, n, k };
+        let args = (
+            maps,
+            problem,
+            arg,
+            block_arg(&sa, &sb, m, n, k),
+            c.matrix_mut(m, n)?,
+        );
+        // SAFETY: the launch shape is the kernel's (THREADS, its configuration's SHARED_BYTES,
+        // 1-D, sm_90 checked); the slot's maps describe `a` (m x k) and `b` (groups matrices,
+        // 3-D) of `In` with the configuration's boxes, checked long enough, and stay until the
+        // PE's work is done; `sizes` holds `groups` u32s, the scales `⌈k/128⌉ x m` and
+        // `groups x ⌈n/128⌉ x ⌈k/128⌉` f32s (checked); `c` holds m x n. Dropping or
+        // host-copying any of the buffers waits for the PE's work.
+        unsafe { module.launch_on::<<Out as Fp8Gemm90<In>>::GroupedBlock>(stream, config, args) }
+    }
+
+    /// The maps of `a` and `b` (`groups` of them when grouped) for configuration `C`, and the
+    /// persistent launch over `tiles`.
+    #[allow(clippy::too_many_arguments)]
+    fn fp8_launch<C: Sm90Config>(
+        &self,
+        call: &'static str,
+        stream: &Stream<'_>,
+        a: SymRange<'_, C::In>,
+        b: SymRange<'_, C::In>,
+        shape: GemmShape,
+        groups: u32,
+        tiles: u32,
+    ) -> Result<(Sm90Maps, LaunchConfig)>
+    where
+        C::In: TmaElem,
+    {
+        let boxes = Boxes::of::<C>(BLayout::NK);
+        let (a, b) = self.sm90_maps_of(call, stream, a, b, shape, groups, boxes)?;
+        let config = self.persistent(tiles, THREADS, C::SHARED_BYTES);
+        Ok((Sm90Maps { a, b }, config))
+    }
+
+    /// The FP8 kernels run on sm_90 only; `call` names the op.
+    fn fp8_path(&self, call: &'static str) -> Result<()> {
+        match self.path_for(call, super::shape::Kernel::Auto)? {
+            Path::Sm90 => Ok(()),
+            Path::Sm80 => Err(Error::Unsupported {
+                call,
+                reason: format!(
+                    "on this PE's device, an sm_{}: FP8 GEMMs run on the Hopper kernels \
+                     (wgmma with e4m3/e5m2, sm_90: H100, H200) only; rshmem's sm80 GEMM has \
+                     no FP8 path (Ampere has no FP8 tensor cores)",
+                    self.info.sm
+                ),
+            }),
+        }
+    }
+}

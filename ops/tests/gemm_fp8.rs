@@ -1,0 +1,500 @@
+//! `Ops::gemm_fp8` and `Ops::grouped_gemm_fp8` on every backend (the sm90 kernels: the
+//! simulator, or an sm_90 GPU) against an f64 reference of the *dequantised* inputs: odd M and
+//! N (not multiples of 128), K multiples of 16 but not of 128, e4m3 and e5m2, per-tensor and
+//! block scales, f32 and bf16 outputs, the grouped GEMM with empty groups in both row layouts,
+//! a graph that picks up new scales, and the errors. Inputs are fresh random bf16 values over
+//! several binades, quantised by `rshmem_ops::fp8` (the host helper under test too); C is
+//! poisoned, and what the GEMM must not write (rows in no group, elements past C) must stay
+//! poisoned.
+//!
+//! **The bound.** Products of FP8 values are exact in f32; the scales are f32. With
+//! `S = Σ_k |a_k b_k|` over the dequantised values (scales included) and `u = 2⁻²⁴`, a GEMM
+//! that sums `n` terms in f32 (each addition and multiplication rounding once, in any order)
+//! is within `γ(n) S`, `γ(n) = n u / (1 - n u)`, of the exact sum:
+//!
+//! * per tensor: the tensor cores sum all `k` products (`k - 1` additions), then the product
+//!   of the two scales and its product with the sum round: `n = k + 2`;
+//! * block: each block of 128 (`k_in = min(k, 128)` products, `k_in - 1` additions) is summed
+//!   in the tensor cores, then its scale factor (`s_a s_b`, one rounding) multiplies it and
+//!   the product is added to the f32 sums (two roundings), `⌈k / 128⌉` times:
+//!   `n = k_in + ⌈k / 128⌉ + 2`, rounded up to `k_in + ⌈k / 128⌉ + 3`;
+//! * a bf16 C adds its own rounding, half an ulp: `2⁻⁸ (|ref| + bound)`.
+//!
+//! That is the simulator's arithmetic (and the GPU's for the promotions, in f32 registers).
+//! The tensor cores' FP8 sums inside `wgmma` are not IEEE f32 on the GPU (DeepSeek-V3's report
+//! measured about 14 bits kept on H800): GPU instances use `u = 2⁻¹³` for the sums done in the
+//! tensor cores (the per-tensor one, and each block's), an assumption a GPU run checks; each
+//! check prints its worst error as a fraction of the bound.
+
+#[macro_use]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::Outcome;
+use rshmem::device::fp8::{E4m3, E5m2};
+use rshmem::{bf16, Backend, Error, Pod, Shmem, SymBuffer};
+use rshmem_ops::fp8::{self, Blocks, Quantized};
+use rshmem_ops::{BLayout, Fp8In, Fp8Out, Fp8Scales, GemmShape, GroupRows, GroupedShape, Ops};
+
+per_backend! {
+    block_scales_odd_shapes => [1];
+    tensor_scales_odd_shapes => [1];
+    grouped_block_scales_and_empty_groups => [1];
+    tensor_scales_are_read_when_the_graph_runs => [1];
+    errors_name_the_problem => [1];
+}
+
+/// Output types, read back as f64, with their rounding on top of the f32 result.
+trait Out: Pod {
+    const ROUNDING: f64;
+    fn poison() -> Self;
+    fn value(self) -> f64;
+}
+
+impl Out for f32 {
+    const ROUNDING: f64 = 0.0;
+    fn poison() -> Self {
+        f32::NAN
+    }
+    fn value(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Out for bf16 {
+    const ROUNDING: f64 = 1.0 / 256.0;
+    fn poison() -> Self {
+        bf16::NAN
+    }
+    fn value(self) -> f64 {
+        f64::from(self.to_f32())
+    }
+}
+
+/// Fresh bf16 values: magnitudes over 2⁻⁶..2⁴, signs mixed, some zeros.
+fn random(len: usize, seed: u64) -> Vec<bf16> {
+    common::random_u32(len, seed)
+        .into_iter()
+        .map(|r| {
+            if r % 11 == 0 {
+                return bf16::ZERO;
+            }
+            let mag = 2f32.powi((r % 11) as i32 - 6) * (1.0 + (r >> 8) as u8 as f32 / 256.0);
+            bf16::from_f32(if r >> 20 & 1 == 1 { -mag } else { mag })
+        })
+        .collect()
+}
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// `γ(n)` for unit roundoff `u`.
+fn gamma(n: u32, u: f64) -> f64 {
+    let nu = f64::from(n) * u;
+    nu / (1.0 - nu)
+}
+
+/// The unit roundoff of the tensor cores' FP8 sums on `backend` (the module docs).
+fn tensor_core_unit(backend: Backend) -> f64 {
+    match backend {
+        Backend::Sim => 2f64.powi(-24),
+        Backend::Gpu => 2f64.powi(-13),
+    }
+}
+
+/// The scaling of a check.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scaling {
+    Tensor,
+    Block,
+}
+
+/// Quantised A (m x k) and B (`groups` x n x k) with the scaling's blocks.
+struct Operands<F: Fp8In> {
+    a: Quantized<F>,
+    b: Vec<Quantized<F>>,
+}
+
+impl<F: Fp8In> Operands<F> {
+    fn new(m: usize, n: usize, k: usize, groups: usize, scaling: Scaling, seed: u64) -> Self {
+        let (ba, bb) = match scaling {
+            Scaling::Tensor => (Blocks::tensor(m, k), Blocks::tensor(n, k)),
+            Scaling::Block => (Blocks::PER_TOKEN, Blocks::PER_BLOCK),
+        };
+        let a = fp8::quantize_as::<F>(&random(m * k, seed), m, k, ba);
+        let b = (0..groups)
+            .map(|g| fp8::quantize_as::<F>(&random(n * k, seed ^ (g as u64 + 1) << 40), n, k, bb))
+            .collect();
+        Self { a, b }
+    }
+
+    /// B's values, every group's one after the other.
+    fn b_values(&self) -> Vec<F> {
+        self.b.iter().flat_map(|q| q.values().to_vec()).collect()
+    }
+
+    /// B's block scales, every group's one after the other.
+    fn b_scales(&self) -> Vec<f32> {
+        self.b.iter().flat_map(|q| q.scales.clone()).collect()
+    }
+}
+
+/// Checks C (m x n, row-major) against the f64 reference of the dequantised operands, group
+/// `group_of(row)`'s B for each row (`None`: the row is in no group and must stay poisoned).
+/// Returns the worst error as a fraction of its bound.
+fn check_c<F: Fp8In, O: Out>(
+    backend: Backend,
+    ops: &Operands<F>,
+    c: &[O],
+    (m, n, k): (usize, usize, usize),
+    scaling: Scaling,
+    group_of: impl Fn(usize) -> Option<usize>,
+    what: &str,
+) -> Result<f64, String> {
+    let (da, db): (Vec<f32>, Vec<Vec<f32>>) = (
+        ops.a.dequantize(),
+        ops.b.iter().map(|q| q.dequantize()).collect(),
+    );
+    let u = 2f64.powi(-24);
+    let tc = tensor_core_unit(backend);
+    let kb = k.div_ceil(128) as u32;
+    let gam = match scaling {
+        Scaling::Tensor => gamma(k as u32, tc) + gamma(2, u),
+        Scaling::Block => gamma(k.min(128) as u32, tc) + gamma(kb + 3, u),
+    };
+    let mut worst = 0.0f64;
+    for row in 0..m {
+        let Some(g) = group_of(row) else {
+            for col in 0..n {
+                if !c[row * n + col].value().is_nan() {
+                    return Err(format!(
+                        "{what}: C[{row}][{col}] (a row in no group) was written"
+                    ));
+                }
+            }
+            continue;
+        };
+        for col in 0..n {
+            let (mut exact, mut abs) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let p = f64::from(da[row * k + kk]) * f64::from(db[g][col * k + kk]);
+                exact += p;
+                abs += p.abs();
+            }
+            let sum_bound = gam * abs;
+            let bound = sum_bound + O::ROUNDING * (exact.abs() + sum_bound);
+            let got = c[row * n + col].value();
+            let err = (got - exact).abs();
+            if err.is_nan() || err > bound {
+                return Err(format!(
+                    "{what}: C[{row}][{col}] = {got}, reference {exact}, error {err:.3e} above \
+                     the bound {bound:.3e} (Σ|ab| = {abs:.3e})"
+                ));
+            }
+            if bound > 0.0 {
+                worst = worst.max(err / bound);
+            }
+        }
+    }
+    Ok(worst)
+}
+
+/// One plain FP8 GEMM of `F` into `O`, checked; C is followed by poison that must stay.
+fn run_plain<F: Fp8In, O: Out + Fp8Out<F>>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (m, n, k): (usize, usize, usize),
+    scaling: Scaling,
+) -> Outcome {
+    let q = Operands::<F>::new(m, n, k, 1, scaling, seed());
+    let a = shmem.alloc_from(q.a.values())?;
+    let b = shmem.alloc_from(&q.b_values())?;
+    let (sa, sb) = match scaling {
+        Scaling::Tensor => (q.a.scales.clone(), q.b_scales()),
+        Scaling::Block => (q.a.scales_column_major(), q.b_scales()),
+    };
+    let (sa, sb) = (shmem.alloc_from(&sa)?, shmem.alloc_from(&sb)?);
+    const TAIL: usize = 29;
+    let mut c = shmem.alloc_from(&vec![O::poison(); m * n + TAIL])?;
+    let scales = match scaling {
+        Scaling::Tensor => Fp8Scales::Tensor {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        },
+        Scaling::Block => Fp8Scales::Block {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        },
+    };
+    let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+    ops.gemm_fp8::<F, O>(&shmem.stream(), &a, &b, &mut c, shape, scales)?;
+    let c = c.to_vec()?;
+    let what = format!(
+        "{m}x{n}x{k} {} -> {} {scaling:?}",
+        <F as fp8::Fp8>::NAME,
+        std::any::type_name::<O>()
+    );
+    let worst = check_c(
+        shmem.backend(),
+        &q,
+        &c,
+        (m, n, k),
+        scaling,
+        |_| Some(0),
+        &what,
+    )?;
+    assert!(
+        c[m * n..].iter().all(|v| v.value().is_nan()),
+        "{what}: a store past C"
+    );
+    println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
+    Ok(())
+}
+
+fn block_scales_odd_shapes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    // K: one block and a partial one; three blocks and 16 more; one partial block.
+    run_plain::<E4m3, f32>(shmem, &ops, (130, 200, 144), Scaling::Block)?;
+    run_plain::<E4m3, bf16>(shmem, &ops, (67, 129, 400), Scaling::Block)?;
+    run_plain::<E5m2, f32>(shmem, &ops, (1, 1, 16), Scaling::Block)?;
+    run_plain::<E5m2, bf16>(shmem, &ops, (45, 70, 272), Scaling::Block)
+}
+
+fn tensor_scales_odd_shapes(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    run_plain::<E4m3, f32>(shmem, &ops, (129, 260, 160), Scaling::Tensor)?;
+    run_plain::<E4m3, bf16>(shmem, &ops, (37, 45, 48), Scaling::Tensor)?;
+    run_plain::<E5m2, f32>(shmem, &ops, (66, 33, 304), Scaling::Tensor)?;
+    run_plain::<E5m2, bf16>(shmem, &ops, (1, 3, 16), Scaling::Tensor)
+}
+
+/// Offsets with an empty first group, a one-row group, a group over a tile and an empty one
+/// between; the masked layout with counts below, at and above `max_m` (and zero).
+fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let (n, k) = (136usize, 160usize);
+    let stream = shmem.stream();
+    // Offsets: groups of 0, 1, 130, 0 and 66 rows.
+    let ends = [0u32, 1, 131, 131, 197];
+    let m = 197usize;
+    let q = Operands::<E4m3>::new(m, n, k, ends.len(), Scaling::Block, seed());
+    let a = shmem.alloc_from(q.a.values())?;
+    let b = shmem.alloc_from(&q.b_values())?;
+    let sa = shmem.alloc_from(&q.a.scales_column_major())?;
+    let sb = shmem.alloc_from(&q.b_scales())?;
+    let gends = shmem.alloc_from(&ends)?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; m * n])?;
+    let shape = GroupedShape {
+        groups: ends.len() as u32,
+        n: n as u32,
+        k: k as u32,
+        b_layout: BLayout::NK,
+    };
+    let rows = GroupRows::Offsets {
+        ends: (&gends).into(),
+        m: m as u32,
+    };
+    let scales = Fp8Scales::Block {
+        a: (&sa).into(),
+        b: (&sb).into(),
+    };
+    ops.grouped_gemm_fp8::<E4m3, f32>(&stream, &a, &b, &mut c, shape, rows, scales)?;
+    let group_of = |row: usize| ends.iter().position(|&e| row < e as usize);
+    let worst = check_c(
+        shmem.backend(),
+        &q,
+        &c.to_vec()?,
+        (m, n, k),
+        Scaling::Block,
+        group_of,
+        "grouped offsets e4m3 -> f32",
+    )?;
+    println!(
+        "grouped offsets e4m3 -> f32: worst error {:.1}% of the bound",
+        100.0 * worst
+    );
+
+    // Masked: 3 groups of room for 70 rows, counts 5, 70 and 200 (clamped to 70); then all 0.
+    let (groups, max_m) = (3usize, 70usize);
+    let m = groups * max_m;
+    let q = Operands::<E5m2>::new(m, n, k, groups, Scaling::Block, seed());
+    let a = shmem.alloc_from(q.a.values())?;
+    let b = shmem.alloc_from(&q.b_values())?;
+    let sa = shmem.alloc_from(&q.a.scales_column_major())?;
+    let sb = shmem.alloc_from(&q.b_scales())?;
+    let shape = GroupedShape {
+        groups: groups as u32,
+        n: n as u32,
+        k: k as u32,
+        b_layout: BLayout::NK,
+    };
+    for counts in [[5u32, 70, 200], [0, 0, 0]] {
+        let gcounts = shmem.alloc_from(&counts)?;
+        let mut c = shmem.alloc_from(&vec![bf16::NAN; m * n])?;
+        let rows = GroupRows::Masked {
+            counts: (&gcounts).into(),
+            max_m: max_m as u32,
+        };
+        let scales = Fp8Scales::Block {
+            a: (&sa).into(),
+            b: (&sb).into(),
+        };
+        ops.grouped_gemm_fp8::<E5m2, bf16>(&stream, &a, &b, &mut c, shape, rows, scales)?;
+        let group_of = |row: usize| {
+            let g = row / max_m;
+            (row % max_m < (counts[g] as usize).min(max_m)).then_some(g)
+        };
+        let what = format!("grouped masked {counts:?} e5m2 -> bf16");
+        let worst = check_c(
+            shmem.backend(),
+            &q,
+            &c.to_vec()?,
+            (m, n, k),
+            Scaling::Block,
+            group_of,
+            &what,
+        )?;
+        println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
+    }
+    Ok(())
+}
+
+/// A recorded per-tensor GEMM reads its scales when the graph runs: new values written
+/// between launches scale the same products.
+fn tensor_scales_are_read_when_the_graph_runs(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.new_stream()?;
+    let (m, n, k) = (40usize, 24usize, 64usize);
+    let q = Operands::<E4m3>::new(m, n, k, 1, Scaling::Tensor, seed());
+    let a = shmem.alloc_from(q.a.values())?;
+    let b = shmem.alloc_from(&q.b_values())?;
+    let mut sa = shmem.alloc_from(&q.a.scales)?;
+    let sb = shmem.alloc_from(&q.b_scales())?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; m * n])?;
+    let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+    // Seen once (its tensor maps in a slot), then recorded.
+    let scales = Fp8Scales::Tensor {
+        a: (&sa).into(),
+        b: (&sb).into(),
+    };
+    ops.gemm_fp8::<E4m3, f32>(&stream, &a, &b, &mut c, shape, scales)?;
+    let graph =
+        stream.capture(|| ops.gemm_fp8::<E4m3, f32>(&stream, &a, &b, &mut c, shape, scales))?;
+    assert_eq!(graph.operations(), 1);
+    let first = c.to_vec()?;
+    for factor in [2.0f32, -0.5] {
+        sa.copy_from_host(&[q.a.scales[0] * factor])?;
+        c.copy_from_host(&vec![f32::NAN; m * n])?;
+        // SAFETY: the operands, scales and C are alive and as long as the shape needs.
+        unsafe { graph.launch(&stream)? };
+        let got = c.to_vec()?;
+        for (i, (&g, &f)) in got.iter().zip(&first).enumerate() {
+            // A power-of-two factor scales exactly; the result is the same sum, rescaled.
+            assert_eq!(g, f * factor, "factor {factor}: C[{}][{}]", i / n, i % n);
+        }
+    }
+    Ok(())
+}
+
+/// `r` is an error whose message mentions every one of `words`.
+fn expect(r: Result<(), Error>, words: &[&str]) -> Outcome {
+    let msg = match r {
+        Ok(()) => return Err(format!("expected an error mentioning {words:?}").into()),
+        Err(e) => e.to_string(),
+    };
+    match words.iter().find(|w| !msg.contains(*w)) {
+        Some(w) => Err(format!("the message {msg:?} does not mention {w:?}").into()),
+        None => Ok(()),
+    }
+}
+
+fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let a = shmem.alloc_zeroed::<E4m3>(1 << 16)?;
+    let b = shmem.alloc_zeroed::<E4m3>(1 << 16)?;
+    let s = shmem.alloc_from(&[1.0f32; 64])?;
+    let mut c = shmem.alloc_zeroed::<f32>(4096)?;
+    let nk = |m, n, k| GemmShape::new(m, n, k, BLayout::NK);
+    let tensor = Fp8Scales::Tensor {
+        a: (&s).into(),
+        b: (&s).into(),
+    };
+    let block = |a: usize, b: usize| Fp8Scales::Block {
+        a: s.range(..a).unwrap(),
+        b: s.range(..b).unwrap(),
+    };
+    let run = |c: &mut SymBuffer<'_, f32>, shape, scales| {
+        ops.gemm_fp8::<E4m3, f32>(&stream, &a, &b, c, shape, scales)
+    };
+    expect(
+        run(&mut c, nk(8, 8, 24), tensor),
+        &[
+            "Ops::gemm_fp8",
+            "k = 24",
+            "multiple of 16",
+            "pad K with zeros to 32",
+        ],
+    )?;
+    expect(
+        run(&mut c, GemmShape::new(8, 8, 32, BLayout::KN), tensor),
+        &["K x N", "N x K only", "transpose B"],
+    )?;
+    expect(
+        run(&mut c, nk(300, 8, 256), tensor),
+        &["`a` has 65536 elements", "300 x 256 = 76800"],
+    )?;
+    // m 20, n 130, k 272: 3 K blocks, 2 N blocks: A needs 60 scales, B 6.
+    expect(
+        run(&mut c, nk(20, 130, 272), block(59, 6)),
+        &["A's block scales have 59", "3 x 20 = 60"],
+    )?;
+    expect(
+        run(&mut c, nk(20, 130, 272), block(60, 5)),
+        &["B's block scales have 5", "2 x 3 = 6"],
+    )?;
+    let empty = Fp8Scales::Tensor {
+        a: s.range(..0)?,
+        b: (&s).into(),
+    };
+    expect(
+        run(&mut c, nk(8, 8, 32), empty),
+        &["A's per-tensor scale", "empty"],
+    )?;
+    // A range of A 8 bytes into its buffer: TMA needs 16.
+    expect(
+        ops.gemm_fp8::<E4m3, f32>(&stream, a.range(8..)?, &b, &mut c, nk(8, 8, 32), tensor),
+        &["`a` starts", "16-byte aligned", "multiple of 16 elements"],
+    )?;
+    // Grouped: per-tensor scales refused; B scales for every group.
+    let ends = shmem.alloc_from(&[3u32, 10])?;
+    let shape = GroupedShape {
+        groups: 2,
+        n: 120,
+        k: 16,
+        b_layout: BLayout::NK,
+    };
+    let rows = GroupRows::Offsets {
+        ends: (&ends).into(),
+        m: 10,
+    };
+    let grouped = |c: &mut SymBuffer<'_, f32>, scales| {
+        ops.grouped_gemm_fp8::<E4m3, f32>(&stream, &a, &b, c, shape, rows, scales)
+    };
+    expect(
+        grouped(&mut c, tensor),
+        &["Ops::grouped_gemm_fp8", "Fp8Scales::Block"],
+    )?;
+    expect(
+        grouped(&mut c, block(10, 1)),
+        &["B's block scales have 1", "groups x", "2 x 1 x 1 = 2"],
+    )?;
+    if shmem.backend() == Backend::Gpu && ops.device_info().sm != 90 {
+        expect(run(&mut c, nk(8, 8, 32), tensor), &["FP8", "sm_90"])?;
+    }
+    Ok(())
+}
