@@ -115,11 +115,14 @@ pub mod ring;
 mod wait;
 
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 
 use crate::kernel::KernelArg;
-use crate::shmem::{self, Scope};
+use crate::shmem::{self, Scope, ScopeKind};
+use crate::warp::WARP_SIZE;
+use copy::Dir;
 use layout::{HEAD, SEQ, TAIL};
-use ring::{Counter, Op, RingMemory, Stall};
+use ring::{Counter, Crew, Op, RingMemory, Stall};
 
 /// A kernel's handle to a symmetric queue of `T`: raw pointers to this PE's copy of the
 /// queue's symmetric allocations, the capacity, the PE whose queue it addresses, and the debug
@@ -226,7 +229,7 @@ impl<T: Copy> SymQueue<T> {
     #[inline(always)]
     pub unsafe fn push(&self, item: T) {
         // SAFETY: forwarded; the handle describes an initialised ring.
-        unsafe { ring::push(self, item) }
+        unsafe { ring::push(self, &item) }
     }
 
     /// Pops an element, waiting while the queue is empty.
@@ -236,8 +239,12 @@ impl<T: Copy> SymQueue<T> {
     /// As [`push`](Self::push), with threads that will push able to run.
     #[inline(always)]
     pub unsafe fn pop(&self) -> T {
-        // SAFETY: forwarded.
-        unsafe { ring::pop(self) }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: forwarded; `pop` writes every byte of `out`.
+        unsafe {
+            ring::pop(self, out.as_mut_ptr());
+            out.assume_init()
+        }
     }
 
     /// Pushes `item` if a slot is free now; returns it otherwise.
@@ -248,7 +255,10 @@ impl<T: Copy> SymQueue<T> {
     #[inline(always)]
     pub unsafe fn try_push(&self, item: T) -> Result<(), T> {
         // SAFETY: forwarded.
-        unsafe { ring::try_push(self, item) }
+        match unsafe { ring::try_push(self, &item) } {
+            true => Ok(()),
+            false => Err(item),
+        }
     }
 
     /// Pops an element if one is ready now.
@@ -258,8 +268,9 @@ impl<T: Copy> SymQueue<T> {
     /// As [`try_push`](Self::try_push).
     #[inline(always)]
     pub unsafe fn try_pop(&self) -> Option<T> {
-        // SAFETY: forwarded.
-        unsafe { ring::try_pop(self) }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: forwarded; a successful `try_pop` writes every byte of `out`.
+        unsafe { ring::try_pop(self, out.as_mut_ptr()).then(|| out.assume_init()) }
     }
 
     /// Elements in the queue at one moment (a hint: producers and consumers move on).
@@ -286,10 +297,13 @@ impl<T: Copy> SymQueue<T> {
     /// Pushes `items[..n]` in order, cooperatively: every thread of the scope `S` (the thread,
     /// its warp or its block) calls with the same arguments. One reservation (one `fetch_add`
     /// of `n` on the tail) for the whole batch, then each member pushes its share (elements
-    /// `rank, rank + size, ...`), waiting while their slots are full; `n` may exceed the
-    /// capacity. `scratch` is one `u64` in memory the whole group reads and writes (shared or
+    /// `rank, rank + size, ...`) on its own, waiting while their slots are full; `n` may exceed
+    /// the capacity. `scratch` is one `u64` in memory the whole group reads and writes (shared or
     /// global memory, this group's alone during the call) through which the leader hands out
     /// the reservation. Returns when the whole batch is in.
+    ///
+    /// Each member moves whole elements by itself: for elements of more than a few words,
+    /// [`push_cooperative`](Self::push_cooperative) moves each with a whole warp, faster.
     ///
     /// # Safety
     ///
@@ -297,7 +311,7 @@ impl<T: Copy> SymQueue<T> {
     /// reading and writing one `u64` by every member; for `Warp`, all lanes of the warp call.
     pub unsafe fn push_batch<S: Scope>(&self, items: *const T, n: usize, scratch: *mut u64) {
         // SAFETY: forwarded.
-        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch) }
+        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch, Split::PerMember) }
     }
 
     /// Pops `n` elements into `out[..n]`, in ticket order, cooperatively (as
@@ -308,19 +322,63 @@ impl<T: Copy> SymQueue<T> {
     /// As [`push_batch`](Self::push_batch), with `out` valid for writing `n` elements.
     pub unsafe fn pop_batch<S: Scope>(&self, out: *mut T, n: usize, scratch: *mut u64) {
         // SAFETY: forwarded.
-        unsafe { self.batch::<S>(Op::Pop, out, n, scratch) }
+        unsafe { self.batch::<S>(Op::Pop, out, n, scratch, Split::PerMember) }
     }
 
-    /// One batched push or pop: the leader reserves `n` tickets, then each member moves the
-    /// elements `rank, rank + size, ...` of the batch on its own, in ticket order.
+    /// Pushes `items[..n]` in order with one reservation, each element moved by a whole warp:
+    /// every thread of the scope `S` calls with the same arguments. With `Warp`, the warp moves
+    /// the batch's elements one after another, its lanes copying each element's 16-byte words
+    /// side by side (a coalesced access), and publishes up to 32 at a time with one fence; with
+    /// `Block`, each warp of the block so moves its own contiguous part of the batch; with
+    /// `Thread`, the thread alone. One lane polls each slot, so a warp waits as one thread.
+    /// `n` may exceed the capacity; `scratch` is as for [`push_batch`](Self::push_batch).
     ///
-    /// Members do not wait for each other's slots: a group that waited for all of its slots
+    /// `items` must be memory every member reads (global or shared memory; the call begins
+    /// with a barrier of the group, so members may write their elements just before it), not
+    /// one thread's local variables. This is the fast way to move elements of hundreds of
+    /// bytes or more.
+    ///
+    /// # Safety
+    ///
+    /// As [`push_batch`](Self::push_batch); for `Warp` and `Block`, every thread of the warp
+    /// or block calls (all lanes of each warp: they meet in warp barriers and votes).
+    pub unsafe fn push_cooperative<S: Scope>(&self, items: *const T, n: usize, scratch: *mut u64) {
+        // SAFETY: forwarded.
+        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch, Split::PerWarp) }
+    }
+
+    /// Pops `n` elements into `out[..n]`, in ticket order, each moved by a whole warp (as
+    /// [`push_cooperative`](Self::push_cooperative)); waits while the queue lacks elements.
+    /// When it returns, every element is in `out` for the whole group.
+    ///
+    /// # Safety
+    ///
+    /// As [`push_cooperative`](Self::push_cooperative), with `out` valid for writing `n`
+    /// elements by every member.
+    pub unsafe fn pop_cooperative<S: Scope>(&self, out: *mut T, n: usize, scratch: *mut u64) {
+        // SAFETY: forwarded.
+        unsafe { self.batch::<S>(Op::Pop, out, n, scratch, Split::PerWarp) }
+    }
+
+    /// One batched push or pop: the leader reserves `n` tickets, then the elements move as
+    /// `split` says: each member its elements `rank, rank + size, ...` alone, or each warp a
+    /// contiguous part, together ([`ring::move_tickets`]).
+    ///
+    /// Nobody waits while holding an element another thread waits for (the ring's
+    /// `move_tickets` publishes before it waits): a group that waited for all of its slots
     /// before moving any could wait for a consumer that waits for one of its elements.
     ///
     /// # Safety
     ///
     /// As [`push_batch`](Self::push_batch).
-    unsafe fn batch<S: Scope>(&self, op: Op, data: *mut T, n: usize, scratch: *mut u64) {
+    unsafe fn batch<S: Scope>(
+        &self,
+        op: Op,
+        data: *mut T,
+        n: usize,
+        scratch: *mut u64,
+        split: Split,
+    ) {
         if n == 0 {
             return;
         }
@@ -337,14 +395,49 @@ impl<T: Copy> SymQueue<T> {
         wait::group_sync::<S>(size);
         // SAFETY: written by the leader before the barrier.
         let first = unsafe { scratch.read_volatile() };
-        for i in (rank as usize..n).step_by(size as usize) {
-            let t = first + i as u64;
-            // SAFETY: ticket `t` is this member's share of the group's reservation; `data`
-            // holds `n` elements (the caller's contract).
-            unsafe {
-                match op {
-                    Op::Push => ring::push_ticket(self, t, *data.add(i)),
-                    Op::Pop => *data.add(i) = ring::pop_ticket(self, t),
+        // SAFETY (both arms): each ticket of the reservation is moved once, by the member or
+        // warp it falls to; `data` holds `n` elements (the caller's contract).
+        match (split, S::KIND) {
+            (Split::PerMember, _) | (Split::PerWarp, ScopeKind::Thread) => {
+                let crew = ring::Alone;
+                let (step, whole) = (size as usize, split == Split::PerWarp);
+                let mut i = if whole { 0 } else { rank as usize };
+                while i < n {
+                    let count = if whole { n - i } else { 1 };
+                    unsafe {
+                        ring::move_tickets(
+                            self,
+                            &crew,
+                            op,
+                            first + i as u64,
+                            data.add(i),
+                            count as u64,
+                        )
+                    };
+                    i += if whole { count } else { step };
+                }
+            }
+            (Split::PerWarp, _) => {
+                let crew = wait::WarpCrew::of_this_thread();
+                // Warp `w` of `warps` in the group moves elements `lo..hi`.
+                let (w, warps) = match S::KIND {
+                    ScopeKind::Block => (rank / WARP_SIZE, size.div_ceil(WARP_SIZE)),
+                    _ => (0, 1),
+                };
+                let per = n.div_ceil(warps as usize);
+                let lo = (w as usize * per).min(n);
+                let hi = (lo + per).min(n);
+                if lo < hi {
+                    unsafe {
+                        ring::move_tickets(
+                            self,
+                            &crew,
+                            op,
+                            first + lo as u64,
+                            data.add(lo),
+                            (hi - lo) as u64,
+                        )
+                    };
                 }
             }
         }
@@ -365,12 +458,29 @@ impl<T: Copy> SymQueue<T> {
     fn seq(&self, slot: u64) -> *mut u64 {
         self.words.wrapping_add(SEQ + slot as usize)
     }
+
+    #[inline(always)]
+    fn slots(&self) -> copy::Slots<T> {
+        copy::Slots {
+            base: self.slots,
+            capacity: self.capacity,
+            pe: self.pe,
+        }
+    }
 }
 
-// SAFETY: every method maps to one SHMEM operation on the queue's home PE with the stated
-// guarantee: AMOs are atomic across PEs; `write` fences between the element and its sequence
-// number (a release when paired with the reader's fence); `fence` is a full fence
-// (`membar.sys` on the GPU, `SeqCst` on the simulator).
+/// How a batch's elements fall to its group's threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// Member `rank` moves elements `rank, rank + size, ...`, each alone.
+    PerMember,
+    /// Each warp moves a contiguous part, its lanes together (the thread alone at `Thread`).
+    PerWarp,
+}
+
+// SAFETY: every method maps to SHMEM operations on the queue's home PE with the stated
+// guarantee: AMOs are atomic across PEs; `put`/`get` copy the member's words and order
+// nothing; `fence` is a full fence (`membar.sys` on the GPU, `SeqCst` on the simulator).
 unsafe impl<T: Copy> RingMemory for SymQueue<T> {
     type Item = T;
     type Backoff = wait::Backoff;
@@ -411,20 +521,25 @@ unsafe impl<T: Copy> RingMemory for SymQueue<T> {
     }
 
     #[inline(always)]
-    unsafe fn write(&self, slot: u64, item: &T, seq: u64) {
-        // SAFETY: the slot is the queue's, and ours (the caller's contract); `item` is a
-        // whole `T`.
-        unsafe { copy::put(self.slots.wrapping_add(slot as usize), item, self.pe) };
-        // Release: the element is visible before its sequence number says so.
-        self.fence();
-        self.store_seq(slot, seq);
+    unsafe fn put<C: Crew>(&self, crew: &C, first: u64, src: *const T, count: u64) {
+        // SAFETY: the crew owns the slots and `src` holds `count` elements (the caller's
+        // contract).
+        unsafe {
+            copy::move_elements(
+                self.slots(),
+                crew,
+                Dir::ToSlots,
+                first,
+                src.cast_mut(),
+                count,
+            )
+        }
     }
 
     #[inline(always)]
-    unsafe fn read(&self, slot: u64) -> T {
-        // SAFETY: the slot is the queue's and holds a whole `T` written by a push, which no
-        // one writes until we free the slot (the caller's contract).
-        unsafe { copy::get(self.slots.wrapping_add(slot as usize), self.pe) }
+    unsafe fn get<C: Crew>(&self, crew: &C, first: u64, dst: *mut T, count: u64) {
+        // SAFETY: as above, with `dst` writable.
+        unsafe { copy::move_elements(self.slots(), crew, Dir::FromSlots, first, dst, count) }
     }
 
     #[inline(always)]
