@@ -232,6 +232,20 @@ impl<T: Copy> SymQueue<T> {
         unsafe { ring::push(self, &item) }
     }
 
+    /// Pushes a copy of `*item`, waiting while the queue is full: [`push`](Self::push)
+    /// without moving the element into the call. For elements of more than 128 bytes built in
+    /// a variable: passing one by value may be compiled as a copy a byte at a time (the
+    /// module's `copy` says why).
+    ///
+    /// # Safety
+    ///
+    /// As [`push`](Self::push).
+    #[inline(always)]
+    pub unsafe fn push_ref(&self, item: &T) {
+        // SAFETY: forwarded; the handle describes an initialised ring.
+        unsafe { ring::push(self, item) }
+    }
+
     /// Pops an element, waiting while the queue is empty.
     ///
     /// # Safety

@@ -107,15 +107,14 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
                 "a tagged array holds at least 64 bits"
             )
         };
-        let key = (producer as u64) << 32 | seq as u64;
-        let head = (64 / W::BITS) as usize;
-        core::array::from_fn(|i| {
-            if i < head {
-                W::truncate(key >> (i as u32 * W::BITS))
-            } else {
-                W::truncate(fill(key, i))
-            }
-        })
+        // Written in place: `core::array::from_fn` built it in one local and copied it to
+        // another, a byte at a time for 1 KiB (the aggregate copies `Tagged::write_tag` avoids).
+        let mut out = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: `write_tag` writes every word of the array.
+        unsafe {
+            Self::write_tag(out.as_mut_ptr(), producer, seq);
+            out.assume_init()
+        }
     }
     #[inline(always)]
     unsafe fn write_tag(dst: *mut Self, producer: u32, seq: u32) {
@@ -376,8 +375,10 @@ unsafe fn bench_push<E: Tagged>(
     let g = group(mode);
     let placed = Placement::begin(log);
     if matches!(mode, Mode::Thread | Mode::Try) {
+        let mut item = core::mem::MaybeUninit::<E>::uninit();
         for i in 0..items {
-            q.push(E::tag(g.index, i));
+            E::write_tag(item.as_mut_ptr(), g.index, i);
+            q.push_ref(item.assume_init_ref());
         }
     } else {
         let (stage, scratch) = group_stage(g, mode, stage, scratch);
