@@ -117,44 +117,83 @@ struct Run {
     size: usize,
 }
 
+/// Words each member loads before it stores them, where the run has that many left for it:
+/// the loads of one group are in flight together (a load followed at once by its store
+/// waits a whole memory latency per word, which bounds a thread to a word per latency).
+const IN_FLIGHT: usize = 8;
+
 impl Run {
     /// Calls `f(slot byte offset, data byte offset)` for this member's words of width `W`:
     /// words `rank, rank + size, ...` of the run, element after element.
     #[inline(always)]
     fn each_word<T, W>(&self, mut f: impl FnMut(usize, usize)) {
-        let per = size_of::<T>() / size_of::<W>();
-        let total = self.count * per;
+        let (per, total) = self.words::<T, W>();
         let mut k = self.rank;
         while k < total {
-            let (e, i) = (k / per, k % per);
-            // `count <= capacity`, so the run wraps at most once.
-            let mut slot = self.first_slot + e;
-            if slot >= self.capacity {
-                slot -= self.capacity;
-            }
-            let word = i * size_of::<W>();
-            f(slot * size_of::<T>() + word, e * size_of::<T>() + word);
+            let (at_slot, at_data) = self.offsets::<T, W>(k, per);
+            f(at_slot, at_data);
             k += self.size;
         }
     }
 
-    /// Through the peer mapping `peer` (the slots' base on their PE).
+    /// Words of width `W` per element, and in the run.
+    #[inline(always)]
+    fn words<T, W>(&self) -> (usize, usize) {
+        let per = size_of::<T>() / size_of::<W>();
+        (per, self.count * per)
+    }
+
+    /// Word `k` of the run (`per` words per element): its byte offsets in the slots and in
+    /// the data.
+    #[inline(always)]
+    fn offsets<T, W>(&self, k: usize, per: usize) -> (usize, usize) {
+        let (e, i) = (k / per, k % per);
+        // `count <= capacity`, so the run wraps at most once.
+        let mut slot = self.first_slot + e;
+        if slot >= self.capacity {
+            slot -= self.capacity;
+        }
+        let word = i * size_of::<W>();
+        (slot * size_of::<T>() + word, e * size_of::<T>() + word)
+    }
+
+    /// Through the peer mapping `peer` (the slots' base on their PE): [`IN_FLIGHT`] loads,
+    /// then their stores, then the rest one by one.
     ///
     /// # Safety
     ///
     /// As [`move_elements`], with both sides aligned to `W`.
     #[inline(always)]
     unsafe fn mapped<T, W: Word>(&self, dir: Dir, peer: *mut u8, data: *mut u8) {
-        self.each_word::<T, W>(|at_slot, at_data| {
-            // SAFETY: the caller's contract.
-            unsafe {
-                let (slot, data) = (peer.add(at_slot), data.add(at_data));
-                match dir {
-                    Dir::ToSlots => W::store(slot, W::load(data)),
-                    Dir::FromSlots => W::store(data, W::load(slot)),
-                }
+        let (per, total) = self.words::<T, W>();
+        let ends = |k: usize| {
+            let (at_slot, at_data) = self.offsets::<T, W>(k, per);
+            // SAFETY: inside the slots' and the data's elements (the caller's contract).
+            let (slot, data) = unsafe { (peer.add(at_slot), data.add(at_data)) };
+            match dir {
+                Dir::ToSlots => (data, slot),
+                Dir::FromSlots => (slot, data),
             }
-        })
+        };
+        let mut k = self.rank;
+        while k + (IN_FLIGHT - 1) * self.size < total {
+            let mut words = [W::default(); IN_FLIGHT];
+            for (j, w) in words.iter_mut().enumerate() {
+                // SAFETY: the caller's contract; `k + j * size < total`.
+                *w = unsafe { W::load(ends(k + j * self.size).0) };
+            }
+            for (j, w) in words.into_iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { W::store(ends(k + j * self.size).1, w) };
+            }
+            k += IN_FLIGHT * self.size;
+        }
+        while k < total {
+            let (from, to) = ends(k);
+            // SAFETY: as above.
+            unsafe { W::store(to, W::load(from)) };
+            k += self.size;
+        }
     }
 
     /// With `p`/`g` on PE `pe`; `base` is this PE's address of the slots.
@@ -178,7 +217,7 @@ impl Run {
 }
 
 /// A word moved with one load and one store.
-trait Word: Copy {
+trait Word: Copy + Default {
     /// # Safety
     ///
     /// `p` valid and aligned for a `Self`.

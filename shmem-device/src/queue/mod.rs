@@ -21,7 +21,7 @@
 //!
 //! | | thread | warp / block (one reservation per batch) |
 //! |---|---|---|
-//! | waits | [`push`](SymQueue::push), [`pop`](SymQueue::pop) | [`push_batch`](SymQueue::push_batch), [`pop_batch`](SymQueue::pop_batch) |
+//! | waits | [`push`](SymQueue::push), [`push_ref`](SymQueue::push_ref), [`pop`](SymQueue::pop) | [`push_batch`](SymQueue::push_batch), [`pop_batch`](SymQueue::pop_batch) (each member its elements); [`push_cooperative`](SymQueue::push_cooperative), [`pop_cooperative`](SymQueue::pop_cooperative) (each element by a whole warp) |
 //! | returns at once | [`try_push`](SymQueue::try_push), [`try_pop`](SymQueue::try_pop) | |
 //!
 //! Elements are any `Copy` type (the host requires `bytemuck::Pod`: no padding, every bit
@@ -49,11 +49,14 @@
 //!   with `compare_swap(tail, t, t + 1)`, if it is smaller the queue is full. `try_pop` is
 //!   the mirror image on `head`. Blocking and non-blocking calls mix freely.
 //! * A batch of `n` claims `n` consecutive tickets with one `fetch_add(tail, n)` (one
-//!   reservation per batch), hands the first to the group through `scratch` and a group
-//!   barrier, and each member then pushes its share (elements `rank, rank + size, ...`) with
-//!   the per-ticket code of `push`. Members never wait for each other's slots: a group that
-//!   waited for all of its slots before writing any could wait for a consumer that waits for
-//!   one of its elements. Pops mirror this.
+//!   reservation per batch) and hands the first to the group through `scratch` and a group
+//!   barrier. Then [`ring::move_tickets`] moves the elements: each member its share (elements
+//!   `rank, rank + size, ...`) alone, or each warp a contiguous part together (a
+//!   [`ring::Crew`]: lanes poll the next slots, copy the ready elements' words side by side,
+//!   and publish up to 32 with one fence). Nobody waits while holding an element someone else
+//!   waits for (a crew publishes before it waits): a group that waited for all of its slots
+//!   before writing any could wait for a consumer that waits for one of its elements. Pops
+//!   mirror this.
 //!
 //! # Why it is correct (the ordering argument)
 //!
@@ -85,8 +88,12 @@
 //!    atomics may be relaxed (NVSHMEM's AMOs are); the loom model checks the protocol with
 //!    `Relaxed` counters and sequence accesses, `Release` publication and the fences only,
 //!    and a control run without the fences fails.
-//! 6. **Batches** run the per-ticket protocol above in each member; the group barriers only
+//! 6. **Batches** run the protocol above per member or per warp; the group barriers only
 //!    hand out the reservation and keep `scratch` until every member has read it.
+//! 7. **Crews.** A polling lane fences after its own poll and before the vote's barrier
+//!    (acquire), which hands the slot to the lanes that copy its words; before publishing, a
+//!    barrier orders every lane's copies before every lane's fence, and lane `j`'s fence and
+//!    store publish element `j` (release, carried to the other lanes' copies by the barrier).
 //!
 //! On the CPU simulator every operation is sequentially consistent, which satisfies all of
 //! the above; the loom model is what checks the weaker orderings.
@@ -97,8 +104,10 @@
 //! pop waits for the producer of its ticket. Those threads must be able to run: on a GPU,
 //! launch kernels whose blocks wait for each other cooperatively (all blocks resident), and
 //! target sm_70 or newer (independent thread scheduling lets lanes of one warp wait for each
-//! other). Waits poll with `atomic_fetch` and back off (`nanosleep` from 32 ns to 1 µs on the
-//! GPU; spin, yield, then sleep on the simulator).
+//! other). Kernels of different PEs that wait for each other must run at the same time, which
+//! nothing promises where PEs share a GPU (docs/queue.md, "Progress"). Waits poll with
+//! `atomic_fetch` and back off (`nanosleep` from 32 ns to 1 µs on the GPU; spin, yield, then
+//! sleep on the simulator).
 //!
 //! **Debug bound.** A queue created with `max_spins(n)` (or with `RSHMEM_QUEUE_MAX_SPINS=n`
 //! in the host's environment) gives up after `n` polls of one wait. On the GPU the thread

@@ -9,8 +9,10 @@
 //! Ticket `t` uses slot `t mod capacity`; the slot is free for ticket `t`'s producer when its
 //! sequence is [`free_for`]`(t)` (`2t`), and holds ticket `t`'s element when it is
 //! [`holds`]`(t)` (`2t + 1`); the consumer of ticket `t` sets it to `free_for(t + capacity)`,
-//! freeing it for the producer of the next round. Why this is correct, and where each ordering
-//! comes from, is in the [module documentation](super).
+//! freeing it for the producer of the next round. Elements move in [`move_tickets`], by a
+//! [`Crew`]: the thread alone, or a warp whose lanes copy each element's words side by side and
+//! publish up to [`WINDOW`] elements with one fence. Why this is correct, and where each
+//! ordering comes from, is in the [module documentation](super).
 
 use super::layout::{free_for, holds, slot_of};
 
