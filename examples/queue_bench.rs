@@ -329,7 +329,10 @@ fn on_pe1(shmem: &Shmem, mine: Option<Duration>, from: usize) -> Result<Option<D
         }
     }
     shmem.barrier_all()?;
-    Ok((shmem.my_pe() == 1).then(|| Duration::from_nanos(cell.to_vec().unwrap_or_default()[0])))
+    Ok(match shmem.my_pe() {
+        1 => Some(Duration::from_nanos(cell.to_vec()?[0])),
+        _ => None,
+    })
 }
 
 /// Median time of `reps` runs of PE 0 pushing and PE 1 popping, timed on PE 1 (returned
@@ -373,10 +376,7 @@ fn queue_run<K: BenchKernels>(
             unsafe {
                 match me {
                     0 => module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, log)),
-                    1 => module.launch::<K::Pop>(
-                        cfg,
-                        (q, per_group, m, stage, scratch, stat, log),
-                    ),
+                    1 => module.launch::<K::Pop>(cfg, (q, per_group, m, stage, scratch, stat, log)),
                     _ => Ok(()),
                 }
             }

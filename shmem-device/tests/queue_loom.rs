@@ -111,16 +111,17 @@ unsafe impl RingMemory for Model {
     }
     unsafe fn put<C: Crew>(&self, crew: &C, first: u64, src: *const Item, count: u64) {
         self.each_part(crew, first, count, |slot, part, e| {
-            // SAFETY: `src` holds `count` elements; loom checks that nobody else accesses
-            // the slot's part now.
+            // SAFETY: `src` holds `count` elements (the caller's contract).
             let v = unsafe { (*src.add(e))[part] };
+            // SAFETY: loom checks that nobody else accesses the slot's part now.
             self.slots[slot][part].with_mut(|p| unsafe { *p = v });
         })
     }
     unsafe fn get<C: Crew>(&self, crew: &C, first: u64, dst: *mut Item, count: u64) {
         self.each_part(crew, first, count, |slot, part, e| {
-            // SAFETY: as above, for reading the slot and writing `dst`.
+            // SAFETY: loom checks that nobody writes the slot's part now.
             let v = self.slots[slot][part].with(|p| unsafe { *p });
+            // SAFETY: `dst` holds `count` elements (the caller's contract).
             unsafe { (*dst.add(e))[part] = v };
         })
     }

@@ -83,7 +83,7 @@ pub(super) unsafe fn move_elements<T: Copy, C: Crew>(
     // SAFETY: `base` is symmetric and `pe` a PE of the job (the handle's contract).
     let peer = unsafe { shmem::ptr(slots.base, slots.pe) };
     let (data, base) = (data.cast::<u8>(), slots.base.cast::<u8>());
-    // SAFETY (all arms): the words tile the elements on both sides; the slots are the
+    // SAFETY: (all arms) the words tile the elements on both sides; the slots are the
     // crew's, `data` as the caller guarantees; each word is aligned to its width (chosen from
     // the element size and both addresses for the mapping, and from the size alone for
     // `p`/`g`, whose element side is accessed unaligned).

@@ -418,8 +418,7 @@ impl<T: Copy> SymQueue<T> {
         wait::group_sync::<S>(size);
         // SAFETY: written by the leader before the barrier.
         let first = unsafe { scratch.read_volatile() };
-        // SAFETY (both arms): each ticket of the reservation is moved once, by the member or
-        // warp it falls to; `data` holds `n` elements (the caller's contract).
+        // Each ticket of the reservation is moved once, by the member or warp it falls to.
         match (split, S::KIND) {
             (Split::PerMember, _) | (Split::PerWarp, ScopeKind::Thread) => {
                 let crew = ring::Alone;
@@ -427,6 +426,8 @@ impl<T: Copy> SymQueue<T> {
                 let mut i = if whole { 0 } else { rank as usize };
                 while i < n {
                     let count = if whole { n - i } else { 1 };
+                    // SAFETY: tickets `first + i ..` of the reservation are this member's;
+                    // `data` holds `n` elements (the caller's contract).
                     unsafe {
                         ring::move_tickets(
                             self,
@@ -451,6 +452,8 @@ impl<T: Copy> SymQueue<T> {
                 let lo = (w as usize * per).min(n);
                 let hi = (lo + per).min(n);
                 if lo < hi {
+                    // SAFETY: tickets `first + lo .. first + hi` are this warp's part of the
+                    // reservation; `data` holds `n` elements (the caller's contract).
                     unsafe {
                         ring::move_tickets(
                             self,

@@ -685,7 +685,7 @@ fn debug_bound_on_a_full_queue() {
 }
 
 /// Across nodes a PE has no peer mapping of the home PE's ring, and elements move word by
-/// word with `p`/`g` (8-byte, 4-byte and 1-byte words for the 1024-, 12- and 10-byte
+/// word with `p`/`g` (8-byte, 4-byte and 2-byte words for the 1024-, 12- and 10-byte
 /// elements): the element tests again, in a child process of this binary on a simulator that
 /// withholds peer mappings (`RSHMEM_SIM_P2P=0`, a process-wide setting).
 #[test]
