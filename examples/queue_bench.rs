@@ -1,53 +1,124 @@
-//! Symmetric queue throughput across PEs: producing CTAs on PE 0 push into a queue whose ring
-//! lives on PE 1, where as many consuming CTAs pop; items/s and GB/s for 8-, 64- and 1024-byte
-//! elements, with warp-batched (`push_batch::<Warp>` of 32, one reservation each) and
-//! per-thread operations, next to raw remote `atomic_fetch_add` throughput (PE 1's threads on
-//! a counter on PE 0) measured in the same run. Every popped element is checked (tag, bytes,
-//! count and sequence sum), and so is the counter.
+//! Symmetric queue throughput across PEs, beside a raw put of the same bytes: producing CTAs
+//! on PE 0 push into a queue whose ring lives on PE 1, where as many consuming CTAs pop;
+//! items/s and GB/s for 8-, 64- and 1024-byte elements, per kind:
+//!
+//! | kind | what |
+//! |---|---|
+//! | `queue_thread` | every thread `push_ref`/`pop`s its own elements |
+//! | `queue_warp` | `push_batch`/`pop_batch::<Warp>` of 32: one reservation, each lane moves one element alone |
+//! | `queue_coop_warp` | `push_cooperative`/`pop_cooperative::<Warp>` of 32: one reservation, the warp moves each element together |
+//! | `queue_coop_block` | `push_cooperative`/`pop_cooperative::<Block>` of one element per thread: each warp moves its part together |
+//! | `put_warp`, `put_block` | the same bytes from the same grid as `putmem_nbi` at warp / block scope, in the batches' pieces, then `quiet` (PE 0 → PE 1, no consumer) |
+//! | `fetch_add` | PE 1's threads doing remote `atomic_fetch_add` on a counter on PE 0 |
+//!
+//! Every popped element is checked (tag, bytes, count and sequence sum), every put row too,
+//! and the counter. The table gives each queue kind's GB/s beside the put's, and the ratio.
 //!
 //! Prints a table and one CSV line per measurement:
-//! `QB,<kind>,<element bytes>,<ctas>,<items>,<seconds>,<items per s>,<GB per s>` with kind
-//! `queue_warp`, `queue_thread` or `fetch_add` (items = operations for `fetch_add`).
+//! `QB,<kind>,<element bytes>,<ctas>,<items>,<seconds>,<items per s>,<GB per s>` (items =
+//! operations for `fetch_add`). Where the two PEs share a GPU it also prints, per queue run,
+//! `QP,<kind>,<bytes>,<ctas>,<SMs of PE 0>,<SMs of PE 1>,<SMs both used>,<µs from the first
+//! block's start to the last's>`: where and when the blocks of the two grids ran.
 //!
 //! ```text
-//! cargo run --release --example queue_bench                         # 1..132 CTAs on GPUs
-//! cargo run --release --example queue_bench -- --ctas 1,8,132 --sizes 8,1024 --items 4096
+//! cargo run --release --example queue_bench                         # 1..SMs CTAs on GPUs
+//! cargo run --release --example queue_bench -- --ctas 1,8,32 --sizes 8,1024 --kinds coop,put
 //! ```
+//!
+//! The queue's producers and consumers wait for each other, so both grids must run at once.
+//! Each is launched cooperatively (its own blocks resident together); two PEs sharing a GPU
+//! (MPS) get no such promise for the pair, so there the benchmark refuses CTA counts whose two
+//! grids may not fit together (`--force` runs them anyway; see docs/queue.md).
 //!
 //! On the simulator the grid and counts are small: it checks correctness, not speed.
 
 use anyhow::{bail, ensure, Context, Result};
-use rshmem::{Backend, DeviceQueue, Kernel, LaunchConfig, Module, Pod, Shmem, SymQueue};
-use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged};
+use rshmem::{
+    Backend, DeviceQueue, GpuSharing, Kernel, LaunchConfig, Module, Pod, Shmem, SymQueue,
+};
+use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged, LOG_WORDS};
 use rshmem_examples_image::IMAGE;
 use std::time::Duration;
+
+/// What one measurement moves, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Queue(Mode),
+    Put(Mode),
+    FetchAdd,
+}
+
+impl Kind {
+    const ALL: [Kind; 7] = [
+        Kind::Queue(Mode::Thread),
+        Kind::Queue(Mode::Warp),
+        Kind::Queue(Mode::WarpCoop),
+        Kind::Queue(Mode::BlockCoop),
+        Kind::Put(Mode::Warp),
+        Kind::Put(Mode::Block),
+        Kind::FetchAdd,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Queue(Mode::Thread) => "queue_thread",
+            Kind::Queue(Mode::Warp) => "queue_warp",
+            Kind::Queue(Mode::WarpCoop) => "queue_coop_warp",
+            Kind::Queue(_) => "queue_coop_block",
+            Kind::Put(Mode::Warp) => "put_warp",
+            Kind::Put(_) => "put_block",
+            Kind::FetchAdd => "fetch_add",
+        }
+    }
+
+    /// The kind's group in `--kinds`: `thread`, `warp`, `coop`, `put`, `fetch_add`.
+    fn family(self) -> &'static str {
+        match self {
+            Kind::Queue(Mode::Thread) => "thread",
+            Kind::Queue(Mode::Warp) => "warp",
+            Kind::Queue(_) => "coop",
+            Kind::Put(_) => "put",
+            Kind::FetchAdd => "fetch_add",
+        }
+    }
+
+    /// The put whose bytes and pieces a queue kind is compared with.
+    fn baseline(self) -> Option<Kind> {
+        match self {
+            Kind::Queue(Mode::BlockCoop) => Some(Kind::Put(Mode::Block)),
+            Kind::Queue(_) => Some(Kind::Put(Mode::Warp)),
+            _ => None,
+        }
+    }
+}
 
 struct Options {
     ctas: Vec<u32>,
     threads: u32,
     sizes: Vec<usize>,
+    kinds: Vec<Kind>,
     /// Elements per warp (a thread moves a 32nd of them).
     items: u32,
     capacity: usize,
     fetch_add_iters: u32,
     reps: usize,
+    /// Run CTA counts whose two grids may not be resident together (shared GPUs).
+    force: bool,
 }
 
 impl Options {
-    fn parse(backend: Backend) -> Result<Self> {
-        let gpu = backend == Backend::Gpu;
+    fn parse(shmem: &Shmem) -> Result<Self> {
+        let gpu = shmem.backend() == Backend::Gpu;
         let mut o = Options {
-            ctas: if gpu {
-                vec![1, 2, 4, 8, 16, 32, 66, 132]
-            } else {
-                vec![1, 2]
-            },
+            ctas: Vec::new(),
             threads: if gpu { 256 } else { 64 },
             sizes: vec![8, 64, 1024],
+            kinds: Kind::ALL.to_vec(),
             items: if gpu { 4096 } else { 64 },
             capacity: 4096,
             fetch_add_iters: if gpu { 1000 } else { 8 },
             reps: if gpu { 3 } else { 1 },
+            force: false,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         let list = |v: &str| -> Result<Vec<u64>> {
@@ -61,18 +132,36 @@ impl Options {
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
+            if a == "--force" {
+                o.force = true;
+                continue;
+            }
             let mut value = || it.next().with_context(|| format!("{a} needs a value"));
             match a.as_str() {
                 "--ctas" => o.ctas = list(value()?)?.into_iter().map(|x| x as u32).collect(),
                 "--threads" => o.threads = value()?.parse()?,
                 "--sizes" => o.sizes = list(value()?)?.into_iter().map(|x| x as usize).collect(),
+                "--kinds" => {
+                    let want: Vec<&str> = value()?.split(',').map(str::trim).collect();
+                    for w in &want {
+                        ensure!(
+                            Kind::ALL.iter().any(|k| k.family() == *w),
+                            "--kinds: {w:?} is not one of thread, warp, coop, put, fetch_add"
+                        );
+                    }
+                    o.kinds = Kind::ALL
+                        .into_iter()
+                        .filter(|k| want.contains(&k.family()))
+                        .collect();
+                }
                 "--items" => o.items = value()?.parse()?,
                 "--capacity" => o.capacity = value()?.parse()?,
                 "--fetch-add-iters" => o.fetch_add_iters = value()?.parse()?,
                 "--reps" => o.reps = value()?.parse()?,
                 other => bail!(
                     "unknown argument {other:?}: use --ctas A,B --threads T --sizes 8,64,1024 \
-                     --items PER_WARP --capacity SLOTS --fetch-add-iters N --reps N"
+                     --kinds thread,warp,coop,put,fetch_add --items PER_WARP --capacity SLOTS \
+                     --fetch-add-iters N --reps N --force"
                 ),
             }
         }
@@ -80,19 +169,87 @@ impl Options {
             o.threads % 32 == 0 && o.threads > 0,
             "--threads must be a multiple of 32 (warps push whole batches)"
         );
+        ensure!(
+            o.items % 32 == 0 && o.items > 0,
+            "--items must be a multiple of 32 (elements per warp, moved in batches of 32)"
+        );
         for s in &o.sizes {
             ensure!(
                 matches!(s, 8 | 64 | 1024),
                 "--sizes: {s} is not 8, 64 or 1024"
             );
         }
+        if o.ctas.is_empty() {
+            o.ctas = default_ctas(shmem);
+        }
+        check_co_residency(shmem, &o)?;
         Ok(o)
+    }
+}
+
+/// 1, 2, 4, ... up to what the two grids may use together: every SM of the PE's GPU (each PE
+/// has its own), or half the PE's share where the PEs share a GPU; and that bound itself.
+fn default_ctas(shmem: &Shmem) -> Vec<u32> {
+    if shmem.backend() == Backend::Sim {
+        return vec![1, 2];
+    }
+    let top = pair_bound(shmem);
+    let mut v: Vec<u32> = (0..8).map(|i| 1 << i).filter(|&c| c < top).collect();
+    v.push(top);
+    v
+}
+
+/// The CTAs per PE for which the producer and consumer grids, at up to one block per SM, may
+/// be resident together: the PE's SMs when it has its GPU alone; where PEs share one under
+/// MPS, half of this PE's share. MPS caps each client at its share of the SMs but reserves
+/// none and does not keep clients apart (kernels of different clients may run on the same
+/// SMs), so only that bound is sure; the cooperative launch guarantees each grid alone.
+fn pair_bound(shmem: &Shmem) -> u32 {
+    let info = shmem.device_info();
+    match info.sharing {
+        GpuSharing::Exclusive => info.multiprocessors,
+        _ => (info.multiprocessors / 2).max(1),
+    }
+}
+
+/// Refuses runs that cannot progress: PEs that time-slice one GPU (their kernels never run at
+/// once), and on a GPU shared under MPS, CTA counts above [`pair_bound`] (a 2-PE run at 64
+/// CTAs per PE on one H200 made no progress). `--force` lets them run, with a warning.
+fn check_co_residency(shmem: &Shmem, o: &Options) -> Result<()> {
+    let info = shmem.device_info();
+    let bound = pair_bound(shmem);
+    let too_many: Vec<u32> = o.ctas.iter().copied().filter(|&c| c > bound).collect();
+    let problem = match info.sharing {
+        GpuSharing::TimeSliced => Some(
+            "the PEs share a GPU without MPS: their kernels time-slice and never run at once, \
+             so producers spin until the consumers' time slice (start MPS: docs/mps.md)"
+                .to_string(),
+        ),
+        _ if !too_many.is_empty() => Some(format!(
+            "--ctas {too_many:?}: above {bound} CTAs per PE the producer and consumer grids may \
+             not be resident together ({} SMs for this PE, {}), and each waits for the other: \
+             use --ctas up to {bound}",
+            info.multiprocessors,
+            match info.sharing {
+                GpuSharing::Exclusive => "its own GPU".to_string(),
+                _ => "a GPU shared under MPS, which reserves no SMs for a PE".to_string(),
+            }
+        )),
+        _ => None,
+    };
+    match problem {
+        Some(p) if o.force => {
+            eprintln!("queue_bench: warning (--force): {p}");
+            Ok(())
+        }
+        Some(p) => bail!("queue_bench: {p}; --force runs it anyway (it may hang until the hang watchdog ends it)"),
+        None => Ok(()),
     }
 }
 
 /// One measured row.
 struct Row {
-    kind: &'static str,
+    kind: Kind,
     bytes: usize,
     ctas: u32,
     items: u64,
@@ -108,11 +265,10 @@ impl Row {
     }
 }
 
-/// The producer and consumer kernels of one element type.
+/// The producer, consumer and raw-put kernels of one element type.
 trait BenchKernels {
     type E: Tagged + Pod;
-    type Push: Kernel<Args = (DeviceQueue<Self::E>, u32, u32, *mut Self::E, *mut u64)>;
-    type Pop: Kernel<
+    type Push: Kernel<
         Args = (
             DeviceQueue<Self::E>,
             u32,
@@ -122,23 +278,61 @@ trait BenchKernels {
             *mut u64,
         ),
     >;
+    type Pop: Kernel<
+        Args = (
+            DeviceQueue<Self::E>,
+            u32,
+            u32,
+            *mut Self::E,
+            *mut u64,
+            *mut u64,
+            *mut u64,
+        ),
+    >;
+    type Put: Kernel<Args = (*mut Self::E, u32, u32, *mut Self::E)>;
 }
 
 macro_rules! bench_kernels {
-    ($($name:ident: $t:ty => $push:ident, $pop:ident;)*) => {$(
+    ($($name:ident: $t:ty => $push:ident, $pop:ident, $put:ident;)*) => {$(
         struct $name;
         impl BenchKernels for $name {
             type E = $t;
             type Push = qk::$push;
             type Pop = qk::$pop;
+            type Put = qk::$put;
         }
     )*};
 }
 
 bench_kernels! {
-    E8: u64 => queue_bench_push_e8, queue_bench_pop_e8;
-    E64: [u64; 8] => queue_bench_push_e64, queue_bench_pop_e64;
-    E1024: [u64; 128] => queue_bench_push_e1024, queue_bench_pop_e1024;
+    E8: u64 => queue_bench_push_e8, queue_bench_pop_e8, queue_bench_put_e8;
+    E64: [u64; 8] => queue_bench_push_e64, queue_bench_pop_e64, queue_bench_put_e64;
+    E1024: [u64; 128] => queue_bench_push_e1024, queue_bench_pop_e1024, queue_bench_put_e1024;
+}
+
+/// Elements each group of `mode` moves when every warp moves `o.items`.
+fn per_group(o: &Options, mode: Mode) -> u32 {
+    match mode {
+        Mode::Thread | Mode::Try => o.items / 32,
+        Mode::Warp | Mode::WarpCoop => o.items,
+        Mode::Block | Mode::BlockCoop => o.items * o.threads / 32,
+    }
+}
+
+/// A time measured on PE `from`, on PE 1 (the one that prints): PE `from` puts it there.
+fn on_pe1(shmem: &Shmem, mine: Option<Duration>, from: usize) -> Result<Option<Duration>> {
+    let mut cell = shmem.alloc_zeroed::<u64>(1)?;
+    if let Some(t) = mine.filter(|_| shmem.my_pe() == from) {
+        cell.copy_from_host(&[t.as_nanos() as u64])?;
+        if from != 1 {
+            shmem.stream().put(&cell, &cell, 1)?;
+        }
+    }
+    shmem.barrier_all()?;
+    Ok(match shmem.my_pe() {
+        1 => Some(Duration::from_nanos(cell.to_vec()?[0])),
+        _ => None,
+    })
 }
 
 /// Median time of `reps` runs of PE 0 pushing and PE 1 popping, timed on PE 1 (returned
@@ -152,10 +346,7 @@ fn queue_run<K: BenchKernels>(
 ) -> Result<Option<(u64, Duration)>> {
     let me = shmem.my_pe();
     let groups = mode.groups(ctas, o.threads);
-    let per_group = match mode {
-        Mode::Warp => o.items,
-        _ => (o.items / 32).max(1),
-    };
+    let per_group = per_group(o, mode);
     let queue = SymQueue::<K::E>::builder(o.capacity)
         .home(1)
         .label(format!("bench {}B", std::mem::size_of::<K::E>()))
@@ -164,32 +355,28 @@ fn queue_run<K: BenchKernels>(
     let mut stage = shmem.alloc_zeroed::<K::E>(warps * 32)?;
     let mut scratch = shmem.alloc_zeroed::<u64>(warps)?;
     let mut stat = shmem.alloc_zeroed::<u64>(status::LEN)?;
+    let mut log = shmem.alloc_zeroed::<u64>(2 * ctas as usize * LOG_WORDS)?;
     let cfg = LaunchConfig::new(ctas, o.threads).cooperative();
     let (q, m) = (queue.handle(), mode as u32);
     let mut times = Vec::new();
     for _ in 0..o.reps {
         stat.copy_from_host(&[0; status::LEN])?;
         shmem.barrier_all()?;
+        let ptrs = (
+            stage.as_mut_ptr(),
+            scratch.as_mut_ptr(),
+            stat.as_mut_ptr(),
+            log.as_mut_ptr(),
+        );
         let launch = || -> rshmem::Result<()> {
+            let (stage, scratch, stat, log) = ptrs;
             // SAFETY: `stage` holds 32 elements and `scratch` one word per warp of this
-            // grid; PE 1 pops exactly what PE 0 pushes, both grids resident (cooperative).
+            // grid, `log` a row per block of both PEs; PE 1 pops exactly what PE 0 pushes,
+            // each grid resident (cooperative; the pair: `check_co_residency`).
             unsafe {
                 match me {
-                    0 => module.launch::<K::Push>(
-                        cfg,
-                        (q, per_group, m, stage.as_mut_ptr(), scratch.as_mut_ptr()),
-                    ),
-                    1 => module.launch::<K::Pop>(
-                        cfg,
-                        (
-                            q,
-                            per_group,
-                            m,
-                            stage.as_mut_ptr(),
-                            scratch.as_mut_ptr(),
-                            stat.as_mut_ptr(),
-                        ),
-                    ),
+                    0 => module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, log)),
+                    1 => module.launch::<K::Pop>(cfg, (q, per_group, m, stage, scratch, stat, log)),
                     _ => Ok(()),
                 }
             }
@@ -215,9 +402,64 @@ fn queue_run<K: BenchKernels>(
             ensure!(queue.is_empty()?, "the queue is not empty after the run");
         }
     }
+    if me == 1 && shmem.device_info().sharing != GpuSharing::Exclusive {
+        print_placement(mode, std::mem::size_of::<K::E>(), ctas, &log.to_vec()?);
+    }
     times.sort();
     let total = groups as u64 * per_group as u64;
     Ok((me == 1).then(|| (total, times[times.len() / 2])))
+}
+
+/// Median time of PE 0's groups of `mode` putting the queue runs' bytes to PE 1 (returned on
+/// PE 1), each group's rows checked there.
+fn put_run<K: BenchKernels>(
+    shmem: &Shmem,
+    module: &Module<'_>,
+    o: &Options,
+    ctas: u32,
+    mode: Mode,
+) -> Result<Option<(u64, Duration)>> {
+    let me = shmem.my_pe();
+    let (groups, per_group) = (mode.groups(ctas, o.threads), per_group(o, mode));
+    let warps = Mode::Warp.groups(ctas, o.threads) as usize;
+    let mut stage = shmem.alloc_zeroed::<K::E>(warps * 32)?;
+    let mut dst = shmem.alloc_zeroed::<K::E>(warps * 32)?;
+    let mut times = Vec::new();
+    for _ in 0..o.reps {
+        dst.copy_from_host(&vec![unpopulated::<K::E>(); warps * 32])?;
+        shmem.barrier_all()?;
+        if me == 0 {
+            let ptrs = (dst.as_mut_ptr(), stage.as_mut_ptr());
+            let launch = || -> rshmem::Result<()> {
+                // SAFETY: `dst` and `stage` hold 32 elements per warp of this grid, whose
+                // blocks are whole warps; `per_group` is a multiple of the group's size.
+                unsafe {
+                    module.launch::<K::Put>(
+                        LaunchConfig::new(ctas, o.threads),
+                        (ptrs.0, per_group, mode as u32, ptrs.1),
+                    )
+                }
+            };
+            times.push(shmem.time(launch)?);
+        }
+        shmem.barrier_all()?;
+        if me == 1 {
+            let got = dst.to_vec()?;
+            let size = mode.group_size(o.threads) as usize;
+            for (row, item) in got.iter().enumerate() {
+                let want = ((row / size) as u32, (row % size) as u32);
+                ensure!(
+                    item.untag() == Some(want),
+                    "{mode:?} put, {ctas} CTAs: element {row} on PE 1 is {:?}, expected {want:?}",
+                    item.untag()
+                );
+            }
+        }
+    }
+    times.sort();
+    let total = groups as u64 * per_group as u64;
+    let median = times.get(times.len() / 2).copied();
+    Ok(on_pe1(shmem, median, 0)?.map(|t| (total, t)))
 }
 
 /// Median time of PE 1's threads doing `iters` remote `fetch_add`s each on a counter on PE 0;
@@ -260,16 +502,31 @@ fn fetch_add_run(
     Ok((me == 1).then(|| (ops, times[times.len() / 2])))
 }
 
+/// One measurement of `kind` with `K`'s elements.
+fn run<K: BenchKernels>(
+    shmem: &Shmem,
+    module: &Module<'_>,
+    o: &Options,
+    ctas: u32,
+    kind: Kind,
+) -> Result<Option<(u64, Duration)>> {
+    match kind {
+        Kind::Queue(mode) => queue_run::<K>(shmem, module, o, ctas, mode),
+        Kind::Put(mode) => put_run::<K>(shmem, module, o, ctas, mode),
+        Kind::FetchAdd => fetch_add_run(shmem, module, o, ctas),
+    }
+}
+
 fn main() -> Result<()> {
     rshmem::run(|shmem: &Shmem| -> Result<()> {
         ensure!(
             shmem.n_pes() >= 2,
             "queue_bench needs 2 PEs (RSHMEM_NPES=2)"
         );
-        let o = Options::parse(shmem.backend())?;
+        let o = Options::parse(shmem)?;
         let module = shmem.load(&IMAGE)?;
         let mut rows = Vec::new();
-        let mut keep = |kind, bytes, ctas, r: Option<(u64, Duration)>| {
+        let mut keep = |kind: Kind, bytes, ctas, r: Option<(u64, Duration)>| {
             if let Some((items, time)) = r {
                 let row = Row {
                     kind,
@@ -279,7 +536,8 @@ fn main() -> Result<()> {
                     time,
                 };
                 println!(
-                    "QB,{kind},{bytes},{ctas},{items},{:.6},{:.0},{:.2}",
+                    "QB,{},{bytes},{ctas},{items},{:.6},{:.0},{:.2}",
+                    kind.name(),
                     time.as_secs_f64(),
                     row.per_s(),
                     row.gbps()
@@ -289,28 +547,26 @@ fn main() -> Result<()> {
         };
         for &ctas in &o.ctas {
             for &bytes in &o.sizes {
-                for (mode, kind) in [(Mode::Warp, "queue_warp"), (Mode::Thread, "queue_thread")] {
+                for &kind in o.kinds.iter().filter(|k| **k != Kind::FetchAdd) {
                     let r = match bytes {
-                        8 => queue_run::<E8>(shmem, &module, &o, ctas, mode)?,
-                        64 => queue_run::<E64>(shmem, &module, &o, ctas, mode)?,
-                        _ => queue_run::<E1024>(shmem, &module, &o, ctas, mode)?,
+                        8 => run::<E8>(shmem, &module, &o, ctas, kind)?,
+                        64 => run::<E64>(shmem, &module, &o, ctas, kind)?,
+                        _ => run::<E1024>(shmem, &module, &o, ctas, kind)?,
                     };
                     keep(kind, bytes, ctas, r);
                 }
             }
-            keep(
-                "fetch_add",
-                8,
-                ctas,
-                fetch_add_run(shmem, &module, &o, ctas)?,
-            );
+            if o.kinds.contains(&Kind::FetchAdd) {
+                let r = fetch_add_run(shmem, &module, &o, ctas)?;
+                keep(Kind::FetchAdd, 8, ctas, r);
+            }
         }
         shmem.barrier_all()?;
         if shmem.my_pe() == 1 {
             print_table(&o, &rows);
             println!(
-                "(every element checked: tag, bytes, count and sequence sum; the fetch_add \
-                 counter too{})",
+                "(every element checked: tag, bytes, count and sequence sum; every put row; the \
+                 fetch_add counter{})",
                 if shmem.backend() == Backend::Sim {
                     "; CPU simulator: the rates say nothing about GPUs"
                 } else {
@@ -323,38 +579,92 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// One table per element size: Mitems/s | GB/s per kind, and each queue kind's GB/s over its
+/// put's (`coop/put`).
 fn print_table(o: &Options, rows: &[Row]) {
-    println!(
-        "\nqueue PE 0 -> PE 1 ({} threads/CTA, capacity {}, ring on PE 1): Mitems/s | GB/s",
-        o.threads, o.capacity
-    );
-    let cols: Vec<(&str, usize)> = o
-        .sizes
-        .iter()
-        .flat_map(|&b| [("queue_warp", b), ("queue_thread", b)])
-        .chain([("fetch_add", 8)])
-        .collect();
-    print!("{:>6}", "CTAs");
-    for (kind, b) in &cols {
-        let name = match *kind {
-            "queue_warp" => format!("warp {b}B"),
-            "queue_thread" => format!("thread {b}B"),
-            _ => "fetch_add".to_string(),
-        };
-        print!("{name:>20}");
-    }
-    println!();
-    for &c in &o.ctas {
-        print!("{c:>6}");
-        for (kind, b) in &cols {
-            let cell = rows
-                .iter()
-                .find(|r| r.ctas == c && r.kind == *kind && r.bytes == *b)
-                .map_or("-".to_string(), |r| {
-                    format!("{:.1} | {:.1}", r.per_s() / 1e6, r.gbps())
-                });
-            print!("{cell:>20}");
+    let find = |c: u32, kind: Kind, b: usize| {
+        rows.iter()
+            .find(|r| r.ctas == c && r.kind == kind && r.bytes == b)
+    };
+    for &b in &o.sizes {
+        println!(
+            "\n{b}-byte elements, PE 0 -> PE 1 ({} threads/CTA, capacity {}, ring on PE 1): \
+             Mitems/s | GB/s",
+            o.threads, o.capacity
+        );
+        let kinds: Vec<Kind> = o
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| *k != Kind::FetchAdd)
+            .collect();
+        let ratios: Vec<Kind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| matches!(k, Kind::Queue(Mode::WarpCoop | Mode::BlockCoop)))
+            .filter(|k| kinds.contains(&k.baseline().unwrap()))
+            .collect();
+        print!("{:>6}", "CTAs");
+        for k in &kinds {
+            print!("{:>20}", k.name());
+        }
+        for k in &ratios {
+            print!("{:>20}", format!("{}/put", &k.name()[6..]));
         }
         println!();
+        for &c in &o.ctas {
+            print!("{c:>6}");
+            for &k in &kinds {
+                let cell = find(c, k, b).map_or("-".to_string(), |r| {
+                    format!("{:.1} | {:.1}", r.per_s() / 1e6, r.gbps())
+                });
+                print!("{cell:>20}");
+            }
+            for &k in &ratios {
+                let cell = match (find(c, k, b), find(c, k.baseline().unwrap(), b)) {
+                    (Some(q), Some(p)) => format!("{:.2}", q.gbps() / p.gbps()),
+                    _ => "-".to_string(),
+                };
+                print!("{cell:>20}");
+            }
+            println!();
+        }
     }
+    if o.kinds.contains(&Kind::FetchAdd) {
+        println!("\nremote fetch_add, PE 1 -> a counter on PE 0: M operations/s");
+        for &c in &o.ctas {
+            if let Some(r) = find(c, Kind::FetchAdd, 8) {
+                println!("{c:>6}{:>20.1}", r.per_s() / 1e6);
+            }
+        }
+    }
+}
+
+/// The `QP` line of a queue run on a shared GPU, from its placement log (a row of
+/// `[SM, start, end]` per block, PE 0's blocks then PE 1's).
+fn print_placement(mode: Mode, bytes: usize, ctas: u32, log: &[u64]) {
+    let rows: Vec<&[u64]> = log.chunks(LOG_WORDS).collect();
+    let (pe0, pe1) = rows.split_at(ctas as usize);
+    let sms = |rows: &[&[u64]]| -> std::collections::BTreeSet<u64> {
+        rows.iter().map(|r| r[0]).collect()
+    };
+    let (a, b) = (sms(pe0), sms(pe1));
+    let first = rows.iter().map(|r| r[1]).min().unwrap_or(0);
+    let last = rows.iter().map(|r| r[1]).max().unwrap_or(0);
+    println!(
+        "QP,{},{bytes},{ctas},{},{},{},{:.1}",
+        Kind::Queue(mode).name(),
+        a.len(),
+        b.len(),
+        a.intersection(&b).count(),
+        (last - first) as f64 / 1e3
+    );
+}
+
+/// An element no put writes: all bytes 0xFF (its tag would name producer and sequence
+/// `u32::MAX`, and no filler matches it).
+fn unpopulated<E: Pod>() -> E {
+    let mut e: E = bytemuck::Zeroable::zeroed();
+    bytemuck::bytes_of_mut(&mut e).fill(0xFF);
+    e
 }

@@ -8,7 +8,8 @@
 # PARTs (default: all of them): `examples` (the seed's programs and the queue example),
 # `tests` (every `gpu::` test of every carried test binary, one process per test with its own
 # bound, so a hang costs one test, not the binary; TESTS=REGEX picks tests, BINS=REGEX binaries), `bandwidth` (Rust put bandwidth beside the
-# CUDA C++ peer), `queue_bench`, `perftest` (every perftest row beside its CUDA C++ twin; one
+# CUDA C++ peer), `queue_bench` (2 GPUs, or 2 PEs sharing one under MPS; `queue_bench_hang`,
+# named only, forces the case that hung there), `perftest` (every perftest row beside its CUDA C++ twin; one
 # PE per GPU, RSHMEM_NPES of them, default all), and, only when named, `gemm_bench`
 # (scripts/gemm_bench.py: rshmem's GEMM beside cuBLAS, N x K then K x N; `grouped_bench` and
 # `splitk_bench` its grouped and split-K cases), `graphs` (launch overhead with and
@@ -171,7 +172,31 @@ PY
     STEP_TIMEOUT=200 step ncu_cublas $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
     grep -E "^  [a-z_]+__|gemm|nvjet|sm90|splitk" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
 fi
-[ "$NGPU" -ge 2 ] && want queue_bench && step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench
+# The symmetric queue beside a raw put of the same bytes (docs/queue.md): PE 0 -> PE 1 over
+# NVLink with 2 GPUs; on one GPU, 2 PEs sharing it under MPS (CTA counts up to half a PE's
+# share: queue_bench refuses more there, and `--ctas 64` must be refused at once). QB_ARGS adds
+# arguments (e.g. `--sizes 1024 --kinds coop,put`).
+if want queue_bench; then
+    if [ "$NGPU" -ge 2 ]; then
+        step queue_bench env RSHMEM_NPES=2 $BIN/queue_bench ${QB_ARGS:-}
+    else
+        step queue_bench_mps env RSHMEM_NPES=2 $BIN/queue_bench --ctas 1,8,16,32,33 ${QB_ARGS:-}
+        STEP_TIMEOUT=60 step queue_bench_refuses env RSHMEM_NPES=2 $BIN/queue_bench --ctas 64
+        grep -q "may not be resident together" "$OUT/queue_bench_refuses.log" &&
+            echo "queue_bench_refuses: refused as it should" ||
+            echo "queue_bench_refuses: NOT refused (see the log)"
+    fi
+    echo "== queue vs put (GB/s) and, on a shared GPU, where the blocks ran (QP lines)"
+    grep -h -E '^(\[PE [0-9]+\] )?(QB|QP),' "$OUT"/queue_bench*.log | sed 's/^/    /'
+fi
+# Named only (one GPU under MPS): the case that made no progress, forced, with a short hang
+# bound: confirms that the two grids are not resident together at 64 CTAs per PE (the MPS
+# server is restarted after it).
+if want queue_bench_hang && [ "$MPS" = 1 ]; then
+    STEP_TIMEOUT=90 step queue_bench_hang env RSHMEM_NPES=2 RSHMEM_HANG_TIMEOUT=30 \
+        $BIN/queue_bench --ctas 64 --sizes 1024 --kinds warp --reps 1 --force
+    mps_restart >>"$OUT/mps.log" 2>&1
+fi
 
 # Launch overhead, µs per launch, plain and under graphs (kernels, and NVSHMEM's on-stream
 # barrier): one PE, then two (sharing the GPU in smoke mode, where NVSHMEM's limited

@@ -17,6 +17,7 @@ G=.gpu/scripts/gpu-check.sh
 OUT=${OUT:-/tmp/rshmem-out}
 SLICES=${*:-graphs gemm fused coll moe overhead regress teams tp1 examples collectives tp faults}
 # Named only: latency2 latency4 (the collectives' same-GPU latency under MPS), moe_bench,
+# queue (the symmetric queue beside a raw put, 2 PEs under MPS; queue_hang: the forced 64-CTA case),
 # grouped (the grouped GEMM's tests and benchmark), splitk (split-K's tests and benchmark),
 # fp8 (the FP8 GEMM's tests, the hopper tests' wgmma FP8 case, and its benchmark).
 slice() { # name, budget seconds, env assignments..., -- parts...
@@ -55,6 +56,12 @@ slice moe_bench 580 MOE_TIMEOUT=560 -- moe_bench
 slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
 slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives
 slice tp 70 -- tp
+# The symmetric queue under MPS (docs/queue.md): every kind beside the put of the same bytes at
+# 1 to 33 CTAs per PE, the refusal of 64, then only the 1 KiB cooperative kinds and puts with
+# more elements per warp (longer runs, steadier rates).
+slice queue 300 -- queue_bench
+slice queue1k 200 QB_ARGS='--sizes 1024 --kinds coop,put --items 16384' -- queue_bench
+slice queue_hang 150 -- queue_bench_hang
 # faults: the fault suite (9 tests, 2 jobs each) and the GPU blame test (15 jobs on one GPU)
 # take about 3-4 minutes with PEs sharing the GPU; run this slice on its own call.
 slice faults 330 -- faults checked_bench

@@ -146,10 +146,15 @@ fn queue_bench_example_prints_checked_rows() {
     for kind in [
         "QB,queue_warp,8,",
         "QB,queue_thread,1024,",
+        "QB,queue_coop_warp,1024,",
+        "QB,queue_coop_block,64,",
+        "QB,put_warp,1024,",
+        "QB,put_block,8,",
         "QB,fetch_add,8,",
     ] {
         assert!(out.contains(kind), "{kind} missing:\n{out}");
     }
+    assert!(out.contains("coop_warp/put"), "the ratio column: {out}");
     assert!(out.contains("every element checked"), "{out}");
 }
 

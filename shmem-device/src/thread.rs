@@ -102,6 +102,14 @@ pub fn clock64() -> u64 {
     backend::clock64()
 }
 
+/// The SM this thread runs on (`%smid`: it may change while a thread runs, in principle, and
+/// the numbers need not be contiguous); 0 on the simulator, which has no SMs. For
+/// diagnostics: which SMs a grid, or the grids of PEs sharing a GPU, occupied.
+#[inline(always)]
+pub fn sm_id() -> u32 {
+    backend::sm_id()
+}
+
 /// A global nanosecond timer (`%globaltimer`), comparable across SMs.
 #[inline(always)]
 pub fn globaltimer_ns() -> u64 {

@@ -21,7 +21,7 @@
 //!
 //! | | thread | warp / block (one reservation per batch) |
 //! |---|---|---|
-//! | waits | [`push`](SymQueue::push), [`pop`](SymQueue::pop) | [`push_batch`](SymQueue::push_batch), [`pop_batch`](SymQueue::pop_batch) |
+//! | waits | [`push`](SymQueue::push), [`push_ref`](SymQueue::push_ref), [`pop`](SymQueue::pop) | [`push_batch`](SymQueue::push_batch), [`pop_batch`](SymQueue::pop_batch) (each member its elements); [`push_cooperative`](SymQueue::push_cooperative), [`pop_cooperative`](SymQueue::pop_cooperative) (each element by a whole warp) |
 //! | returns at once | [`try_push`](SymQueue::try_push), [`try_pop`](SymQueue::try_pop) | |
 //!
 //! Elements are any `Copy` type (the host requires `bytemuck::Pod`: no padding, every bit
@@ -49,11 +49,14 @@
 //!   with `compare_swap(tail, t, t + 1)`, if it is smaller the queue is full. `try_pop` is
 //!   the mirror image on `head`. Blocking and non-blocking calls mix freely.
 //! * A batch of `n` claims `n` consecutive tickets with one `fetch_add(tail, n)` (one
-//!   reservation per batch), hands the first to the group through `scratch` and a group
-//!   barrier, and each member then pushes its share (elements `rank, rank + size, ...`) with
-//!   the per-ticket code of `push`. Members never wait for each other's slots: a group that
-//!   waited for all of its slots before writing any could wait for a consumer that waits for
-//!   one of its elements. Pops mirror this.
+//!   reservation per batch) and hands the first to the group through `scratch` and a group
+//!   barrier. Then [`ring::move_tickets`] moves the elements: each member its share (elements
+//!   `rank, rank + size, ...`) alone, or each warp a contiguous part together (a
+//!   [`ring::Crew`]: lanes poll the next slots, copy the ready elements' words side by side,
+//!   and publish up to 32 with one fence). Nobody waits while holding an element someone else
+//!   waits for (a crew publishes before it waits): a group that waited for all of its slots
+//!   before writing any could wait for a consumer that waits for one of its elements. Pops
+//!   mirror this.
 //!
 //! # Why it is correct (the ordering argument)
 //!
@@ -85,8 +88,12 @@
 //!    atomics may be relaxed (NVSHMEM's AMOs are); the loom model checks the protocol with
 //!    `Relaxed` counters and sequence accesses, `Release` publication and the fences only,
 //!    and a control run without the fences fails.
-//! 6. **Batches** run the per-ticket protocol above in each member; the group barriers only
+//! 6. **Batches** run the protocol above per member or per warp; the group barriers only
 //!    hand out the reservation and keep `scratch` until every member has read it.
+//! 7. **Crews.** A polling lane fences after its own poll and before the vote's barrier
+//!    (acquire), which hands the slot to the lanes that copy its words; before publishing, a
+//!    barrier orders every lane's copies before every lane's fence, and lane `j`'s fence and
+//!    store publish element `j` (release, carried to the other lanes' copies by the barrier).
 //!
 //! On the CPU simulator every operation is sequentially consistent, which satisfies all of
 //! the above; the loom model is what checks the weaker orderings.
@@ -97,8 +104,10 @@
 //! pop waits for the producer of its ticket. Those threads must be able to run: on a GPU,
 //! launch kernels whose blocks wait for each other cooperatively (all blocks resident), and
 //! target sm_70 or newer (independent thread scheduling lets lanes of one warp wait for each
-//! other). Waits poll with `atomic_fetch` and back off (`nanosleep` from 32 ns to 1 µs on the
-//! GPU; spin, yield, then sleep on the simulator).
+//! other). Kernels of different PEs that wait for each other must run at the same time, which
+//! nothing promises where PEs share a GPU (docs/queue.md, "Progress"). Waits poll with
+//! `atomic_fetch` and back off (`nanosleep` from 32 ns to 1 µs on the GPU; spin, yield, then
+//! sleep on the simulator).
 //!
 //! **Debug bound.** A queue created with `max_spins(n)` (or with `RSHMEM_QUEUE_MAX_SPINS=n`
 //! in the host's environment) gives up after `n` polls of one wait. On the GPU the thread
@@ -115,11 +124,14 @@ pub mod ring;
 mod wait;
 
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 
 use crate::kernel::KernelArg;
-use crate::shmem::{self, Scope};
+use crate::shmem::{self, Scope, ScopeKind};
+use crate::warp::WARP_SIZE;
+use copy::Dir;
 use layout::{HEAD, SEQ, TAIL};
-use ring::{Counter, Op, RingMemory, Stall};
+use ring::{Counter, Crew, Op, RingMemory, Stall};
 
 /// A kernel's handle to a symmetric queue of `T`: raw pointers to this PE's copy of the
 /// queue's symmetric allocations, the capacity, the PE whose queue it addresses, and the debug
@@ -226,6 +238,20 @@ impl<T: Copy> SymQueue<T> {
     #[inline(always)]
     pub unsafe fn push(&self, item: T) {
         // SAFETY: forwarded; the handle describes an initialised ring.
+        unsafe { ring::push(self, &item) }
+    }
+
+    /// Pushes a copy of `*item`, waiting while the queue is full: [`push`](Self::push)
+    /// without moving the element into the call. For elements of more than 128 bytes built in
+    /// a variable: passing one by value may be compiled as a copy a byte at a time (the
+    /// module's `copy` says why).
+    ///
+    /// # Safety
+    ///
+    /// As [`push`](Self::push).
+    #[inline(always)]
+    pub unsafe fn push_ref(&self, item: &T) {
+        // SAFETY: forwarded; the handle describes an initialised ring.
         unsafe { ring::push(self, item) }
     }
 
@@ -236,8 +262,12 @@ impl<T: Copy> SymQueue<T> {
     /// As [`push`](Self::push), with threads that will push able to run.
     #[inline(always)]
     pub unsafe fn pop(&self) -> T {
-        // SAFETY: forwarded.
-        unsafe { ring::pop(self) }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: forwarded; `pop` writes every byte of `out`.
+        unsafe {
+            ring::pop(self, out.as_mut_ptr());
+            out.assume_init()
+        }
     }
 
     /// Pushes `item` if a slot is free now; returns it otherwise.
@@ -248,7 +278,10 @@ impl<T: Copy> SymQueue<T> {
     #[inline(always)]
     pub unsafe fn try_push(&self, item: T) -> Result<(), T> {
         // SAFETY: forwarded.
-        unsafe { ring::try_push(self, item) }
+        match unsafe { ring::try_push(self, &item) } {
+            true => Ok(()),
+            false => Err(item),
+        }
     }
 
     /// Pops an element if one is ready now.
@@ -258,8 +291,9 @@ impl<T: Copy> SymQueue<T> {
     /// As [`try_push`](Self::try_push).
     #[inline(always)]
     pub unsafe fn try_pop(&self) -> Option<T> {
-        // SAFETY: forwarded.
-        unsafe { ring::try_pop(self) }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: forwarded; a successful `try_pop` writes every byte of `out`.
+        unsafe { ring::try_pop(self, out.as_mut_ptr()).then(|| out.assume_init()) }
     }
 
     /// Elements in the queue at one moment (a hint: producers and consumers move on).
@@ -286,10 +320,13 @@ impl<T: Copy> SymQueue<T> {
     /// Pushes `items[..n]` in order, cooperatively: every thread of the scope `S` (the thread,
     /// its warp or its block) calls with the same arguments. One reservation (one `fetch_add`
     /// of `n` on the tail) for the whole batch, then each member pushes its share (elements
-    /// `rank, rank + size, ...`), waiting while their slots are full; `n` may exceed the
-    /// capacity. `scratch` is one `u64` in memory the whole group reads and writes (shared or
+    /// `rank, rank + size, ...`) on its own, waiting while their slots are full; `n` may exceed
+    /// the capacity. `scratch` is one `u64` in memory the whole group reads and writes (shared or
     /// global memory, this group's alone during the call) through which the leader hands out
     /// the reservation. Returns when the whole batch is in.
+    ///
+    /// Each member moves whole elements by itself: for elements of more than a few words,
+    /// [`push_cooperative`](Self::push_cooperative) moves each with a whole warp, faster.
     ///
     /// # Safety
     ///
@@ -297,7 +334,7 @@ impl<T: Copy> SymQueue<T> {
     /// reading and writing one `u64` by every member; for `Warp`, all lanes of the warp call.
     pub unsafe fn push_batch<S: Scope>(&self, items: *const T, n: usize, scratch: *mut u64) {
         // SAFETY: forwarded.
-        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch) }
+        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch, Split::PerMember) }
     }
 
     /// Pops `n` elements into `out[..n]`, in ticket order, cooperatively (as
@@ -308,19 +345,63 @@ impl<T: Copy> SymQueue<T> {
     /// As [`push_batch`](Self::push_batch), with `out` valid for writing `n` elements.
     pub unsafe fn pop_batch<S: Scope>(&self, out: *mut T, n: usize, scratch: *mut u64) {
         // SAFETY: forwarded.
-        unsafe { self.batch::<S>(Op::Pop, out, n, scratch) }
+        unsafe { self.batch::<S>(Op::Pop, out, n, scratch, Split::PerMember) }
     }
 
-    /// One batched push or pop: the leader reserves `n` tickets, then each member moves the
-    /// elements `rank, rank + size, ...` of the batch on its own, in ticket order.
+    /// Pushes `items[..n]` in order with one reservation, each element moved by a whole warp:
+    /// every thread of the scope `S` calls with the same arguments. With `Warp`, the warp moves
+    /// the batch's elements one after another, its lanes copying each element's 16-byte words
+    /// side by side (a coalesced access), and publishes up to 32 at a time with one fence; with
+    /// `Block`, each warp of the block so moves its own contiguous part of the batch; with
+    /// `Thread`, the thread alone. One lane polls each slot, so a warp waits as one thread.
+    /// `n` may exceed the capacity; `scratch` is as for [`push_batch`](Self::push_batch).
     ///
-    /// Members do not wait for each other's slots: a group that waited for all of its slots
+    /// `items` must be memory every member reads (global or shared memory; the call begins
+    /// with a barrier of the group, so members may write their elements just before it), not
+    /// one thread's local variables. This is the fast way to move elements of hundreds of
+    /// bytes or more.
+    ///
+    /// # Safety
+    ///
+    /// As [`push_batch`](Self::push_batch); for `Warp` and `Block`, every thread of the warp
+    /// or block calls (all lanes of each warp: they meet in warp barriers and votes).
+    pub unsafe fn push_cooperative<S: Scope>(&self, items: *const T, n: usize, scratch: *mut u64) {
+        // SAFETY: forwarded.
+        unsafe { self.batch::<S>(Op::Push, items.cast_mut(), n, scratch, Split::PerWarp) }
+    }
+
+    /// Pops `n` elements into `out[..n]`, in ticket order, each moved by a whole warp (as
+    /// [`push_cooperative`](Self::push_cooperative)); waits while the queue lacks elements.
+    /// When it returns, every element is in `out` for the whole group.
+    ///
+    /// # Safety
+    ///
+    /// As [`push_cooperative`](Self::push_cooperative), with `out` valid for writing `n`
+    /// elements by every member.
+    pub unsafe fn pop_cooperative<S: Scope>(&self, out: *mut T, n: usize, scratch: *mut u64) {
+        // SAFETY: forwarded.
+        unsafe { self.batch::<S>(Op::Pop, out, n, scratch, Split::PerWarp) }
+    }
+
+    /// One batched push or pop: the leader reserves `n` tickets, then the elements move as
+    /// `split` says: each member its elements `rank, rank + size, ...` alone, or each warp a
+    /// contiguous part, together ([`ring::move_tickets`]).
+    ///
+    /// Nobody waits while holding an element another thread waits for (the ring's
+    /// `move_tickets` publishes before it waits): a group that waited for all of its slots
     /// before moving any could wait for a consumer that waits for one of its elements.
     ///
     /// # Safety
     ///
     /// As [`push_batch`](Self::push_batch).
-    unsafe fn batch<S: Scope>(&self, op: Op, data: *mut T, n: usize, scratch: *mut u64) {
+    unsafe fn batch<S: Scope>(
+        &self,
+        op: Op,
+        data: *mut T,
+        n: usize,
+        scratch: *mut u64,
+        split: Split,
+    ) {
         if n == 0 {
             return;
         }
@@ -337,14 +418,52 @@ impl<T: Copy> SymQueue<T> {
         wait::group_sync::<S>(size);
         // SAFETY: written by the leader before the barrier.
         let first = unsafe { scratch.read_volatile() };
-        for i in (rank as usize..n).step_by(size as usize) {
-            let t = first + i as u64;
-            // SAFETY: ticket `t` is this member's share of the group's reservation; `data`
-            // holds `n` elements (the caller's contract).
-            unsafe {
-                match op {
-                    Op::Push => ring::push_ticket(self, t, *data.add(i)),
-                    Op::Pop => *data.add(i) = ring::pop_ticket(self, t),
+        // Each ticket of the reservation is moved once, by the member or warp it falls to.
+        match (split, S::KIND) {
+            (Split::PerMember, _) | (Split::PerWarp, ScopeKind::Thread) => {
+                let crew = ring::Alone;
+                let (step, whole) = (size as usize, split == Split::PerWarp);
+                let mut i = if whole { 0 } else { rank as usize };
+                while i < n {
+                    let count = if whole { n - i } else { 1 };
+                    // SAFETY: tickets `first + i ..` of the reservation are this member's;
+                    // `data` holds `n` elements (the caller's contract).
+                    unsafe {
+                        ring::move_tickets(
+                            self,
+                            &crew,
+                            op,
+                            first + i as u64,
+                            data.add(i),
+                            count as u64,
+                        )
+                    };
+                    i += if whole { count } else { step };
+                }
+            }
+            (Split::PerWarp, _) => {
+                let crew = wait::WarpCrew::of_this_thread();
+                // Warp `w` of `warps` in the group moves elements `lo..hi`.
+                let (w, warps) = match S::KIND {
+                    ScopeKind::Block => (rank / WARP_SIZE, size.div_ceil(WARP_SIZE)),
+                    _ => (0, 1),
+                };
+                let per = n.div_ceil(warps as usize);
+                let lo = (w as usize * per).min(n);
+                let hi = (lo + per).min(n);
+                if lo < hi {
+                    // SAFETY: tickets `first + lo .. first + hi` are this warp's part of the
+                    // reservation; `data` holds `n` elements (the caller's contract).
+                    unsafe {
+                        ring::move_tickets(
+                            self,
+                            &crew,
+                            op,
+                            first + lo as u64,
+                            data.add(lo),
+                            (hi - lo) as u64,
+                        )
+                    };
                 }
             }
         }
@@ -365,12 +484,29 @@ impl<T: Copy> SymQueue<T> {
     fn seq(&self, slot: u64) -> *mut u64 {
         self.words.wrapping_add(SEQ + slot as usize)
     }
+
+    #[inline(always)]
+    fn slots(&self) -> copy::Slots<T> {
+        copy::Slots {
+            base: self.slots,
+            capacity: self.capacity,
+            pe: self.pe,
+        }
+    }
 }
 
-// SAFETY: every method maps to one SHMEM operation on the queue's home PE with the stated
-// guarantee: AMOs are atomic across PEs; `write` fences between the element and its sequence
-// number (a release when paired with the reader's fence); `fence` is a full fence
-// (`membar.sys` on the GPU, `SeqCst` on the simulator).
+/// How a batch's elements fall to its group's threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// Member `rank` moves elements `rank, rank + size, ...`, each alone.
+    PerMember,
+    /// Each warp moves a contiguous part, its lanes together (the thread alone at `Thread`).
+    PerWarp,
+}
+
+// SAFETY: every method maps to SHMEM operations on the queue's home PE with the stated
+// guarantee: AMOs are atomic across PEs; `put`/`get` copy the member's words and order
+// nothing; `fence` is a full fence (`membar.sys` on the GPU, `SeqCst` on the simulator).
 unsafe impl<T: Copy> RingMemory for SymQueue<T> {
     type Item = T;
     type Backoff = wait::Backoff;
@@ -411,20 +547,25 @@ unsafe impl<T: Copy> RingMemory for SymQueue<T> {
     }
 
     #[inline(always)]
-    unsafe fn write(&self, slot: u64, item: &T, seq: u64) {
-        // SAFETY: the slot is the queue's, and ours (the caller's contract); `item` is a
-        // whole `T`.
-        unsafe { copy::put(self.slots.wrapping_add(slot as usize), item, self.pe) };
-        // Release: the element is visible before its sequence number says so.
-        self.fence();
-        self.store_seq(slot, seq);
+    unsafe fn put<C: Crew>(&self, crew: &C, first: u64, src: *const T, count: u64) {
+        // SAFETY: the crew owns the slots and `src` holds `count` elements (the caller's
+        // contract).
+        unsafe {
+            copy::move_elements(
+                self.slots(),
+                crew,
+                Dir::ToSlots,
+                first,
+                src.cast_mut(),
+                count,
+            )
+        }
     }
 
     #[inline(always)]
-    unsafe fn read(&self, slot: u64) -> T {
-        // SAFETY: the slot is the queue's and holds a whole `T` written by a push, which no
-        // one writes until we free the slot (the caller's contract).
-        unsafe { copy::get(self.slots.wrapping_add(slot as usize), self.pe) }
+    unsafe fn get<C: Crew>(&self, crew: &C, first: u64, dst: *mut T, count: u64) {
+        // SAFETY: as above, with `dst` writable.
+        unsafe { copy::move_elements(self.slots(), crew, Dir::FromSlots, first, dst, count) }
     }
 
     #[inline(always)]

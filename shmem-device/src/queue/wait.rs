@@ -1,19 +1,18 @@
-//! The parts of the queue that differ between the GPU and the simulator: backing off between
-//! polls, reporting a wait that cannot end, and the barrier of a warp. The rest of the queue
-//! is the same code on both, written against the device API.
+//! How the queue's threads wait and meet: the groups of a batch and their barriers, the warp
+//! as a crew, and the parts that differ between the GPU and the simulator: backing off
+//! between polls and reporting a wait that cannot end. The rest of the queue is the same code
+//! on both, written against the device API.
 //!
 //! These live here rather than in `backend` because they are the queue's policy (how long to
 //! sleep, what a stall says), not SHMEM operations: the one `cfg` pair below (`imp`) is the
 //! single place outside `backend` that names the target (`backend/mod.rs` says why). The
 //! simulator's half reaches the simulator through `backend` like everything else.
 
-use super::ring::{Op, Stall, StallKind};
+use super::ring::{Crew, Op, Stall, StallKind};
 use super::SymQueue;
-use crate::shmem::{Scope, ScopeKind};
+use crate::shmem::{Scope, ScopeKind, Warp};
 use crate::thread;
-
-/// Threads in a warp.
-const WARP: u32 = 32;
+use crate::warp::{self, WARP_SIZE as WARP};
 
 /// This thread's rank in its cooperating group of scope `S`, and the group's size.
 #[inline(always)]
@@ -35,8 +34,60 @@ pub(super) fn group<S: Scope>() -> (u32, u32) {
 pub(super) fn group_sync<S: Scope>(size: u32) {
     match S::KIND {
         ScopeKind::Thread => {}
-        ScopeKind::Warp => imp::warp_sync(size),
+        ScopeKind::Warp => warp::sync_warp(lanes_mask(size)),
         ScopeKind::Block => thread::sync_threads(),
+    }
+}
+
+/// The mask of a warp's first `lanes` lanes (all 32, or those of a partial last warp).
+#[inline(always)]
+fn lanes_mask(lanes: u32) -> u32 {
+    if lanes >= WARP {
+        u32::MAX
+    } else {
+        (1 << lanes) - 1
+    }
+}
+
+/// The calling thread's warp as a [`Crew`]: its lanes move each element together.
+#[derive(Clone, Copy)]
+pub(super) struct WarpCrew {
+    lane: u32,
+    lanes: u32,
+}
+
+impl WarpCrew {
+    /// The calling thread's warp (every lane of it, a partial last warp's too).
+    #[inline(always)]
+    pub(super) fn of_this_thread() -> Self {
+        let (lane, lanes) = group::<Warp>();
+        WarpCrew { lane, lanes }
+    }
+}
+
+// SAFETY: `sync` is `bar.warp.sync` over the warp's lanes, which orders their memory accesses
+// (and the simulator's warp barrier, sequentially consistent); `prefix` is a vote over the
+// same lanes followed by that barrier, so every lane gets the same ballot.
+unsafe impl Crew for WarpCrew {
+    #[inline(always)]
+    fn rank(&self) -> u32 {
+        self.lane
+    }
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        self.lanes
+    }
+    #[inline(always)]
+    fn sync(&self) {
+        warp::sync_warp(lanes_mask(self.lanes))
+    }
+    #[inline(always)]
+    fn prefix(&self, pred: bool) -> u32 {
+        let mask = lanes_mask(self.lanes);
+        let ready = warp::ballot(mask, pred);
+        // A vote orders no memory access; the barrier does.
+        warp::sync_warp(mask);
+        (!ready).trailing_zeros().min(self.lanes)
     }
 }
 
@@ -96,15 +147,6 @@ mod imp {
         let ns: u32 = 32 << (spins / 8).min(5);
         // SAFETY: `nanosleep` only suspends this thread.
         unsafe { asm!("nanosleep.u32 {0};", in(reg32) ns) };
-    }
-
-    /// `bar.warp.sync` over the warp's `lanes` threads.
-    #[inline(always)]
-    pub fn warp_sync(lanes: u32) {
-        let mask: u32 = if lanes >= 32 { !0 } else { (1 << lanes) - 1 };
-        // SAFETY: every lane of `mask` calls this (the batched operations' contract); the
-        // barrier orders their memory accesses like `__syncwarp`.
-        unsafe { asm!("bar.warp.sync {0};", in(reg32) mask) };
     }
 
     extern "C" {
@@ -185,7 +227,7 @@ mod imp {
     use super::{why, Stall, SymQueue};
     use crate::queue::layout::label_bytes;
     use crate::queue::ring::meaning;
-    use crate::shmem::{self, Warp};
+    use crate::shmem;
     use crate::thread;
     use std::string::String;
     use std::time::{Duration, Instant};
@@ -208,15 +250,6 @@ mod imp {
             0..=63 => core::hint::spin_loop(),
             64..=16383 => std::thread::yield_now(),
             _ => std::thread::sleep(Duration::from_micros(50)),
-        }
-    }
-
-    /// The simulator brackets every warp-scope call with barriers of the warp; an empty put to
-    /// this PE is the cheapest such call, so it serves as the warp's barrier.
-    pub fn warp_sync(_lanes: u32) {
-        // SAFETY: a zero-byte put touches no memory; the PE is this one.
-        unsafe {
-            shmem::putmem::<Warp>(core::ptr::null_mut(), core::ptr::null(), 0, shmem::my_pe())
         }
     }
 

@@ -64,6 +64,11 @@ pub(crate) fn globaltimer_ns() -> u64 {
     clock64()
 }
 
+/// The simulator has no SMs.
+pub(crate) fn sm_id() -> u32 {
+    0
+}
+
 pub(crate) fn trap() -> ! {
     with("thread::trap", |c| {
         c.fail(match super::printf::last_line() {

@@ -29,6 +29,9 @@ per_backend! {
     stress_block_batches => [2];
     stress_mailboxes => [2, 3];
     stress_mailboxes_warp_batches => [2];
+    stress_warp_cooperative => [2, 3];
+    stress_block_cooperative => [2];
+    stress_mailboxes_cooperative => [2];
     capacity_1 => [2];
     capacity_2 => [2];
     tickets_past_2_pow_32 => [2];
@@ -338,6 +341,30 @@ fn stress_mailboxes_warp_batches(shmem: &Shmem) -> Outcome {
     stress::<[u32; 3], qs::queue_stress_e12>(shmem, s)
 }
 
+/// Each element moved by a whole warp (`push_cooperative`/`pop_cooperative::<Warp>`); on the
+/// simulator blocks of 40 threads, so one warp of each is partial (8 lanes).
+fn stress_warp_cooperative(shmem: &Shmem) -> Outcome {
+    stress::<u32, qs::queue_stress_u32>(shmem, Stress::new(64, Mode::WarpCoop))
+}
+
+/// Each warp of a block moves its part of the block's batch.
+fn stress_block_cooperative(shmem: &Shmem) -> Outcome {
+    stress::<u32, qs::queue_stress_u32>(shmem, Stress::new(300, Mode::BlockCoop))
+}
+
+fn stress_mailboxes_cooperative(shmem: &Shmem) -> Outcome {
+    let s = Stress {
+        mailbox: true,
+        ..Stress::new(50, Mode::WarpCoop)
+    };
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, s)?;
+    let s = Stress {
+        mailbox: true,
+        ..Stress::new(90, Mode::BlockCoop)
+    };
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, s)
+}
+
 /// A stress run on a tiny ring, where most operations wait.
 fn tiny(capacity: usize, mode: Mode) -> Stress {
     Stress {
@@ -349,18 +376,20 @@ fn tiny(capacity: usize, mode: Mode) -> Stress {
 fn capacity_1(shmem: &Shmem) -> Outcome {
     stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Thread))?;
     stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Try))?;
-    stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Warp))
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::Warp))?;
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(1, Mode::WarpCoop))
 }
 
 fn capacity_2(shmem: &Shmem) -> Outcome {
     stress::<u32, qs::queue_stress_u32>(shmem, tiny(2, Mode::Thread))?;
-    stress::<u32, qs::queue_stress_u32>(shmem, tiny(2, Mode::Block))
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(2, Mode::Block))?;
+    stress::<u32, qs::queue_stress_u32>(shmem, tiny(2, Mode::BlockCoop))
 }
 
 /// Counters that start just below 2^32 cross it during the run, with a capacity that is not
 /// a power of two (so `ticket mod capacity` jumps there) and with one that is.
 fn tickets_past_2_pow_32(shmem: &Shmem) -> Outcome {
-    for (capacity, mode) in [(5, Mode::Thread), (8, Mode::Warp)] {
+    for (capacity, mode) in [(5, Mode::Thread), (8, Mode::Warp), (7, Mode::WarpCoop)] {
         let s = Stress {
             first_ticket: (1 << 32) - 37,
             ..tiny(capacity, mode)
@@ -373,12 +402,14 @@ fn tickets_past_2_pow_32(shmem: &Shmem) -> Outcome {
 /// 10 bytes: neither 8- nor 4-byte words tile it (bytes do, where a PE has no peer mapping).
 fn element_10_bytes(shmem: &Shmem) -> Outcome {
     stress::<[u8; 10], qs::queue_stress_e10>(shmem, tiny(7, Mode::Thread))?;
-    stress::<[u8; 10], qs::queue_stress_e10>(shmem, Stress::new(20, Mode::Warp))
+    stress::<[u8; 10], qs::queue_stress_e10>(shmem, Stress::new(20, Mode::Warp))?;
+    stress::<[u8; 10], qs::queue_stress_e10>(shmem, Stress::new(20, Mode::WarpCoop))
 }
 
 fn element_12_bytes(shmem: &Shmem) -> Outcome {
     stress::<[u32; 3], qs::queue_stress_e12>(shmem, tiny(9, Mode::Thread))?;
-    stress::<[u32; 3], qs::queue_stress_e12>(shmem, Stress::new(33, Mode::Warp))
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, Stress::new(33, Mode::Warp))?;
+    stress::<[u32; 3], qs::queue_stress_e12>(shmem, Stress::new(33, Mode::BlockCoop))
 }
 
 fn element_1024_bytes(shmem: &Shmem) -> Outcome {
@@ -387,7 +418,9 @@ fn element_1024_bytes(shmem: &Shmem) -> Outcome {
         ..Stress::new(capacity, mode)
     };
     stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(6, Mode::Thread))?;
-    stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(40, Mode::Block))
+    stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(40, Mode::Block))?;
+    stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(40, Mode::WarpCoop))?;
+    stress::<[u64; 128], qs::queue_stress_e1024>(shmem, s(9, Mode::BlockCoop))
 }
 
 /// From PE 1, on PE 0's queue of 7: `try_push` takes 7 of 10 fresh values and refuses the
@@ -527,7 +560,14 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
         match me {
             0 => module.launch::<qk::queue_bench_push_e64>(
                 cfg,
-                (q, items, mode, stage.as_mut_ptr(), scratch.as_mut_ptr()),
+                (
+                    q,
+                    items,
+                    mode,
+                    stage.as_mut_ptr(),
+                    scratch.as_mut_ptr(),
+                    std::ptr::null_mut::<u64>(),
+                ),
             )?,
             1 => module.launch::<qk::queue_bench_pop_e64>(
                 cfg,
@@ -538,6 +578,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
                     stage.as_mut_ptr(),
                     scratch.as_mut_ptr(),
                     stat.as_mut_ptr(),
+                    std::ptr::null_mut::<u64>(),
                 ),
             )?,
             _ => {}
@@ -644,7 +685,7 @@ fn debug_bound_on_a_full_queue() {
 }
 
 /// Across nodes a PE has no peer mapping of the home PE's ring, and elements move word by
-/// word with `p`/`g` (8-byte, 4-byte and 1-byte words for the 1024-, 12- and 10-byte
+/// word with `p`/`g` (8-byte, 4-byte and 2-byte words for the 1024-, 12- and 10-byte
 /// elements): the element tests again, in a child process of this binary on a simulator that
 /// withholds peer mappings (`RSHMEM_SIM_P2P=0`, a process-wide setting).
 #[test]

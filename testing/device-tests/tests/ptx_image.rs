@@ -152,6 +152,37 @@ fn block_barriers_are_unaligned() {
     }
 }
 
+/// The queue benchmark's kernels copy no element a byte at a time: LLVM's NVPTX backend
+/// lowers an aggregate copy of more than 128 bytes to a loop of one-byte loads and stores
+/// (`static-memcpy-expansion` in the PTX), which is what held 1 KiB elements to a fixed
+/// ~0.5 ms per warp batch on H200s (docs/queue.md). The queue moves elements in words; this
+/// keeps a by-value copy from creeping back into its hot paths.
+#[test]
+fn queue_bench_kernels_have_no_byte_copy_loops() {
+    for t in rshmem_examples_image::IMAGE.targets {
+        let mut kernel = None;
+        let mut checked = 0;
+        for line in t.ptx.lines() {
+            if let Some(rest) = line.strip_prefix(".visible .entry ") {
+                kernel = Some(rest.trim_end_matches('(').to_string());
+                checked += rest.starts_with("queue_bench_") as usize;
+            }
+            if let Some(k) = kernel.as_deref().filter(|k| k.starts_with("queue_bench_")) {
+                assert!(
+                    !line.contains("static-memcpy-expansion"),
+                    "sm_{}: {k} copies an aggregate a byte at a time: {line}",
+                    t.sm
+                );
+            }
+        }
+        assert_eq!(
+            checked, 9,
+            "sm_{}: queue_bench_{{push,pop,put}}_e{{8,64,1024}}",
+            t.sm
+        );
+    }
+}
+
 #[test]
 fn nvshmem_state_and_version_are_linked_in() {
     for Expected { image, .. } in images() {

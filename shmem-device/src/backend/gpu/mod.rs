@@ -303,6 +303,14 @@ pub(crate) fn clock64() -> u64 {
 }
 
 #[inline(always)]
+pub(crate) fn sm_id() -> u32 {
+    let id: u32;
+    // SAFETY: reads a special register.
+    unsafe { core::arch::asm!("mov.u32 {i}, %smid;", i = out(reg32) id, options(nomem, nostack)) };
+    id
+}
+
+#[inline(always)]
 pub(crate) fn globaltimer_ns() -> u64 {
     let t: u64;
     // SAFETY: reads a special register.

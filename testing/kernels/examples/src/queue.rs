@@ -18,6 +18,17 @@ pub trait Tagged: Copy + 'static {
     const MAX_SEQ: u32;
     /// The element for `(producer, seq)`.
     fn tag(producer: u32, seq: u32) -> Self;
+    /// Writes the element for `(producer, seq)` at `dst`, word by word: never a whole
+    /// element by value (NVPTX copies aggregates of more than 128 bytes a byte at a time).
+    ///
+    /// # Safety
+    ///
+    /// `dst` valid and aligned for writing a `Self`.
+    #[inline(always)]
+    unsafe fn write_tag(dst: *mut Self, producer: u32, seq: u32) {
+        // SAFETY: the caller's contract.
+        unsafe { dst.write(Self::tag(producer, seq)) }
+    }
     /// `(producer, seq)`, or `None` if any byte disagrees with them (a torn element).
     fn untag(&self) -> Option<(u32, u32)>;
 }
@@ -96,15 +107,29 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
                 "a tagged array holds at least 64 bits"
             )
         };
+        // Written in place: `core::array::from_fn` built it in one local and copied it to
+        // another, a byte at a time for 1 KiB (the aggregate copies `Tagged::write_tag` avoids).
+        let mut out = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: `write_tag` writes every word of the array.
+        unsafe {
+            Self::write_tag(out.as_mut_ptr(), producer, seq);
+            out.assume_init()
+        }
+    }
+    #[inline(always)]
+    unsafe fn write_tag(dst: *mut Self, producer: u32, seq: u32) {
         let key = (producer as u64) << 32 | seq as u64;
         let head = (64 / W::BITS) as usize;
-        core::array::from_fn(|i| {
-            if i < head {
+        let dst = dst.cast::<W>();
+        for i in 0..N {
+            let w = if i < head {
                 W::truncate(key >> (i as u32 * W::BITS))
             } else {
                 W::truncate(fill(key, i))
-            }
-        })
+            };
+            // SAFETY: `i < N`, inside the array the caller gave.
+            unsafe { dst.add(i).write(w) };
+        }
     }
     #[inline(always)]
     fn untag(&self) -> Option<(u32, u32)> {
@@ -127,6 +152,10 @@ pub enum Mode {
     Warp = 2,
     /// Each block: `push_batch`/`pop_batch::<Block>`.
     Block = 3,
+    /// Each warp: `push_cooperative`/`pop_cooperative::<Warp>`.
+    WarpCoop = 4,
+    /// Each block: `push_cooperative`/`pop_cooperative::<Block>`.
+    BlockCoop = 5,
 }
 
 impl Mode {
@@ -136,6 +165,8 @@ impl Mode {
             1 => Mode::Try,
             2 => Mode::Warp,
             3 => Mode::Block,
+            4 => Mode::WarpCoop,
+            5 => Mode::BlockCoop,
             _ => Mode::Thread,
         }
     }
@@ -144,17 +175,22 @@ impl Mode {
     pub fn groups(self, grid: u32, block: u32) -> u32 {
         match self {
             Mode::Thread | Mode::Try => grid * block,
-            Mode::Warp => grid * block.div_ceil(32),
-            Mode::Block => grid,
+            Mode::Warp | Mode::WarpCoop => grid * block.div_ceil(32),
+            Mode::Block | Mode::BlockCoop => grid,
         }
+    }
+
+    /// Whether batches move each element with a whole warp (`*_cooperative`).
+    pub fn cooperative(self) -> bool {
+        matches!(self, Mode::WarpCoop | Mode::BlockCoop)
     }
 
     /// Most threads in one group.
     pub fn group_size(self, block: u32) -> u32 {
         match self {
             Mode::Thread | Mode::Try => 1,
-            Mode::Warp => block.min(32),
-            Mode::Block => block,
+            Mode::Warp | Mode::WarpCoop => block.min(32),
+            Mode::Block | Mode::BlockCoop => block,
         }
     }
 
@@ -190,13 +226,13 @@ pub fn group(mode: Mode) -> Group {
             rank: 0,
             size: 1,
         },
-        Mode::Warp => Group {
+        Mode::Warp | Mode::WarpCoop => Group {
             index: b * bd.div_ceil(32) + rank / 32,
             per_pe,
             rank: rank % 32,
             size: 32.min(bd - rank / 32 * 32),
         },
-        Mode::Block => Group {
+        Mode::Block | Mode::BlockCoop => Group {
             index: b,
             per_pe,
             rank,
@@ -249,37 +285,115 @@ pub unsafe fn queue_pop(q: SymQueue<i32>, out: *mut i32, n: u32) {
     }
 }
 
-/// Benchmark producer: each group (`mode` `Thread` or `Warp`) of this PE pushes `items`
-/// elements tagged `(group, 0..items)`; warps push batches of 32 through `stage` (32 elements
-/// per warp) and `scratch` (one word per warp).
+/// The PE whose memory a benchmark's placement log lives in (the ring's home).
+pub const LOG_PE: i32 = 1;
+/// Words per block in a placement log: `[SM, start ns, end ns]`.
+pub const LOG_WORDS: usize = 3;
+
+/// Where and when a benchmark block ran: thread 0 of block `b` of PE `pe` writes
+/// `[thread::sm_id(), start, end]` (`%globaltimer` ns) at `log[(pe * grid + b) * LOG_WORDS..]`
+/// on [`LOG_PE`]. What shows whether two PEs' grids sharing a GPU ran at once, and on which
+/// SMs (docs/queue.md).
+struct Placement {
+    at: *mut u64,
+}
+
+impl Placement {
+    /// Records the SM and the start (thread 0 of each block); `log` may be null (no log).
+    unsafe fn begin(log: *mut u64) -> Self {
+        let at = if log.is_null() || thread::thread_rank_in_block() != 0 {
+            core::ptr::null_mut()
+        } else {
+            let row = shmem::my_pe() as u32 * thread::grid_dim_x() + thread::block_idx_x();
+            log.add(row as usize * LOG_WORDS)
+        };
+        if !at.is_null() {
+            shmem::p(at, thread::sm_id() as u64, LOG_PE);
+            shmem::p(at.add(1), thread::globaltimer_ns(), LOG_PE);
+        }
+        Placement { at }
+    }
+
+    /// Records thread 0's end.
+    unsafe fn end(self) {
+        if !self.at.is_null() {
+            shmem::p(self.at.add(2), thread::globaltimer_ns(), LOG_PE);
+        }
+    }
+}
+
+/// The first of the group's 32-element stage rows and its `scratch` word: warps own row and
+/// word `warp`, blocks those of their first warp.
+unsafe fn group_stage<E>(
+    g: Group,
+    mode: Mode,
+    stage: *mut E,
+    scratch: *mut u64,
+) -> (*mut E, *mut u64) {
+    let warp = match mode {
+        Mode::Block | Mode::BlockCoop => g.index * thread::block_dim().size().div_ceil(32),
+        _ => g.index,
+    } as usize;
+    (stage.add(warp * 32), scratch.add(warp))
+}
+
+/// One batched push or pop of `count` elements at `stage` by the group, as `mode` says.
+unsafe fn batch<E: Tagged>(
+    q: SymQueue<E>,
+    mode: Mode,
+    push: bool,
+    stage: *mut E,
+    count: u32,
+    scratch: *mut u64,
+) {
+    let n = count as usize;
+    match (mode, push) {
+        (Mode::Warp, true) => q.push_batch::<Warp>(stage, n, scratch),
+        (Mode::Warp, false) => q.pop_batch::<Warp>(stage, n, scratch),
+        (Mode::WarpCoop, true) => q.push_cooperative::<Warp>(stage, n, scratch),
+        (Mode::WarpCoop, false) => q.pop_cooperative::<Warp>(stage, n, scratch),
+        (Mode::Block, true) => q.push_batch::<Block>(stage, n, scratch),
+        (Mode::Block, false) => q.pop_batch::<Block>(stage, n, scratch),
+        (_, true) => q.push_cooperative::<Block>(stage, n, scratch),
+        (_, false) => q.pop_cooperative::<Block>(stage, n, scratch),
+    }
+}
+
+/// Benchmark producer: each group (per `mode`: a thread, a warp or a block) of this PE pushes
+/// `items` elements tagged `(group, 0..items)`; batched modes push batches of the group's size
+/// through its rows of `stage` (32 elements per warp) and its `scratch` word (one per warp).
+/// `log`: the [`Placement`] log, or null.
 unsafe fn bench_push<E: Tagged>(
     q: SymQueue<E>,
     items: u32,
     mode: u32,
     stage: *mut E,
     scratch: *mut u64,
+    log: *mut u64,
 ) {
     let mode = Mode::from_raw(mode);
     let g = group(mode);
-    if mode != Mode::Warp {
+    let placed = Placement::begin(log);
+    if matches!(mode, Mode::Thread | Mode::Try) {
+        let mut item = core::mem::MaybeUninit::<E>::uninit();
         for i in 0..items {
-            q.push(E::tag(g.index, i));
+            E::write_tag(item.as_mut_ptr(), g.index, i);
+            q.push_ref(item.assume_init_ref());
         }
-        return;
-    }
-    let (stage, scratch) = (
-        stage.add(g.index as usize * 32),
-        scratch.add(g.index as usize),
-    );
-    let mut start = 0;
-    while start < items {
-        let count = g.size.min(items - start);
-        if g.rank < count {
-            *stage.add(g.rank as usize) = E::tag(g.index, start + g.rank);
+    } else {
+        let (stage, scratch) = group_stage(g, mode, stage, scratch);
+        let mut start = 0;
+        while start < items {
+            let count = g.size.min(items - start);
+            if g.rank < count {
+                E::write_tag(stage.add(g.rank as usize), g.index, start + g.rank);
+            }
+            // The batch begins with a barrier of the group, which orders the tags before it.
+            batch(q, mode, true, stage, count, scratch);
+            start += count;
         }
-        q.push_batch::<Warp>(stage, count as usize, scratch);
-        start += count;
     }
+    placed.end();
 }
 
 /// Benchmark consumer: each group pops `items` elements and checks them; totals go to
@@ -291,9 +405,11 @@ unsafe fn bench_pop<E: Tagged>(
     stage: *mut E,
     scratch: *mut u64,
     status: *mut u64,
+    log: *mut u64,
 ) {
     let mode = Mode::from_raw(mode);
     let g = group(mode);
+    let placed = Placement::begin(log);
     let (mut good, mut torn, mut sum) = (0u64, 0u64, 0u64);
     let mut check = |item: &E| match item.untag() {
         Some((_, s)) if s < items => {
@@ -303,25 +419,23 @@ unsafe fn bench_pop<E: Tagged>(
         Some(_) => torn += 1 << 32, // foreign: counted apart, in the high half
         None => torn += 1,
     };
-    if mode != Mode::Warp {
+    if matches!(mode, Mode::Thread | Mode::Try) {
         for _ in 0..items {
             check(&q.pop());
         }
     } else {
-        let (stage, scratch) = (
-            stage.add(g.index as usize * 32),
-            scratch.add(g.index as usize),
-        );
+        let (stage, scratch) = group_stage(g, mode, stage, scratch);
         let mut start = 0;
         while start < items {
             let count = g.size.min(items - start);
-            q.pop_batch::<Warp>(stage, count as usize, scratch);
+            batch(q, mode, false, stage, count, scratch);
             if g.rank < count {
                 check(&*stage.add(g.rank as usize));
             }
             start += count;
         }
     }
+    placed.end();
     let me = shmem::my_pe();
     shmem::atomic_add(status.add(status::GOOD), good, me);
     shmem::atomic_add(status.add(status::SEQ_SUM), sum, me);
@@ -329,18 +443,52 @@ unsafe fn bench_pop<E: Tagged>(
     shmem::atomic_add(status.add(status::FOREIGN), torn >> 32, me);
 }
 
-/// Declares the benchmark's producer and consumer kernels for each element type.
+/// The raw put the queue is compared with: each group (`mode` `Warp` or `Block`) tags its
+/// rows of `stage` once (`(group, 0..size)`), then puts them `items / size` times to the
+/// same rows of `dst` on PE [`LOG_PE`] with `putmem_nbi` at the group's scope, and `quiet`s:
+/// the queue's bytes, from the same grid, in the same pieces as its batches.
+unsafe fn bench_put<E: Tagged>(dst: *mut E, items: u32, mode: u32, stage: *mut E) {
+    let mode = Mode::from_raw(mode);
+    let g = group(mode);
+    let (src, _) = group_stage(g, mode, stage, core::ptr::null_mut());
+    let (dst, _) = group_stage(g, mode, dst, core::ptr::null_mut());
+    E::write_tag(src.add(g.rank as usize), g.index, g.rank);
+    let bytes = g.size as usize * core::mem::size_of::<E>();
+    let (dst, src) = (dst.cast::<u8>(), src.cast::<u8>().cast_const());
+    if matches!(mode, Mode::Block | Mode::BlockCoop) {
+        thread::sync_threads();
+        for _ in 0..items / g.size {
+            shmem::putmem_nbi::<Block>(dst, src, bytes, LOG_PE);
+        }
+    } else {
+        warp::sync_warp(warp::FULL_MASK);
+        for _ in 0..items / g.size {
+            shmem::putmem_nbi::<Warp>(dst, src, bytes, LOG_PE);
+        }
+    }
+    shmem::quiet();
+}
+
+/// Declares the benchmark's producer, consumer and raw-put kernels for each element type.
 macro_rules! bench_kernels {
-    ($($push:ident, $pop:ident: $t:ty;)*) => {$(
+    ($($push:ident, $pop:ident, $put:ident: $t:ty;)*) => {$(
         #[doc = concat!("[`bench_push`] with elements of type `", stringify!($t), "`.")]
         ///
         /// # Safety
         ///
         /// `q` is a live queue handle; for each warp of the launch, `stage` holds 32 elements
-        /// and `scratch` one word.
+        /// and `scratch` one word; `log` is null or a symmetric placement log of
+        /// `2 * grid * LOG_WORDS` words.
         #[kernel]
-        pub unsafe fn $push(q: SymQueue<$t>, items: u32, mode: u32, stage: *mut $t, scratch: *mut u64) {
-            bench_push::<$t>(q, items, mode, stage, scratch)
+        pub unsafe fn $push(
+            q: SymQueue<$t>,
+            items: u32,
+            mode: u32,
+            stage: *mut $t,
+            scratch: *mut u64,
+            log: *mut u64,
+        ) {
+            bench_push::<$t>(q, items, mode, stage, scratch, log)
         }
         #[doc = concat!("[`bench_pop`] with elements of type `", stringify!($t), "`.")]
         ///
@@ -355,16 +503,27 @@ macro_rules! bench_kernels {
             stage: *mut $t,
             scratch: *mut u64,
             status: *mut u64,
+            log: *mut u64,
         ) {
-            bench_pop::<$t>(q, items, mode, stage, scratch, status)
+            bench_pop::<$t>(q, items, mode, stage, scratch, status, log)
+        }
+        #[doc = concat!("[`bench_put`] with elements of type `", stringify!($t), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// `dst` and `stage` are symmetric and hold 32 elements per warp of the launch; the
+        /// block size is a multiple of 32; `items` a multiple of the group's size.
+        #[kernel]
+        pub unsafe fn $put(dst: *mut $t, items: u32, mode: u32, stage: *mut $t) {
+            bench_put::<$t>(dst, items, mode, stage)
         }
     )*};
 }
 
 bench_kernels! {
-    queue_bench_push_e8, queue_bench_pop_e8: u64;
-    queue_bench_push_e64, queue_bench_pop_e64: [u64; 8];
-    queue_bench_push_e1024, queue_bench_pop_e1024: [u64; 128];
+    queue_bench_push_e8, queue_bench_pop_e8, queue_bench_put_e8: u64;
+    queue_bench_push_e64, queue_bench_pop_e64, queue_bench_put_e64: [u64; 8];
+    queue_bench_push_e1024, queue_bench_pop_e1024, queue_bench_put_e1024: [u64; 128];
 }
 
 /// Raw remote atomic throughput, for comparison with the queue: every thread does `iters`
