@@ -7,7 +7,7 @@ use super::buffers::{MoeConfig, MoePayload};
 use super::calls::{check_lengths, check_tokens, THREADS};
 use super::low_latency::{bytes, LlShared};
 use crate::gemm::grouped::tiles_bound;
-use crate::gemm::launch::encode_sm90;
+use crate::gemm::launch::{encode_sm90, Boxes};
 use crate::{BLayout, GemmShape, Ops};
 use rshmem_device::bf16;
 use rshmem_gemm::{sm90, GroupRows, Problem, Sm90Maps};
@@ -389,14 +389,12 @@ impl<'s> Ops<'s> {
         self.moe_layer_modules(CALL)?;
         let (first, second) = bufs.gemms();
         let groups = bufs.local();
-        let maps_1 = encode_sm90(
-            self.shmem,
-            (&bufs.shared.recv_x).into(),
-            gate_up,
-            first,
-            groups,
-        )?;
-        let maps_2 = encode_sm90(self.shmem, (&bufs.act).into(), down, second, groups)?;
+        // The moe90 kernels run the default tile (`sm90::gemm`).
+        let boxes = |shape: GemmShape| Boxes::of::<sm90::Tile256<bf16>>(shape.b_layout);
+        let recv_x = (&bufs.shared.recv_x).into();
+        let maps_1 = encode_sm90(self.shmem, recv_x, gate_up, first, groups, boxes(first))?;
+        let act = (&bufs.act).into();
+        let maps_2 = encode_sm90(self.shmem, act, down, second, groups, boxes(second))?;
         let maps = self
             .shmem
             .alloc_from(&[maps_1[0], maps_1[1], maps_2[0], maps_2[1]])?;
