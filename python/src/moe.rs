@@ -96,7 +96,7 @@ impl RecvRegion {
             (Buffers::Normal(b), Recv::Scales) => whole(b.recv_x_fp8().or_raise()?.1, DType::F32),
             (Buffers::Normal(b), Recv::Src) => whole(b.recv_src(), DType::U32),
             (Buffers::Normal(b), Recv::Weights) => whole(b.recv_weights(), DType::F32),
-            (Buffers::LowLatency(b), Recv::X) => whole(b.recv_x(), DType::Bf16),
+            (Buffers::LowLatency(b), Recv::X) => whole(b.recv_x().or_raise()?, DType::Bf16),
             (Buffers::LowLatency(b), Recv::Src) => whole(b.recv_src(), DType::U32),
             (Buffers::LowLatency(b), Recv::Count) => whole(b.recv_count(), DType::U32),
             (_, which) => Err(arg(format!("these MoE buffers have no {which:?} buffer"))),
