@@ -125,6 +125,8 @@ pub(crate) fn init_driver() -> std::result::Result<usize, String> {
 #[derive(Debug)]
 pub(crate) struct Context {
     device: sys::CUdevice,
+    /// The device's ordinal (what pointer attributes name).
+    pub ordinal: usize,
     raw: sys::CUcontext,
     /// Compute capability as `major * 10 + minor`.
     pub sm: u32,
@@ -151,6 +153,7 @@ impl Context {
         // Owned from here on, so an early return below releases the retain.
         let mut ctx = Context {
             device,
+            ordinal,
             raw,
             sm: 0,
             sm_count: 0,
@@ -199,6 +202,39 @@ impl Context {
             unsafe { result::ctx::set_current(self.raw) }.call("cuCtxSetCurrent")?;
         }
         Ok(())
+    }
+
+    /// Where the byte at `addr` is, as the driver knows it: its memory type
+    /// (`CUmemorytype`) and the ordinal of the device that holds it, or `None` for memory
+    /// the driver does not know (plain host memory).
+    pub(crate) fn locate(&self, addr: u64) -> CudaResult<Option<(sys::CUmemorytype, usize)>> {
+        use sys::CUpointer_attribute::*;
+        self.bind()?;
+        let mut ty = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+        // SAFETY: one out-pointer of the attribute's type (a `CUmemorytype`).
+        let r = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut ty as *mut sys::CUmemorytype).cast::<c_void>(),
+                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                addr,
+            )
+        };
+        if r == sys::CUresult::CUDA_ERROR_INVALID_VALUE {
+            return Ok(None);
+        }
+        r.result().call("cuPointerGetAttribute")?;
+        let mut ordinal: c_int = -1;
+        // SAFETY: one out-pointer of the attribute's type (an int).
+        unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut ordinal as *mut c_int).cast::<c_void>(),
+                CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                addr,
+            )
+        }
+        .result()
+        .call("cuPointerGetAttribute")?;
+        Ok(Some((ty, usize::try_from(ordinal).unwrap_or(usize::MAX))))
     }
 
     /// Free device memory in bytes.

@@ -181,6 +181,29 @@ impl HeapBackend for GpuPe {
         unsafe { sh.stream.copy_to_device(addr, src) }.map_err(|e| sh.fault(e, StreamId::PE))?;
         sh.sync_stream(StreamId::PE)
     }
+
+    fn check_device_memory(&self, addr: u64, bytes: usize) -> std::result::Result<(), String> {
+        use cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        let ctx = self.shared.ctx();
+        let mine = ctx.ordinal;
+        // The first and the last byte: an allocator that maps a tensor's pages separately
+        // (torch's expandable segments) makes one range of several driver allocations.
+        let last = addr + bytes as u64 - 1;
+        for (which, at) in [("first", addr), ("last", last)] {
+            let fix = format!("this PE's GPU is cuda:{mine}: move the data there first");
+            let place = match ctx.locate(at) {
+                Err(e) => return Err(format!("the driver could not say where {at:#x} is: {}", e.message())),
+                Ok(Some((ty, ordinal))) if ty == CU_MEMORYTYPE_DEVICE && ordinal == mine => continue,
+                Ok(Some((ty, ordinal))) if ty == CU_MEMORYTYPE_DEVICE => format!("device memory of cuda:{ordinal}"),
+                Ok(Some((ty, _))) => format!("{ty:?} memory, not device memory"),
+                Ok(None) => "host memory the driver does not know (not device memory)".to_string(),
+            };
+            return Err(format!(
+                "{bytes} bytes at {addr:#x}: the {which} byte ({at:#x}) is {place}; {fix}"
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
