@@ -204,37 +204,26 @@ impl Context {
         Ok(())
     }
 
-    /// Where the byte at `addr` is, as the driver knows it: its memory type
-    /// (`CUmemorytype`) and the ordinal of the device that holds it, or `None` for memory
-    /// the driver does not know (plain host memory).
-    pub(crate) fn locate(&self, addr: u64) -> CudaResult<Option<(sys::CUmemorytype, usize)>> {
+    /// Where the byte at `addr` is, as the driver knows it: its memory type (a
+    /// `CUmemorytype` value; 0 for memory the driver does not know, plain host memory) and
+    /// the ordinal of the device that holds it. One driver call.
+    pub(crate) fn locate(&self, addr: u64) -> CudaResult<(c_uint, c_int)> {
         use sys::CUpointer_attribute::*;
         self.bind()?;
-        let mut ty = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-        // SAFETY: one out-pointer of the attribute's type (a `CUmemorytype`).
-        let r = unsafe {
-            sys::cuPointerGetAttribute(
-                (&mut ty as *mut sys::CUmemorytype).cast::<c_void>(),
-                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                addr,
-            )
-        };
-        if r == sys::CUresult::CUDA_ERROR_INVALID_VALUE {
-            return Ok(None);
-        }
-        r.result().call("cuPointerGetAttribute")?;
-        let mut ordinal: c_int = -1;
-        // SAFETY: one out-pointer of the attribute's type (an int).
-        unsafe {
-            sys::cuPointerGetAttribute(
-                (&mut ordinal as *mut c_int).cast::<c_void>(),
-                CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                addr,
-            )
-        }
-        .result()
-        .call("cuPointerGetAttribute")?;
-        Ok(Some((ty, usize::try_from(ordinal).unwrap_or(usize::MAX))))
+        let (mut ty, mut ordinal): (c_uint, c_int) = (0, -1);
+        let mut attrs = [CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL];
+        let mut data = [
+            (&mut ty as *mut c_uint).cast::<c_void>(),
+            (&mut ordinal as *mut c_int).cast::<c_void>(),
+        ];
+        // SAFETY: two attributes, each with an out-pointer of its type (a 32-bit
+        // `CUmemorytype`, read as its integer value since the driver writes 0 for memory it
+        // does not know; an int); the driver writes defaults rather than failing for such
+        // memory.
+        unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), addr) }
+            .result()
+            .call("cuPointerGetAttributes")?;
+        Ok((ty, ordinal))
     }
 
     /// Free device memory in bytes.

@@ -183,23 +183,28 @@ impl HeapBackend for GpuPe {
     }
 
     fn check_device_memory(&self, addr: u64, bytes: usize) -> std::result::Result<(), String> {
-        use cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        use cudarc::driver::sys::CUmemorytype::*;
         let ctx = self.shared.ctx();
         let mine = ctx.ordinal;
         // The first and the last byte: an allocator that maps a tensor's pages separately
         // (torch's expandable segments) makes one range of several driver allocations.
-        let last = addr + bytes as u64 - 1;
-        for (which, at) in [("first", addr), ("last", last)] {
-            let fix = format!("this PE's GPU is cuda:{mine}: move the data there first");
-            let place = match ctx.locate(at) {
-                Err(e) => return Err(format!("the driver could not say where {at:#x} is: {}", e.message())),
-                Ok(Some((ty, ordinal))) if ty == CU_MEMORYTYPE_DEVICE && ordinal == mine => continue,
-                Ok(Some((ty, ordinal))) if ty == CU_MEMORYTYPE_DEVICE => format!("device memory of cuda:{ordinal}"),
-                Ok(Some((ty, _))) => format!("{ty:?} memory, not device memory"),
-                Ok(None) => "host memory the driver does not know (not device memory)".to_string(),
+        for (which, at) in [("first", addr), ("last", addr + bytes as u64 - 1)] {
+            let (ty, ordinal) = ctx
+                .locate(at)
+                .map_err(|e| format!("the driver could not say where {at:#x} is: {}", e.message()))?;
+            let place = match ty {
+                t if t == CU_MEMORYTYPE_DEVICE as u32 && usize::try_from(ordinal) == Ok(mine) => {
+                    continue
+                }
+                t if t == CU_MEMORYTYPE_DEVICE as u32 => format!("device memory of cuda:{ordinal}"),
+                t if t == CU_MEMORYTYPE_HOST as u32 => "host memory (pinned), not device memory".into(),
+                t if t == CU_MEMORYTYPE_UNIFIED as u32 => "unified (managed) memory".into(),
+                t if t == CU_MEMORYTYPE_ARRAY as u32 => "a CUDA array".into(),
+                _ => "host memory the driver does not know (not device memory)".into(),
             };
             return Err(format!(
-                "{bytes} bytes at {addr:#x}: the {which} byte ({at:#x}) is {place}; {fix}"
+                "{bytes} bytes at {addr:#x}: the {which} byte ({at:#x}) is {place}; this PE's \
+                 GPU is cuda:{mine}: move the data there first"
             ));
         }
         Ok(())
