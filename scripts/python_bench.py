@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """rshmem's Python layer on GPUs, in one run under torchrun: rshmem's all-reduce beside torch
 symmetric memory's one-shot/two-shot all-reduce and NCCL (NCCL only where the ranks have GPUs of
-their own), rshmem's GEMM beside torch.matmul (cuBLAS), and the Python layer's per-call
-overhead against the same calls from Rust (ops/examples/call_overhead.rs, run by this script
-when --rust names its binary). NOT YET RUN ON A GPU (written 2026-12-05 without one).
+their own), rshmem's GEMM (on symmetric and on ordinary torch tensors) beside torch.matmul
+(cuBLAS), the grouped GEMM beside torch._grouped_mm, the FP8 GEMM beside torch._scaled_mm, the
+fused MoE layer, and the Python layer's per-call overhead against the same calls from Rust
+(ops/examples/call_overhead.rs, run by this script when --rust names its binary). NOT YET RUN
+ON A GPU (written 2026-12-05 without one).
 
   device run: torchrun --nproc-per-node 2 .gpu/scripts/python_bench.py [--rust .gpu/bin/call_overhead]
               [--sizes 8192,1048576,16777216] [--gemm 256,1024,4096] [--calls 2000] [--iters 20]
@@ -116,16 +118,80 @@ def main():
                      "rshmem_tflops": 2 * s ** 3 / us / 1e6, "torch_tflops": 2 * s ** 3 / ref / 1e6})
         del a, b, c
 
+    # GEMM on ordinary torch tensors (torch's allocator): the same kernel, found by address.
+    s = 4096
+    a, b = torch.randn(s, s, device="cuda").to(torch.bfloat16), torch.randn(s, s, device="cuda").to(torch.bfloat16)
+    c = torch.empty(s, s, device="cuda", dtype=torch.bfloat16)
+    us = timed(lambda: rshmem.gemm(a, b, c), args.iters)
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=2e-2, atol=2e-2 * s ** 0.5)
+    rows.append({"op": "gemm_torch_tensors", "m=n=k": s, "rshmem_us": us, "rshmem_tflops": 2 * s ** 3 / us / 1e6})
+    del a, b, c
+
+    # Grouped GEMM: 8 groups of 512 rows, 4096 x 4096 weights, against torch._grouped_mm.
+    groups, rows_g, gn, gk = 8, 512, 4096, 4096
+    a, b = rshmem.empty((groups * rows_g, gk), torch.bfloat16), rshmem.empty((groups, gn, gk), torch.bfloat16)
+    c, offs = rshmem.empty((groups * rows_g, gn), torch.bfloat16), rshmem.empty(groups, torch.int32)
+    a.normal_()
+    b.normal_()
+    offs.copy_(torch.arange(1, groups + 1, dtype=torch.int32, device="cuda") * rows_g)
+    row = {"op": "grouped_gemm", "shape": f"{groups}x{rows_g}, {gn}x{gk}",
+           "rshmem_us": timed(lambda: rshmem.grouped_gemm(a, b, c, offsets=offs), args.iters)}
+    if hasattr(torch, "_grouped_mm"):
+        bt = b.transpose(-2, -1)
+        row["torch_grouped_mm_us"] = timed(lambda: torch._grouped_mm(a, bt, offs=offs), args.iters)
+    rows.append(row)
+    del a, b, c, offs
+
+    # FP8 per tensor, e4m3 -> bf16, against torch._scaled_mm.
+    f8 = torch.float8_e4m3fn
+    for s in (int(v) for v in args.gemm.split(",")):
+        a, b = rshmem.empty((s, s), f8), rshmem.empty((s, s), f8)
+        a.copy_(torch.randn(s, s, device="cuda").to(f8))
+        b.copy_(torch.randn(s, s, device="cuda").to(f8))
+        sa, sb = rshmem.empty(1, torch.float32), rshmem.empty(1, torch.float32)
+        sa.fill_(1)
+        sb.fill_(1)
+        c = rshmem.empty((s, s), torch.bfloat16)
+        row = {"op": "gemm_fp8_tensor", "m=n=k": s, "rshmem_us": timed(lambda: rshmem.gemm_fp8(a, b, c, sa, sb), args.iters)}
+        if hasattr(torch, "_scaled_mm"):
+            row["torch_scaled_mm_us"] = timed(
+                lambda: torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=True),
+                args.iters)
+        rows.append(row)
+        del a, b, c, sa, sb
+
+    # The fused MoE layer, decode-sized: 8 experts per rank, top-2, 4096 -> 1408 -> 4096.
+    experts, top_k, hidden, inter, tokens = 8 * n, 2, 4096, 1408, 128
+    local = experts // n
+    bufs = rshmem.moe_layer_buffers(experts, top_k, hidden, inter, max_tokens=tokens)
+    w1, w2 = rshmem.empty((local, 2 * inter, hidden), torch.bfloat16), rshmem.empty((local, hidden, inter), torch.bfloat16)
+    w1.normal_(std=hidden ** -0.5)
+    w2.normal_(std=inter ** -0.5)
+    bound = rshmem.moe_layer_weights(bufs, w1, w2)
+    x, out = rshmem.empty((tokens, hidden), torch.bfloat16), rshmem.empty((tokens, hidden), torch.bfloat16)
+    idx, tw = rshmem.empty((tokens, top_k), torch.int32), rshmem.empty((tokens, top_k), torch.float32)
+    x.normal_()
+    idx.copy_(torch.stack([torch.randperm(experts)[:top_k] for _ in range(tokens)]).int().cuda())
+    tw.fill_(0.5)
+    rows.append({"op": "moe_layer", "shape": f"{experts} experts top-{top_k} {hidden}->{inter}, {tokens} tokens/rank",
+                 "rshmem_us": timed(lambda: rshmem.moe_layer(bufs, bound, x, idx, tw, out), args.iters)})
+    del bufs, w1, w2, bound, x, out, idx, tw
+
     # Per-call overhead: Python against Rust.
     x = rshmem.empty(2048, torch.bfloat16)
     x.fill_(1)
     a, b = rshmem.empty((128, 128), torch.bfloat16), rshmem.empty((128, 128), torch.bfloat16)
     c = rshmem.empty((128, 128), torch.float32)
+    ta, tb = torch.randn(128, 128, device="cuda").to(torch.bfloat16), torch.randn(128, 128, device="cuda").to(torch.bfloat16)
+    tc = torch.empty(128, 128, device="cuda")
     overhead = {
         "all_reduce_4KiB": host_per_call(lambda: rshmem.all_reduce(x, op="max"), args.calls),
         "gemm_128": host_per_call(lambda: rshmem.gemm(a, b, c), args.calls),
+        # Ordinary tensors: each operand's pointer check (cuPointerGetAttributes, first and
+        # last byte) is part of the call.
+        "gemm_128_torch_tensors": host_per_call(lambda: rshmem.gemm(ta, tb, tc), args.calls),
     }
-    del x, a, b, c
+    del x, a, b, c, ta, tb, tc
     rshmem.barrier_all()
     import gc
 

@@ -73,14 +73,34 @@ def dtype_name(dtype):
         ) from None
 
 
-class SymArray(np.ndarray):
-    """A numpy array over symmetric memory (the simulator's heap). `rshmem_dtype` is rshmem's
-    element type: bf16 and FP8 arrays hold raw bits (uint16 / uint8). Views and slices keep it;
-    ops accept any contiguous view of one."""
+class TypedArray(np.ndarray):
+    """A numpy array tagged with rshmem's element type (`rshmem_dtype`), for the types numpy
+    lacks: bf16 and FP8 arrays hold raw bits (uint16 / uint8). Views and slices keep the tag
+    (a view of another item size drops it). `rshmem.typed` tags an array of your own."""
 
     def __array_finalize__(self, obj):
         keep = obj is not None and getattr(obj, "dtype", None) == self.dtype
         self.rshmem_dtype = getattr(obj, "rshmem_dtype", None) if keep else None
+
+
+class SymArray(TypedArray):
+    """A numpy array over symmetric memory (the simulator's heap), tagged with its element type
+    (`rshmem_dtype`). Ops accept any contiguous view of one."""
+
+
+def typed(array, dtype):
+    """`array` (a numpy array of the type's size: uint16 bits for bf16, uint8 for FP8) as a
+    view tagged with rshmem's element type `dtype`, so that ops read it as that type: an
+    ordinary array of bf16 bits passed to `rshmem.gemm` on the simulator, for example."""
+    name = dtype_name(dtype)
+    size = _TYPES[name][0]
+    array = np.asarray(array)
+    if array.dtype.itemsize != size:
+        raise ArgumentError(f"rshmem.typed: an array of {array.dtype} ({array.dtype.itemsize}-byte elements) "
+                            f"cannot hold {name} ({size}-byte elements)")
+    view = array.view(TypedArray)
+    view.rshmem_dtype = name
+    return view
 
 
 class _HostView:

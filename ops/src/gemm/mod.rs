@@ -17,7 +17,7 @@ use crate::Ops;
 use elem::{GemmIn, GemmOut, TmaElem};
 use maps::MapKey;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
-use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut};
+use rshmem_host::{DeviceRange, DeviceRangeMut, Error, LaunchConfig, Module, Result, Stream};
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
 use shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts, CALL};
@@ -43,9 +43,9 @@ impl<'s> Ops<'s> {
     pub fn gemm<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GemmShape,
     ) -> Result<()> {
         self.gemm_with(stream, a, b, c, shape, GemmOptions::default())
@@ -58,7 +58,9 @@ impl<'s> Ops<'s> {
     /// Each operand is a buffer (`&a`, `&mut c`) or a range of one (`a.range(off..)?`,
     /// `c.range_mut(off..)?`): the matrix starts at the range's first element. A and B must
     /// start 16-byte aligned (a multiple of 8 bf16/f16 elements into their buffers), C at a
-    /// multiple of two elements.
+    /// multiple of two elements. The GEMM reaches no peer, so its operands need not be
+    /// symmetric: memory allocated elsewhere on the PE's device comes in as a
+    /// [`DeviceRange`] / [`DeviceRangeMut`] (`from_raw_parts`, checked).
     ///
     /// Errors (nothing is launched): a shape with a zero extent, `k` not a multiple of 8, or
     /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; an operand that
@@ -72,15 +74,19 @@ impl<'s> Ops<'s> {
     pub fn gemm_with<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GemmShape,
         options: GemmOptions,
     ) -> Result<()> {
-        let (a, b, c) = (a.into(), b.into(), c.into());
+        let (a, b, c): (
+            DeviceRange<'_, In>,
+            DeviceRange<'_, In>,
+            DeviceRangeMut<'_, Out>,
+        ) = (a.into(), b.into(), c.into());
         shape.check(a.len(), b.len(), c.len())?;
-        Starts::of(&a, &b, Some(&c)).check(CALL)?;
+        Starts::of(a, b, Some(&c)).check(CALL)?;
         match self.path(options.kernel)? {
             Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape, options.split_k),
             Path::Sm80 if matches!(options.split_k, SplitK::Parts(p) if p > 1) => {
@@ -130,9 +136,9 @@ impl<'s> Ops<'s> {
     fn sm90<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
-        c: SymRangeMut<'_, Out>,
+        a: DeviceRange<'_, In>,
+        b: DeviceRange<'_, In>,
+        c: DeviceRangeMut<'_, Out>,
         shape: GemmShape,
         split_k: SplitK,
     ) -> Result<()> {
@@ -143,9 +149,8 @@ impl<'s> Ops<'s> {
         let parts = self.split_parts(split_k, stream, problem)?;
         let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
         let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
-        let mut c = c.matrix_mut(m, n)?;
+        let c = c.matrix_mut(m, n)?;
         if parts > 1 {
-            let c = c.as_matrix_mut();
             // SAFETY: as for the plain launch below; `parts` from `split_parts`.
             return unsafe {
                 if b_kn {
@@ -175,12 +180,12 @@ impl<'s> Ops<'s> {
     /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n; `groups` of them stacked when
     /// `groups > 0`, a grouped GEMM's) as the default sm90 mainloop reads them: see
     /// [`Ops::sm90_maps_of`].
-    pub(crate) fn sm90_maps<In: GemmIn>(
+    pub(crate) fn sm90_maps<'a, In: GemmIn>(
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
         shape: GemmShape,
         groups: u32,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
@@ -194,16 +199,17 @@ impl<'s> Ops<'s> {
     /// records a graph, only a slot that already describes them, pinned for the graph's
     /// life); kernel arguments. `call` is the op the errors name.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn sm90_maps_of<In: TmaElem>(
+    pub(crate) fn sm90_maps_of<'a, In: TmaElem>(
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
         shape: GemmShape,
         groups: u32,
         boxes: launch::Boxes,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
+        let (a, b) = (a.into(), b.into());
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let key = MapKey {
@@ -246,9 +252,9 @@ impl<'s> Ops<'s> {
     fn sm80<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
-        c: SymRangeMut<'_, Out>,
+        a: DeviceRange<'_, In>,
+        b: DeviceRange<'_, In>,
+        c: DeviceRangeMut<'_, Out>,
         shape: GemmShape,
     ) -> Result<()> {
         use rshmem_gemm::sm80;

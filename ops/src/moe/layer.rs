@@ -398,10 +398,9 @@ impl<'s> Ops<'s> {
         let groups = bufs.local();
         // The moe90 kernels run the default tile (`sm90::gemm`).
         let boxes = |shape: GemmShape| Boxes::of::<sm90::Tile256<bf16>>(shape.b_layout);
-        let recv_x = (&bufs.recv_x).into();
+        let recv_x = &bufs.recv_x;
         let maps_1 = encode_sm90(self.shmem, recv_x, gate_up, first, groups, boxes(first))?;
-        let act = (&bufs.act).into();
-        let maps_2 = encode_sm90(self.shmem, act, down, second, groups, boxes(second))?;
+        let maps_2 = encode_sm90(self.shmem, &bufs.act, down, second, groups, boxes(second))?;
         let maps = self
             .shmem
             .alloc_from(&[maps_1[0], maps_1[1], maps_2[0], maps_2[1]])?;
