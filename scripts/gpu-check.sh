@@ -29,7 +29,10 @@ export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
 BIN=.gpu/bin
-[ -d .gpu/bin ] || python3 -c "import tarfile; tarfile.open('.gpu/bin.tar.xz').extractall('.gpu')"
+for packed in bin cubin kernels; do # gpu-prepare.sh's archives, unpacked once
+    [ -d .gpu/$packed ] || [ ! -f .gpu/$packed.tar.xz ] ||
+        python3 -c "import tarfile; tarfile.open('.gpu/$packed.tar.xz').extractall('.gpu')"
+done
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}

@@ -484,6 +484,30 @@ fn moe_ll_dispatch(
     })
 }
 
+/// The tensors of a call that sums weighted rows: its rows (`rows`: name, tensor) and `out`,
+/// bf16, and the routing (`topk_idx` i32, `topk_weights` f32), found and their types checked
+/// (`call`: the call's name and what needs the bf16).
+fn weighted(
+    pe: &Pe,
+    (call, why): (&str, &str),
+    rows: (&'static str, &TensorArg),
+    topk_idx: &TensorArg,
+    topk_weights: &TensorArg,
+    out: &TensorArg,
+) -> PyResult<(Sym, Sym, Sym, Sym)> {
+    let find = |what, t: &TensorArg, dtype, why| {
+        let sym = Sym::find(&pe.core, call, what, t)?;
+        sym.expect(call, dtype, why)?;
+        Ok::<_, PyErr>(sym)
+    };
+    Ok((
+        find(rows.0, rows.1, DType::Bf16, why)?,
+        find("topk_idx", topk_idx, DType::I32, "topk_idx")?,
+        find("topk_weights", topk_weights, DType::F32, "topk_weights")?,
+        find("out", out, DType::Bf16, why)?,
+    ))
+}
+
 /// Low-latency combine into `out`.
 #[pyfunction]
 #[pyo3(signature = (pe, bufs, expert_out, topk_idx, topk_weights, out, stream=None))]
@@ -499,17 +523,15 @@ fn moe_ll_combine(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.moe_ll_combine";
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
-    let (e, idx, w, o) = (
-        find("expert_out", &expert_out)?,
-        find("topk_idx", &topk_idx)?,
-        find("topk_weights", &topk_weights)?,
-        find("out", &out)?,
-    );
-    e.expect(CALL, DType::Bf16, "the combine")?;
-    idx.expect(CALL, DType::I32, "topk_idx")?;
-    w.expect(CALL, DType::F32, "topk_weights")?;
-    o.expect(CALL, DType::Bf16, "the combine")?;
+    let rows = ("expert_out", &expert_out);
+    let (e, idx, w, o) = weighted(
+        pe,
+        (CALL, "the combine"),
+        rows,
+        &topk_idx,
+        &topk_weights,
+        &out,
+    )?;
     let inner = bufs.inner.clone();
     on_stream(py, pe, stream, |live, s| {
         let (e, idx) = (e.range::<bf16>()?, idx.range::<i32>()?);
@@ -626,17 +648,14 @@ fn moe_layer(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.moe_layer";
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
-    let (x, idx, w, o) = (
-        find("x", &x)?,
-        find("topk_idx", &topk_idx)?,
-        find("topk_weights", &topk_weights)?,
-        find("out", &out)?,
-    );
-    x.expect(CALL, DType::Bf16, "the layer")?;
-    idx.expect(CALL, DType::I32, "topk_idx")?;
-    w.expect(CALL, DType::F32, "topk_weights")?;
-    o.expect(CALL, DType::Bf16, "the layer")?;
+    let (x, idx, w, o) = weighted(
+        pe,
+        (CALL, "the layer"),
+        ("x", &x),
+        &topk_idx,
+        &topk_weights,
+        &out,
+    )?;
     let inner = bufs.inner.clone();
     on_stream(py, pe, stream, |live, s| {
         let (x, idx) = (x.range::<bf16>()?, idx.range::<i32>()?);
