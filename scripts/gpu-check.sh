@@ -404,17 +404,23 @@ want perftest && perftest
 # scripts/python_gpu_check.py (every op against torch, graphs, own kernels, bad input), the same
 # with rank 1 failing on purpose (the job must fail naming it, not hang), and
 # scripts/python_bench.py (2 ranks: beside NCCL, torch symmetric memory and cuBLAS, and the
-# Python layer's per-call overhead against ops/examples/call_overhead.rs). Not yet run.
+# Python layer's per-call overhead against ops/examples/call_overhead.rs). First run on an H100
+# 2026-12-05 (docs/python.md).
 if want python; then
     python3 -m pip install --no-index --no-deps --force-reinstall .gpu/wheels/rshmem-*.whl >"$OUT/python_install.log" 2>&1
     PY_NPES=${PY_NPES:-3}
     export RSHMEM_HANG_TIMEOUT=${RSHMEM_HANG_TIMEOUT:-60}
+    # torchrun, not rshmem's launcher, starts these ranks: under MPS each must be given its
+    # share of the SMs, or NVSHMEM sees more than 100 % in all and takes its limited mode
+    # (no team splits; found on an H100, 2026-12-05).
+    [ "$MPS" = 1 ] && export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / PY_NPES))
     step python_check torchrun --nproc-per-node "$PY_NPES" .gpu/scripts/python_gpu_check.py \
         --kernels .gpu/kernels/rshmem-image-rshmem-example-kernels.json
     [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
     step python_fail bash -c "! torchrun --nproc-per-node $PY_NPES .gpu/scripts/python_gpu_check.py --fail-rank 1 \
         >$OUT/python_fail_run.log 2>&1; grep -q 'rank 1 fails on purpose' $OUT/python_fail_run.log"
     [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
+    [ "$MPS" = 1 ] && export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
     step python_bench torchrun --nproc-per-node 2 .gpu/scripts/python_bench.py --rust $BIN/call_overhead
 fi
 

@@ -44,6 +44,8 @@ def inputs(rank, n, dtype, seed=0):
 
 
 def close(got, want, tol):
+    if want.numel() == 0:  # an empty group
+        return
     torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol * max(1.0, want.abs().max().item()))
 
 
@@ -351,6 +353,17 @@ def graphs(npes, me):
     close(x, torch.full_like(x, float(npes) ** 4), 0)
 
 
+def capture_legacy(npes, me):
+    """On the legacy default stream rshmem.capture refuses, saying what to do."""
+    with torch.cuda.stream(torch.cuda.default_stream()):
+        try:
+            rshmem.capture(lambda: None)
+        except ValueError as e:
+            assert "legacy default stream" in str(e), e
+        else:
+            raise AssertionError("capture on the legacy default stream was not refused")
+
+
 def torch_graph(npes, me):
     """torch.cuda.graph around rshmem ops: supported when each op ran eagerly first on the
     capture stream (docs/python.md); this check says whether it does on this torch."""
@@ -426,8 +439,16 @@ def main():
     check("fp8 gemms", lambda: fp8(npes, me))
     check("collectives over a team", lambda: teams(npes, me))
     check("moe normal and low-latency", lambda: moe(npes, me))
-    check("fused moe layer", lambda: moe_layer(npes, me))
-    check("rshmem.capture graphs", lambda: graphs(npes, me))
+    # rshmem.capture records the current stream, which must not be the legacy default one
+    # (CUDA cannot capture it): these two run on a stream of their own, eager calls included
+    # (each op's first eager call on a stream makes its workspace there).
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        check("fused moe layer", lambda: moe_layer(npes, me))
+        check("rshmem.capture graphs", lambda: graphs(npes, me))
+        check("rshmem.capture refuses the legacy stream", lambda: capture_legacy(npes, me))
+    torch.cuda.current_stream().wait_stream(side)
     check("own kernels by name", lambda: own_kernels(args.kernels, npes, me))
     check("bad input refused", lambda: bad_input(npes, me))
     # Last: a capture torch or CUDA refuses may leave the stream unusable.

@@ -139,10 +139,18 @@ def capture(fn, stream=None):
     Each op in it must have run once eagerly on that stream before (its workspace and tensor
     maps are made then). Not torch.cuda.graph: see docs/python.md."""
     pe = _runtime.current()
+    handle = _runtime.stream_handle(pe, stream)
+    if handle == 0:
+        raise ValueError(
+            "rshmem.capture: the stream is the legacy default stream (torch's current stream "
+            "unless one is set), which CUDA cannot capture; run the ops on a stream of their "
+            "own, eagerly once and then captured: `s = torch.cuda.Stream()`, then both inside "
+            "`with torch.cuda.stream(s):`"
+        )
     keep = []
     _runtime._local.capture_keep = keep
     try:
-        native = _native.capture(pe, fn, _runtime.stream_handle(pe, stream))
+        native = _native.capture(pe, fn, handle)
     finally:
         _runtime._local.capture_keep = None
     return Graph(native, keep)
