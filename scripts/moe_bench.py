@@ -26,7 +26,7 @@ layout's (every local expert holds npes x tokens rows), so the 4096-token DeepSe
 ~70 GB of symmetric heap: the script sizes NVSHMEM_SYMMETRIC_SIZE per row and skips a row that
 cannot fit the GPU.
 
-  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20] [--no-layer] [--no-fp8]
+  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20] [--no-layer] [--no-fp8] [--tokens 128,4096]
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -129,11 +129,13 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-layer", action="store_true", help="skip the fused layer's rows")
     ap.add_argument("--no-fp8", action="store_true", help="skip the low-latency mode's FP8 rows")
+    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)),
+                    help="token counts per PE, comma-separated (default %(default)s)")
     args = ap.parse_args()
     gpu_bytes = torch.cuda.get_device_properties(0).total_memory
     rows = []
     for hidden, experts, top_k, inter in SHAPES:
-        for tokens in TOKENS:
+        for tokens in (int(t) for t in args.tokens.split(",")):
             layer = 0 if args.no_layer else inter
             need = layer_bytes(args.npes, tokens, hidden, experts, inter)
             if layer and need * args.npes > 0.85 * gpu_bytes:
