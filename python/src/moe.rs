@@ -75,13 +75,7 @@ impl std::ops::DerefMut for MappedGuard<'_> {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let bufs = self
-            .bufs
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        self.core.drop_within(bufs);
-        self.core.release();
+        self.core.end_object(&mut self.bufs);
     }
 }
 
@@ -585,13 +579,7 @@ pub struct MoeLayerW {
 
 impl Drop for MoeLayerW {
     fn drop(&mut self) {
-        let weights = self
-            .weights
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        self.core.drop_within(weights);
-        self.core.release();
+        self.core.end_object(&mut self.weights);
     }
 }
 

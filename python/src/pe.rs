@@ -128,10 +128,18 @@ impl PeCore {
     }
 
     /// Drops `value` (which borrows the PE's `Shmem`) while the `Shmem` surely lives.
-    pub fn drop_within<T>(&self, value: T) {
+    fn drop_within<T>(&self, value: T) {
         let state = self.read();
         drop(value);
         drop(state);
+    }
+
+    /// The end of an object counted by [`PeCore::retain`]: drops what `slot` holds (it borrows
+    /// the PE's `Shmem`) while the `Shmem` surely lives, then [`PeCore::release`]s the object.
+    pub fn end_object<T>(&self, slot: &mut Mutex<Option<T>>) {
+        let value = slot.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        self.drop_within(value);
+        self.release();
     }
 
     /// Counts an object that borrows the PE (until `released`).
@@ -371,9 +379,7 @@ impl Region for Alloc {
 
 impl Drop for Alloc {
     fn drop(&mut self) {
-        let buf = self.buf.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         self.core.unregister(self.addr);
-        self.core.drop_within(buf);
-        self.core.release();
+        self.core.end_object(&mut self.buf);
     }
 }

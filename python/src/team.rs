@@ -36,13 +36,7 @@ impl PyTeam {
 
 impl Drop for PyTeam {
     fn drop(&mut self) {
-        let handle = self
-            .handle
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        self.core.drop_within(handle);
-        self.core.release();
+        self.core.end_object(&mut self.handle);
     }
 }
 
