@@ -97,7 +97,8 @@ def rmsnorm(npes, me):
 
 
 def gemms(npes, me):
-    m, n, k = 512, 384, 256
+    # The fused ops split A's rows (all-gather) and C's (reduce-scatter) over the ranks.
+    m, n, k = 128 * npes, 384, 256
     a, b = rshmem.empty((m, k), torch.bfloat16), rshmem.empty((n, k), torch.bfloat16)
     c = rshmem.empty((m, n), torch.float32)
     a.copy_(torch.randn(m, k, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16).cuda())

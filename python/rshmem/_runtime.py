@@ -53,13 +53,34 @@ def synchronize(stream=None):
 def stream_handle(pe, stream):
     """The raw stream handle rshmem queues on: `stream`'s (a torch.cuda.Stream or an int), else
     torch's current stream on GPUs; `None` (the PE's own stream) on the simulator."""
+    if stream is None and pe is _process_pe and _current_raw_stream is not None:
+        return _current_raw_stream(-1)  # -1: torch's current device
     if pe.backend == "sim":
         return None
     if stream is None:
-        import torch
-
-        return torch.cuda.current_stream().cuda_stream
+        return _torch_current_stream()
     return getattr(stream, "cuda_stream", stream)
+
+
+def _torch_current_stream():
+    """torch's current stream's raw handle. `torch.cuda.current_stream()` builds a Stream
+    object per call (microseconds per op): the process's GPU PE remembers torch's direct query
+    of the handle instead, once it gave the same answer."""
+    global _current_raw_stream
+    import torch
+
+    handle = torch.cuda.current_stream().cuda_stream
+    query = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    try:
+        if query is not None and query(-1) == handle:
+            _current_raw_stream = query
+    except (TypeError, RuntimeError):
+        pass
+    return handle
+
+
+# torch's query of the current raw stream (`_torch_current_stream`), or None.
+_current_raw_stream = None
 
 
 _REQUIRED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")

@@ -34,25 +34,35 @@ _NUMPY_NAMES = {np.dtype(t): n for n, (_, t) in _TYPES.items() if n not in ("bf1
 
 
 def _torch_types():
-    import torch
+    """rshmem's name -> torch dtype, built once (an op's every tensor argument looks its dtype up:
+    rebuilding the table per call cost microseconds)."""
+    global _TORCH_TYPES, _TORCH_NAMES
+    if _TORCH_TYPES is None:
+        import torch
 
-    table = {
-        "bf16": torch.bfloat16,
-        "f16": torch.float16,
-        "f32": torch.float32,
-        "f64": torch.float64,
-        "i8": torch.int8,
-        "i16": torch.int16,
-        "i32": torch.int32,
-        "i64": torch.int64,
-        "u8": torch.uint8,
-        "bool": torch.bool,
-    }
-    for name, attr in (("fp8_e4m3", "float8_e4m3fn"), ("fp8_e5m2", "float8_e5m2"),
-                       ("u16", "uint16"), ("u32", "uint32"), ("u64", "uint64")):
-        if hasattr(torch, attr):
-            table[name] = getattr(torch, attr)
-    return table
+        table = {
+            "bf16": torch.bfloat16,
+            "f16": torch.float16,
+            "f32": torch.float32,
+            "f64": torch.float64,
+            "i8": torch.int8,
+            "i16": torch.int16,
+            "i32": torch.int32,
+            "i64": torch.int64,
+            "u8": torch.uint8,
+            "bool": torch.bool,
+        }
+        for name, attr in (("fp8_e4m3", "float8_e4m3fn"), ("fp8_e5m2", "float8_e5m2"),
+                           ("u16", "uint16"), ("u32", "uint32"), ("u64", "uint64")):
+            if hasattr(torch, attr):
+                table[name] = getattr(torch, attr)
+        _TORCH_NAMES = {t: n for n, t in table.items()}
+        _TORCH_TYPES = table
+    return _TORCH_TYPES
+
+
+_TORCH_TYPES = None
+_TORCH_NAMES = None
 
 
 def dtype_name(dtype):
@@ -60,10 +70,11 @@ def dtype_name(dtype):
     if isinstance(dtype, str) and dtype in _TYPES:
         return dtype
     if type(dtype).__module__ == "torch":
-        for name, t in _torch_types().items():
-            if t == dtype:
-                return name
-        raise ArgumentError(f"rshmem has no element type for {dtype}")
+        _torch_types()
+        name = _TORCH_NAMES.get(dtype)
+        if name is None:
+            raise ArgumentError(f"rshmem has no element type for {dtype}")
+        return name
     try:
         return _NUMPY_NAMES[np.dtype(dtype)]
     except (TypeError, KeyError):
@@ -181,6 +192,13 @@ def numel(t):
 
 def tensor_arg(t, what, call):
     """`(address, bytes, element type)` of contiguous tensor `t` (argument `what` of `call`)."""
+    # torch tensors first, with as few Python-level calls as possible: this runs for every
+    # tensor of every op (docs/python.md, the per-call overhead).
+    if _TORCH_NAMES is not None and type(t).__module__ == "torch":
+        name = _TORCH_NAMES.get(t.dtype)
+        if name is not None and t.is_contiguous():
+            _keep(t)
+            return (t.data_ptr(), t.numel() * t.element_size(), name)
     if isinstance(t, np.ndarray):
         if not t.flags.c_contiguous:
             raise ArgumentError(
