@@ -8,13 +8,22 @@ import threading
 from . import _native
 from ._native import RshmemError
 
-_local = threading.local()
+class _Local(threading.local):
+    """A thread's PE on the simulator (`pe`) and the tensors an `rshmem.capture` on it keeps
+    (`capture_keep`). Defaults as class attributes: every op reads both, and a `getattr`
+    that misses costs an exception, about a microsecond per op."""
+
+    pe = None
+    capture_keep = None
+
+
+_local = _Local()
 _process_pe = None
 
 
 def current():
     """The calling code's PE (`_native.Pe`); an error saying how to start one if none is."""
-    pe = getattr(_local, "pe", None) or _process_pe
+    pe = _local.pe or _process_pe
     if pe is None:
         raise RshmemError(
             "no rshmem PE in this process or thread: call rshmem.init() first (in a process "

@@ -187,6 +187,8 @@ def tensor_name(t):
 
 
 def numel(t):
+    if type(t).__module__ == "torch":
+        return t.numel()
     return int(t.numel()) if hasattr(t, "numel") and callable(t.numel) else int(t.size)
 
 
@@ -198,7 +200,7 @@ def tensor_arg(t, what, call):
         name = _TORCH_NAMES.get(t.dtype)
         if name is not None and t.is_contiguous():
             _keep(t)
-            return (t.data_ptr(), t.numel() * t.element_size(), name)
+            return (t.data_ptr(), t.nbytes, name)
     if isinstance(t, np.ndarray):
         if not t.flags.c_contiguous:
             raise ArgumentError(
@@ -221,6 +223,6 @@ def tensor_arg(t, what, call):
 
 def _keep(t):
     """During `rshmem.capture`, the tensors the recorded work uses stay alive with the graph."""
-    keep = getattr(_runtime._local, "capture_keep", None)
+    keep = _runtime._local.capture_keep
     if keep is not None:
         keep.append(t)
