@@ -31,7 +31,9 @@
 //! moe --tokens 128 --hidden 4096 --experts-per-pe 4 --top-k 2 --iters 20
 //! ```
 
-use anyhow::{bail, ensure, Context, Result};
+mod common;
+
+use anyhow::{ensure, Result};
 use rshmem::device::fp8::E4m3;
 use rshmem::ops::fp8::{self, Blocks, Quantized};
 use rshmem::ops::{
@@ -66,27 +68,21 @@ fn parse(backend: Backend) -> Result<Sizes> {
             iters: 0,
         },
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || -> Result<usize> {
-            Ok(it
-                .next()
-                .with_context(|| format!("{a} needs a value"))?
-                .parse()?)
-        };
-        match a.as_str() {
-            "--tokens" => s.tokens = value()?,
-            "--hidden" => s.hidden = value()?,
-            "--experts-per-pe" => s.per_pe = value()?,
-            "--top-k" => s.top_k = value()?,
-            "--iters" => s.iters = value()?,
-            other => bail!(
-                "unknown argument {other:?}: use --tokens T --hidden H --experts-per-pe E \
-                 --top-k K --iters I"
-            ),
-        }
-    }
+    common::parse_args(
+        "--tokens T --hidden H --experts-per-pe E --top-k K --iters I",
+        &[],
+        |name, value| {
+            match (name, value) {
+                ("--tokens", Some(n)) => s.tokens = n,
+                ("--hidden", Some(n)) => s.hidden = n,
+                ("--experts-per-pe", Some(n)) => s.per_pe = n,
+                ("--top-k", Some(n)) => s.top_k = n,
+                ("--iters", Some(n)) => s.iters = n,
+                _ => return false,
+            }
+            true
+        },
+    )?;
     ensure!(
         s.hidden % 8 == 0,
         "hidden = {} must be a multiple of 8 (the GEMMs' k)",

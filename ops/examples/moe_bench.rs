@@ -41,7 +41,10 @@
 //! On the simulator it runs too (small shapes: every simulated GPU thread is a host thread),
 //! which is how it is tested without a GPU; its times mean nothing.
 
-use anyhow::{bail, ensure, Context, Result};
+#[path = "../../examples/common/mod.rs"]
+mod common;
+
+use anyhow::{ensure, Result};
 use rshmem::{bf16, Shmem, SymBuffer, Team};
 use rshmem_ops::fp8::{self, Blocks};
 use rshmem_ops::moe::interleave_gate_up;
@@ -72,30 +75,24 @@ fn parse() -> Result<Args> {
         layer: 0,
         iters: 20,
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = || -> Result<usize> {
-            Ok(it
-                .next()
-                .with_context(|| format!("{arg} needs a value"))?
-                .parse()?)
-        };
-        match arg.as_str() {
-            "--tokens" => a.tokens = value()?,
-            "--hidden" => a.hidden = value()?,
-            "--experts" => a.experts = value()?,
-            "--top-k" => a.top_k = value()?,
-            "--iters" => a.iters = value()?,
-            "--ll" => a.ll = true,
-            "--fp8" => a.fp8 = true,
-            "--layer" => a.layer = value()?,
-            other => bail!(
-                "unknown argument {other:?}: use --tokens T --hidden H --experts E --top-k K \
-                 [--ll [--fp8]] [--layer INTERMEDIATE] [--iters I]"
-            ),
-        }
-    }
+    common::parse_args(
+        "--tokens T --hidden H --experts E --top-k K [--ll [--fp8]] [--layer INTERMEDIATE] [--iters I]",
+        &["--ll", "--fp8"],
+        |name, value| {
+            match (name, value) {
+                ("--tokens", Some(n)) => a.tokens = n,
+                ("--hidden", Some(n)) => a.hidden = n,
+                ("--experts", Some(n)) => a.experts = n,
+                ("--top-k", Some(n)) => a.top_k = n,
+                ("--iters", Some(n)) => a.iters = n,
+                ("--ll", None) => a.ll = true,
+                ("--fp8", None) => a.fp8 = true,
+                ("--layer", Some(n)) => a.layer = n,
+                _ => return false,
+            }
+            true
+        },
+    )?;
     ensure!(
         a.iters > 0 && a.top_k <= a.experts,
         "--iters >= 1 and --top-k <= --experts"
