@@ -63,6 +63,8 @@ MPS=0
 if [ "$NGPU" -lt 2 ]; then
     # One GPU: one PE per GPU, then 2 PEs sharing it to exercise the multi-PE paths; no
     # bandwidth comparison (it needs NVLink).
+    # Nsight Compute refuses MPS clients: a profile alone runs without MPS.
+    [ "$PARTS" = gemm_profile ] && : "${GPU_SHARING:=timeslice}"
     echo "only $NGPU GPU: smoke mode, PEs sharing it: ${GPU_SHARING:=mps}"
     step hello_1pe env RSHMEM_NPES=1 $BIN/hello_symmetric
     step ring_1pe env RSHMEM_NPES=1 $BIN/ring
