@@ -1,9 +1,11 @@
-//! The sm_90a GEMMs: [`rshmem_gemm::sm90::gemm`] with the plain epilogue
+//! The sm_90a GEMMs: [`rshmem_gemm::sm90::gemm_with`] with the plain epilogue
 //! ([`rshmem_gemm::StoreC`]) for each input and output type and both layouts of B, each
 //! twice: with the plain schedule ([`rshmem_gemm::GroupM`]: `gemm90_*`) and the grouped one
-//! ([`rshmem_gemm::Grouped`]: `grouped90_*`, B one matrix per group and a 3-D map). Launch
-//! each with 1-D blocks of [`sm90::THREADS`], [`sm90::SHARED_BYTES`] of shared memory and at
-//! most one block per SM (the grid walks all tiles; `rshmem::ops` launches one block per SM).
+//! ([`rshmem_gemm::Grouped`]: `grouped90_*`, B one matrix per group and a 3-D map); each on
+//! 128 x 256 tiles ([`sm90::Tile256`]) and on 128 x 128 ones ([`sm90::Tile128`]: `*_n128`),
+//! which `rshmem::ops` picks between per shape. Launch each with 1-D blocks of
+//! [`sm90::THREADS`], its configuration's shared memory (`SHARED_BYTES`) and at most one
+//! block per SM (the grid walks all tiles; `rshmem::ops` launches one block per SM).
 //!
 //! Split-K ([`rshmem_gemm::split_k`]), for problems of too few tiles: `splitk90_*` computes
 //! the parts of K into an f32 workspace (per input type and layout), `splitk_reduce_*` adds
@@ -23,6 +25,8 @@
 //! use rshmem_ops_kernels::gemm90::{Gemm90, SplitK90};
 //! assert_eq!(<<f32 as Gemm90<bf16, false>>::Kernel as Kernel>::NAME, "gemm90_bf16_f32_nk");
 //! assert_eq!(<<f32 as Gemm90<bf16, true>>::Grouped as Kernel>::NAME, "grouped90_bf16_f32_kn");
+//! type N128 = rshmem_gemm::sm90::Tile128<bf16>;
+//! assert_eq!(<<f32 as Gemm90<bf16, false, N128>>::Kernel as Kernel>::NAME, "gemm90_bf16_f32_nk_n128");
 //! assert_eq!(<<bf16 as SplitK90<true>>::Kernel as Kernel>::NAME, "splitk90_bf16_kn");
 //! use rshmem_device::E4m3;
 //! use rshmem_ops_kernels::gemm90::Fp8Gemm90;
@@ -50,9 +54,11 @@ pub type SplitArgs = (Sm90Maps, Problem, u32, MatrixMut<f32>);
 pub type ReduceArgs<Out> = (Matrix<f32>, u32, u32, u32, MatrixMut<Out>);
 
 /// The sm_90a GEMMs computing `Self` (C's element type) from inputs `In`, B K x N when `B_KN`
-/// (wgmma's MN-major B), else N x K. Implemented by this module's table, one impl per row.
+/// (wgmma's MN-major B), else N x K, on tiles of configuration `C` ([`sm90::Tile256`] unless
+/// named: [`sm90::Tile128`] the other one). Implemented by this module's table, one impl per
+/// row.
 #[cfg(not(target_arch = "nvptx64"))]
-pub trait Gemm90<In, const B_KN: bool>: Sized {
+pub trait Gemm90<In, const B_KN: bool, C = sm90::Tile256<In>>: Sized {
     /// The plain GEMM.
     type Kernel: rshmem_device::Kernel<Args = Args<Self>>;
     /// The grouped GEMM.
@@ -60,19 +66,22 @@ pub trait Gemm90<In, const B_KN: bool>: Sized {
 }
 
 macro_rules! sm90_gemms {
-    ($($name:ident, $grouped:ident: $in:ty => $out:ty, $kn:literal;)*) => {$(
+    ($($tile:ident: $name:ident, $grouped:ident: $in:ty => $out:ty, $kn:literal;)*) => {$(
         #[doc = concat!("`C = A · B`: A (m x k) of `", stringify!($in), "`, B k x n (`B_KN = ", stringify!($kn),
-            "`) or n x k, through the tensor maps `maps`; C (at least m x n) of `", stringify!($out), "`.")]
+            "`) or n x k, through the tensor maps `maps` ([`sm90::", stringify!($tile),
+            "`]'s boxes); C (at least m x n) of `", stringify!($out), "`.")]
         ///
         /// # Safety
         ///
-        /// The contract of [`sm90::gemm`] (launch shape, maps of this element type in global
-        /// memory, `problem` theirs); `c` is valid for writes of its elements, at least
-        /// `problem.m x problem.n`.
+        /// The contract of [`sm90::gemm_with`] for this kernel's configuration (launch shape,
+        /// maps of this element type in global memory, `problem` theirs); `c` is valid for
+        /// writes of its elements, at least `problem.m x problem.n`.
         #[kernel(launch_bounds(384, 1))]
         pub unsafe fn $name(maps: Sm90Maps, problem: Problem, c: MatrixMut<$out>) {
             // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
-            unsafe { sm90::gemm::<$in, _, _, $kn>(maps.a, maps.b, problem, GroupM, StoreC { c }) }
+            unsafe {
+                sm90::gemm_with::<sm90::$tile<$in>, _, _, _, $kn>(maps.a, maps.b, problem, GroupM, StoreC { c }, InTensorCore)
+            }
         }
 
         #[doc = concat!("The grouped `C = A · B` of [`", stringify!($name), "`]: group g's rows of A \
@@ -80,19 +89,19 @@ macro_rules! sm90_gemms {
         ///
         /// # Safety
         ///
-        /// As the plain kernel's, B's map 3-D ([`sm90::gemm`]); `rows.sizes` holds
+        /// As the plain kernel's, B's map 3-D ([`sm90::gemm_with`]); `rows.sizes` holds
         /// `rows.groups` u32s in global memory that nothing writes while the kernel runs.
         #[kernel(launch_bounds(384, 1))]
         pub unsafe fn $grouped(maps: Sm90Maps, problem: Problem, rows: GroupRows, c: MatrixMut<$out>) {
             // SAFETY: this kernel's contract is the schedule's, the mainloop's and the epilogue's.
             unsafe {
                 let schedule = Grouped::new(rows, problem);
-                sm90::gemm::<$in, _, _, $kn>(maps.a, maps.b, problem, schedule, StoreC { c })
+                sm90::gemm_with::<sm90::$tile<$in>, _, _, _, $kn>(maps.a, maps.b, problem, schedule, StoreC { c }, InTensorCore)
             }
         }
 
         #[cfg(not(target_arch = "nvptx64"))]
-        impl Gemm90<$in, $kn> for $out {
+        impl Gemm90<$in, $kn, sm90::$tile<$in>> for $out {
             type Kernel = $name;
             type Grouped = $grouped;
         }
@@ -100,14 +109,22 @@ macro_rules! sm90_gemms {
 }
 
 sm90_gemms! {
-    gemm90_bf16_bf16_nk, grouped90_bf16_bf16_nk: bf16 => bf16, false;
-    gemm90_bf16_f32_nk, grouped90_bf16_f32_nk: bf16 => f32, false;
-    gemm90_f16_f16_nk, grouped90_f16_f16_nk: f16 => f16, false;
-    gemm90_f16_f32_nk, grouped90_f16_f32_nk: f16 => f32, false;
-    gemm90_bf16_bf16_kn, grouped90_bf16_bf16_kn: bf16 => bf16, true;
-    gemm90_bf16_f32_kn, grouped90_bf16_f32_kn: bf16 => f32, true;
-    gemm90_f16_f16_kn, grouped90_f16_f16_kn: f16 => f16, true;
-    gemm90_f16_f32_kn, grouped90_f16_f32_kn: f16 => f32, true;
+    Tile256: gemm90_bf16_bf16_nk, grouped90_bf16_bf16_nk: bf16 => bf16, false;
+    Tile256: gemm90_bf16_f32_nk, grouped90_bf16_f32_nk: bf16 => f32, false;
+    Tile256: gemm90_f16_f16_nk, grouped90_f16_f16_nk: f16 => f16, false;
+    Tile256: gemm90_f16_f32_nk, grouped90_f16_f32_nk: f16 => f32, false;
+    Tile256: gemm90_bf16_bf16_kn, grouped90_bf16_bf16_kn: bf16 => bf16, true;
+    Tile256: gemm90_bf16_f32_kn, grouped90_bf16_f32_kn: bf16 => f32, true;
+    Tile256: gemm90_f16_f16_kn, grouped90_f16_f16_kn: f16 => f16, true;
+    Tile256: gemm90_f16_f32_kn, grouped90_f16_f32_kn: f16 => f32, true;
+    Tile128: gemm90_bf16_bf16_nk_n128, grouped90_bf16_bf16_nk_n128: bf16 => bf16, false;
+    Tile128: gemm90_bf16_f32_nk_n128, grouped90_bf16_f32_nk_n128: bf16 => f32, false;
+    Tile128: gemm90_f16_f16_nk_n128, grouped90_f16_f16_nk_n128: f16 => f16, false;
+    Tile128: gemm90_f16_f32_nk_n128, grouped90_f16_f32_nk_n128: f16 => f32, false;
+    Tile128: gemm90_bf16_bf16_kn_n128, grouped90_bf16_bf16_kn_n128: bf16 => bf16, true;
+    Tile128: gemm90_bf16_f32_kn_n128, grouped90_bf16_f32_kn_n128: bf16 => f32, true;
+    Tile128: gemm90_f16_f16_kn_n128, grouped90_f16_f16_kn_n128: f16 => f16, true;
+    Tile128: gemm90_f16_f32_kn_n128, grouped90_f16_f32_kn_n128: f16 => f32, true;
 }
 
 /// The split-K GEMM of inputs `Self`, B K x N when `B_KN`: its parts of K into an f32
