@@ -558,11 +558,14 @@ impl PeFailure {
             ));
         }
         // Those that waited (hung, or were ended) are consequences, and so are those whose
-        // kernels MPS ended with this PE's fault; others that failed of their own accord
-        // (every PE refusing the same bad call) failed too.
+        // kernels MPS ended with this PE's fault (unless no PE recorded one: then nobody's is
+        // the cause to name); others that failed of their own accord (every PE refusing the
+        // same bad call) failed too.
+        let mine = self.standing();
         let with = |standing: Standing| -> Vec<&PeFailure> {
             let of = |c: &&PeFailure| match c.standing() {
                 Standing::Hung | Standing::Ended => Standing::Ended,
+                Standing::Shared if mine == Standing::Shared => Standing::Own,
                 other => other,
             };
             self.consequences
@@ -570,15 +573,11 @@ impl PeFailure {
                 .filter(|c| of(c) == standing)
                 .collect()
         };
-        let (waited, mut shared, mut too) = (
+        let (waited, shared, too) = (
             with(Standing::Ended),
             with(Standing::Shared),
             with(Standing::Own),
         );
-        if self.standing() == Standing::Shared {
-            // No PE recorded a fault: nobody's is the cause to name.
-            too.append(&mut shared);
-        }
         let list = |failures: &[&PeFailure]| {
             let pes: Vec<String> = failures.iter().map(|c| format!("PE {}", c.pe)).collect();
             pes.join(", ")

@@ -25,7 +25,7 @@
 
 use super::elem::{GemmIn, GemmOut};
 use super::launch::Boxes;
-use super::plan::{choose_tile_by, GemmPlan, GemmTile, TileModel};
+use super::plan::{self, choose_tile_by, GemmPlan, GemmTile, TileModel};
 use super::shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts};
 use super::{loaded, Path};
 use crate::Ops;
@@ -320,13 +320,9 @@ impl<'s> Ops<'s> {
             split: 1,
         };
         match (self.path_for(CALL, options.kernel)?, options.tile) {
-            (Path::Sm80, GemmTile::N256) => Err(Error::Unsupported {
-                call: CALL,
-                reason: "with GemmTile::N256 on the sm80 kernel: its tiles are 128 x 128 \
-                         (GemmTile::N128 or Auto)"
-                    .into(),
-            }),
-            (Path::Sm80, _) => Ok(plan(Kernel::Sm80, GemmTile::N128)),
+            (Path::Sm80, tile) => {
+                plan::sm80_plan(tile).map_err(|reason| Error::Unsupported { call: CALL, reason })
+            }
             (Path::Sm90, GemmTile::Auto) => {
                 let sms = self.info.multiprocessors;
                 let bound = |model: &TileModel| {

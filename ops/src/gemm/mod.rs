@@ -117,25 +117,16 @@ impl<'s> Ops<'s> {
             Path::Sm80 if matches!(options.split_k, SplitK::Parts(p) if p > 1) => Err(unsupported(
                 "with SplitK::Parts on the sm80 kernel: only the sm90 kernel splits K",
             )),
-            Path::Sm80 if options.tile == GemmTile::N256 => Err(unsupported(
-                "with GemmTile::N256 on the sm80 kernel: its tiles are 128 x 128 \
-                 (GemmTile::N128 or Auto)",
-            )),
-            Path::Sm80 => Ok(GemmPlan {
-                kernel: Kernel::Sm80,
-                tile: GemmTile::N128,
-                split: 1,
-            }),
+            Path::Sm80 => plan::sm80_plan(options.tile).map_err(|reason| unsupported(&reason)),
             Path::Sm90 => {
                 let problem = rshmem_gemm::Problem { m, n, k };
-                let wide = (sm90::BN, sm90::BK);
-                let parts = self.split_parts(options.split_k, capturing, problem, wide)?;
+                let parts = self.split_parts(options.split_k, capturing, problem)?;
                 let sms = self.info.multiprocessors;
                 let split = (options.split_k, parts);
                 plan::sm90_plan(options.tile, split, capturing, || {
                     plan::choose_tile(sms, m, n, k)
                 })
-                .map_err(|reason| Error::Unsupported { call: CALL, reason })
+                .map_err(|reason| unsupported(&reason))
             }
         }
     }

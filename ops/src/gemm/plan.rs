@@ -166,6 +166,23 @@ pub struct GemmPlan {
     pub split: u32,
 }
 
+/// The sm80 kernel's plan for the tile `tile` asked for: its tiles are 128 x 128, and it never
+/// splits K. `Err` names the conflict.
+pub(crate) fn sm80_plan(tile: GemmTile) -> Result<GemmPlan, String> {
+    match tile {
+        GemmTile::N256 => Err(
+            "with GemmTile::N256 on the sm80 kernel: its tiles are 128 x 128 \
+                               (GemmTile::N128 or Auto)"
+                .into(),
+        ),
+        _ => Ok(GemmPlan {
+            kernel: Kernel::Sm80,
+            tile: GemmTile::N128,
+            split: 1,
+        }),
+    }
+}
+
 /// The sm90 plan of a 16-bit GEMM whose K splits into `parts` under `split` ([`SplitK::Auto`]
 /// already resolved into the parts an eager call splits into), with the tile `tile` asked for,
 /// on a stream that is `capturing` a graph or not; `choose` gives the model's tile. A capture
