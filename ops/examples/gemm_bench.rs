@@ -162,10 +162,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let ends = shmem.alloc_from(args.ends.as_deref().unwrap_or(&[0]))?;
     let mut c = shmem.alloc_zeroed::<bf16>(shape.c_len())?;
     let stream = shmem.stream();
-    let options = GemmOptions {
-        kernel: args.kernel,
-        split_k: args.split_k,
-    };
+    let options = GemmOptions::kernel(args.kernel).split_k(args.split_k);
     let run = || match groups {
         0 => ops.gemm_with(&stream, &a, &b, &mut c, shape, options),
         _ => {

@@ -87,6 +87,7 @@ pub use gemm::fp8::Fp8Scales;
 pub use gemm::grouped::{GroupRows, GroupedShape};
 pub use gemm::launch::{Sm80Launch, Sm90Launch};
 pub use gemm::maps::MAP_SLOTS;
+pub use gemm::plan::{GemmPlan, GemmTile};
 pub use gemm::shape::{BLayout, GemmOptions, GemmShape, Kernel};
 pub use gemm::split_k::SplitK;
 pub use handle::Ops;

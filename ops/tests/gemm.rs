@@ -14,8 +14,8 @@ use common::Outcome;
 use rshmem::Error;
 use rshmem::{bf16, f16, Pod, Shmem, SymBuffer};
 use rshmem_ops::{
-    BLayout, GemmIn, GemmOptions, GemmOut, GemmShape, GroupRows, GroupedShape, Kernel, Ops, SplitK,
-    MAP_SLOTS,
+    BLayout, GemmIn, GemmOptions, GemmOut, GemmPlan, GemmShape, GemmTile, GroupRows, GroupedShape,
+    Kernel, Ops, SplitK, MAP_SLOTS,
 };
 
 per_backend! {
@@ -34,6 +34,8 @@ per_backend! {
     split_k_is_deterministic => [1];
     split_k_on_two_streams_and_in_graphs => [1];
     split_k_errors_name_the_problem => [1];
+    tiles_odd_shapes_both_layouts => [1];
+    tiles_grouped_and_the_plan => [1];
 }
 
 /// Host conversions of the test's element types.
@@ -543,6 +545,16 @@ impl GroupedCase {
         ops: &Ops<'_>,
         kernel: Kernel,
     ) -> Result<Vec<f32>, rshmem::Error> {
+        self.run_with::<In, Out>(shmem, ops, GemmOptions::kernel(kernel))
+    }
+
+    /// [`GroupedCase::run`] with `options`.
+    fn run_with<In: GemmIn + Elem, Out: GemmOut<In> + Elem>(
+        &self,
+        shmem: &Shmem,
+        ops: &Ops<'_>,
+        options: GemmOptions,
+    ) -> Result<Vec<f32>, rshmem::Error> {
         let (m, k, n) = (self.m, self.shape.k, self.shape.n);
         let a: Vec<In> = (0..m * k).map(|i| In::of(self.a(i / k, i % k))).collect();
         let b: Vec<In> = self.b_host().into_iter().map(In::of).collect();
@@ -551,7 +563,6 @@ impl GroupedCase {
         let sizes = shmem.alloc_from(&self.sizes)?;
         let mut gc = shmem.alloc_from(&vec![Out::poison(); (m * n) as usize + TAIL])?;
         let rows = self.rows(&sizes);
-        let options = GemmOptions::kernel(kernel);
         ops.grouped_gemm_with(
             &shmem.stream(),
             &ga,
@@ -794,7 +805,7 @@ fn grouped_errors_name_the_problem(shmem: &Shmem) -> Outcome {
 
 /// `kernel` with K split as `split_k` says.
 fn split(kernel: Kernel, split_k: SplitK) -> GemmOptions {
-    GemmOptions { kernel, split_k }
+    GemmOptions::kernel(kernel).split_k(split_k)
 }
 
 /// Split-K, exactly: parts of 1 k-step up to many, a K edge inside the last part, odd M and N
@@ -1009,5 +1020,121 @@ fn split_k_errors_name_the_problem(shmem: &Shmem) -> Outcome {
     if !c.to_vec()?.iter().all(|v| v.is_nan()) {
         return Err("a refused split GEMM wrote C".into());
     }
+    Ok(())
+}
+
+/// Both sm90 tile configurations, forced (128 x 128: 7 stages, so the stage and phase wrap at
+/// a count that is not a power of two across a block's tiles), on odd shapes of both layouts
+/// of B, f32 and 16-bit outputs, ranges of larger buffers; exact.
+fn tiles_odd_shapes_both_layouts(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    let sm90 = GemmOptions::kernel(SM90).split_k(SplitK::Off);
+    // 130 x 264 x 200: 6 narrow tiles of 4 k-steps on the simulator's 2 SMs, 12 k-steps a
+    // block through 7 stages; 3 wide tiles (the last 8 columns wide).
+    for (m, n, k) in [(1, 1u32, 8), (37, 45, 24), (130, 264, 200)] {
+        for layout in [BLayout::NK, BLayout::KN] {
+            let n = match layout {
+                BLayout::KN => n.next_multiple_of(8),
+                BLayout::NK => n,
+            };
+            let shape = GemmShape::new(m, n, k, layout);
+            for tile in [GemmTile::N128, GemmTile::N256] {
+                run_gemm_at::<bf16, f32>(shmem, &ops, shape, sm90.tile(tile), [0; 3])?;
+            }
+            let narrow = sm90.tile(GemmTile::N128);
+            run_gemm_at::<f16, f16>(shmem, &ops, shape, narrow, [8, 16, 2])?;
+            run_gemm_at::<bf16, bf16>(shmem, &ops, shape, narrow, [0; 3])?;
+        }
+    }
+    Ok(())
+}
+
+/// The grouped GEMM on both tiles (offsets with empty, ragged and multi-tile groups, both
+/// layouts; masked counts below and above the room); `gemm_plan` is the cost model's choice,
+/// or the split's; what cannot run together is refused, naming why.
+fn tiles_grouped_and_the_plan(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    for (layout, n) in [(BLayout::NK, 140), (BLayout::KN, 136)] {
+        let case = GroupedCase {
+            shape: GroupedShape {
+                groups: 4,
+                n,
+                k: 72,
+                b_layout: layout,
+            },
+            sizes: vec![0, 130, 131, 198],
+            masked: 0,
+            m: 201,
+            spans: vec![(1, 0, 130), (2, 130, 131), (3, 131, 198)],
+        };
+        for tile in [GemmTile::N128, GemmTile::N256] {
+            let options = GemmOptions::kernel(SM90).tile(tile);
+            let what = format!("offsets, B {layout:?}, {tile:?}");
+            case.check::<f32>(&case.run_with::<bf16, f32>(shmem, &ops, options)?, &what)?;
+        }
+        let options = GemmOptions::kernel(SM90).tile(GemmTile::N128);
+        let what = format!("offsets, B {layout:?}, f16, N128");
+        case.check::<f16>(&case.run_with::<f16, f16>(shmem, &ops, options)?, &what)?;
+    }
+    let masked = GroupedCase {
+        shape: GroupedShape {
+            groups: 3,
+            n: 130,
+            k: 16,
+            b_layout: BLayout::NK,
+        },
+        sizes: vec![70, 0, 1000],
+        masked: 70,
+        m: 210,
+        spans: vec![(0, 0, 70), (2, 140, 210)],
+    };
+    let options = GemmOptions::kernel(SM90).tile(GemmTile::N128);
+    let out = masked.run_with::<bf16, bf16>(shmem, &ops, options)?;
+    masked.check::<bf16>(&out, "masked, N128")?;
+
+    // The plan: Auto is the model's tile where K is not split, 128 x 256 where it is.
+    let sms = ops.device_info().multiprocessors;
+    let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
+    for (m, n, k) in [(128, 256, 64), (128, 512, 64), (19, 24, 1024), (200, 600, 128)] {
+        let shape = GemmShape::new(m, n, k, BLayout::NK);
+        let parts = rshmem_ops::gemm::split_k::parts(SplitK::Auto, sms, m, n, k, bytes);
+        let want = GemmPlan {
+            kernel: SM90,
+            tile: match parts {
+                1 => rshmem_ops::gemm::plan::choose_tile(sms, m, n, k),
+                _ => GemmTile::N256,
+            },
+            split: parts,
+        };
+        let got = ops.gemm_plan(shape, GemmOptions::kernel(SM90))?;
+        if got != want {
+            return Err(format!("{m} x {n} x {k}: plan {got:?}, want {want:?}").into());
+        }
+        // The plan ran: the same C as the forced tile's.
+        run_gemm_at::<bf16, f32>(shmem, &ops, shape, GemmOptions::kernel(SM90), [0; 3])?;
+    }
+    if shmem.backend() == rshmem::Backend::Sim {
+        // The simulator's 2 SMs: both tiles are the model's choice somewhere.
+        let tile = |m, n, k| ops.gemm_plan(GemmShape::new(m, n, k, BLayout::NK), GemmOptions::kernel(SM90));
+        assert_eq!(tile(128, 256, 64)?.tile, GemmTile::N128);
+        assert_eq!(tile(128, 512, 64)?.tile, GemmTile::N256);
+        assert_eq!(tile(19, 24, 1024)?.split, 2);
+    }
+    let shape = GemmShape::new(19, 24, 1024, BLayout::NK);
+    let forced = GemmOptions::kernel(SM90).tile(GemmTile::N128);
+    let plan = ops.gemm_plan(shape, forced)?;
+    if plan.tile != GemmTile::N128 || plan.split != 1 {
+        return Err(format!("a forced N128 under SplitK::Auto: {plan:?}").into());
+    }
+    let r = ops.gemm_plan(shape, forced.split_k(SplitK::Parts(2))).map(|_| ());
+    expect(r, &["GemmTile::N128 and SplitK::Parts(2)", "128 x 256 tiles only"])?;
+    let r = ops.gemm_plan(shape, GemmOptions::kernel(Kernel::Sm80).tile(GemmTile::N256));
+    expect(r.map(|_| ()), &["GemmTile::N256 on the sm80 kernel", "128 x 128"])?;
     Ok(())
 }

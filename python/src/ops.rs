@@ -260,6 +260,7 @@ fn gemm(
             1 => SplitK::Off,
             p => SplitK::Parts(p),
         },
+        ..GemmOptions::default()
     };
     let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
     let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);

@@ -21,6 +21,7 @@ use rshmem_device::fp8::Fp8;
 use rshmem_device::hopper::wgmma::WgmmaElem;
 use rshmem_device::{bf16, f16, E4m3, E5m2};
 use rshmem_host::TmaType;
+use rshmem_gemm::sm90::Tile128;
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Gemm90, SplitK90, SplitReduce};
 
@@ -59,14 +60,16 @@ impl<In: Fp8In, Out: Pod + private::Sealed + Fp8Gemm90<In>> Fp8Out<In> for Out {
 
 /// An output element type of a GEMM with inputs `In` (f32, or `In` itself: rounded to nearest
 /// even from the f32 accumulators): a type for which `kernels/ops`' tables define the sm_90a
-/// and sm_80 kernels of both layouts of B ([`Gemm90`], [`Gemm80`]) and a split-K reduction
-/// ([`SplitReduce`]).
+/// kernels of both layouts of B on both tile configurations ([`Gemm90`]: 128 x 256 and
+/// 128 x 128), the sm_80 ones ([`Gemm80`]) and a split-K reduction ([`SplitReduce`]).
 pub trait GemmOut<In: GemmIn>:
     Pod
     + private::Sealed
     + SplitReduce
     + Gemm90<In, false>
     + Gemm90<In, true>
+    + Gemm90<In, false, Tile128<In>>
+    + Gemm90<In, true, Tile128<In>>
     + Gemm80<In, false>
     + Gemm80<In, true>
 {
@@ -78,6 +81,8 @@ impl<In: GemmIn, Out> GemmOut<In> for Out where
         + SplitReduce
         + Gemm90<In, false>
         + Gemm90<In, true>
+        + Gemm90<In, false, Tile128<In>>
+        + Gemm90<In, true, Tile128<In>>
         + Gemm80<In, false>
         + Gemm80<In, true>
 {

@@ -24,9 +24,12 @@
 //! ```
 
 use super::elem::{GemmIn, GemmOut};
-use super::shape::{BLayout, GemmOptions, GemmShape, Starts};
+use super::launch::Boxes;
+use super::plan::{choose_tile_by, GemmPlan, GemmTile, TileModel};
+use super::shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts};
 use super::{loaded, Path};
 use crate::Ops;
+use rshmem_gemm::sm90::{Sm90Config, Tile128, Tile256, BM};
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
 use rshmem_host::{Error, Pod, Result, Stream, SymRange, SymRangeMut};
 use rshmem_ops_kernels::gemm80::Gemm80;
@@ -250,41 +253,23 @@ impl<'s> Ops<'s> {
             return Ok(());
         };
         let GroupedShape { groups, n, k, .. } = shape;
-        let plain = shape.rows(m);
-        let problem = Problem { m, n, k };
-        let bound = |tile| tiles_bound(arg.masked_rows, groups, m, n, tile);
-        match self.path_for(CALL, options.kernel)? {
-            Path::Sm90 => {
-                let module = loaded(&self.gemm90, "sm90")?;
-                let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, plain, groups)?;
-                let tiles = bound((sm90::BM, sm90::BN));
-                let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
-                let maps = Sm90Maps { a: map_a, b: map_b };
-                let args = (maps, problem, arg, c.matrix_mut(m, n)?);
-                // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90
-                // checked by `path_for`); the slot's maps describe `a` (m x k) and `b` (groups
-                // matrices, 3-D) of `In`, checked long enough, and stay until the PE's work is
-                // done (`MapTable::slot`); `sizes` holds `groups` u32s (checked) in global
-                // memory; `c` holds m x n. Dropping or host-copying any of the buffers waits
-                // for the PE's work.
-                unsafe {
-                    if shape.b_layout == BLayout::KN {
-                        module.launch_on::<<Out as Gemm90<In, true>>::Grouped>(stream, config, args)
-                    } else {
-                        module
-                            .launch_on::<<Out as Gemm90<In, false>>::Grouped>(stream, config, args)
-                    }
-                }
+        let plan = self.grouped_plan_of(shape, m, arg.masked_rows, options)?;
+        match (plan.kernel, plan.tile) {
+            (Kernel::Sm90, GemmTile::N128) => {
+                self.grouped_sm90::<Tile128<In>, Out>(stream, (a, b, c), shape, m, arg)
             }
-            Path::Sm80 => {
+            (Kernel::Sm90, _) => {
+                self.grouped_sm90::<Tile256<In>, Out>(stream, (a, b, c), shape, m, arg)
+            }
+            _ => {
                 let module = loaded(&self.gemm80, "sm80")?;
-                let (b_rows, b_cols) = plain.b_dims();
-                let tiles = bound((sm80::BM, sm80::BN));
+                let (b_rows, b_cols) = shape.rows(m).b_dims();
+                let tiles = tiles_bound(arg.masked_rows, groups, m, n, (sm80::BM, sm80::BN));
                 let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
                 let args = (
                     a.matrix(m, k)?,
                     b.matrix(groups * b_rows, b_cols)?,
-                    problem,
+                    Problem { m, n, k },
                     arg,
                     c.matrix_mut(m, n)?,
                 );
@@ -300,6 +285,93 @@ impl<'s> Ops<'s> {
                             .launch_on::<<Out as Gemm80<In, true>>::Grouped>(stream, config, args),
                     }
                 }
+            }
+        }
+    }
+
+    /// What [`Ops::grouped_gemm_with`] runs for `shape` and `rows` with `options` on this
+    /// PE's device: the kernel and the tile configuration (never split). Under
+    /// [`GemmTile::Auto`] the cost model ([`super::plan`]) weighs the most tiles the sizes can
+    /// make (the sizes are device data: offsets `⌈m / 128⌉ + G - 1` tiles along M, masked `G x
+    /// ⌈max_m / 128⌉`).
+    pub fn grouped_gemm_plan(
+        &self,
+        shape: GroupedShape,
+        rows: &GroupRows<'_>,
+        options: GemmOptions,
+    ) -> Result<GemmPlan> {
+        let m = rows.m(shape.groups.max(1))?;
+        let (_, masked_rows) = rows.sizes();
+        self.grouped_plan_of(shape, m, masked_rows, options)
+    }
+
+    /// [`Ops::grouped_gemm_plan`] for `m` rows (`masked_rows` of the kernel argument).
+    fn grouped_plan_of(
+        &self,
+        shape: GroupedShape,
+        m: u32,
+        masked_rows: u32,
+        options: GemmOptions,
+    ) -> Result<GemmPlan> {
+        let GroupedShape { groups, n, k, .. } = shape;
+        let plan = |kernel, tile| GemmPlan {
+            kernel,
+            tile,
+            split: 1,
+        };
+        match (self.path_for(CALL, options.kernel)?, options.tile) {
+            (Path::Sm80, GemmTile::N256) => Err(Error::Unsupported {
+                call: CALL,
+                reason: "with GemmTile::N256 on the sm80 kernel: its tiles are 128 x 128 \
+                         (GemmTile::N128 or Auto)"
+                    .into(),
+            }),
+            (Path::Sm80, _) => Ok(plan(Kernel::Sm80, GemmTile::N128)),
+            (Path::Sm90, GemmTile::Auto) => {
+                let sms = self.info.multiprocessors;
+                let bound = |model: &TileModel| {
+                    let bn = model.tile.bn();
+                    u64::from(tiles_bound(masked_rows, groups.max(1), m, n, (BM, bn)))
+                };
+                Ok(plan(Kernel::Sm90, choose_tile_by(sms, k, bound)))
+            }
+            (Path::Sm90, tile) => Ok(plan(Kernel::Sm90, tile)),
+        }
+    }
+
+    /// The grouped GEMM on configuration `C`'s kernel: A 2-D, B's `groups` matrices a 3-D
+    /// map, one persistent block per SM (fewer when the sizes can make fewer tiles).
+    fn grouped_sm90<C: Sm90Config, Out: GemmOut<C::In>>(
+        &self,
+        stream: &Stream<'_>,
+        (a, b, c): (SymRange<'_, C::In>, SymRange<'_, C::In>, SymRangeMut<'_, Out>),
+        shape: GroupedShape,
+        m: u32,
+        arg: rshmem_gemm::GroupRows,
+    ) -> Result<()>
+    where
+        C::In: GemmIn,
+        Out: Gemm90<C::In, false, C> + Gemm90<C::In, true, C>,
+    {
+        let GroupedShape { groups, n, k, .. } = shape;
+        let module = loaded(&self.gemm90, "sm90")?;
+        let boxes = Boxes::of::<C>(shape.b_layout);
+        let (map_a, map_b) = self.sm90_maps_of(CALL, stream, a, b, shape.rows(m), groups, boxes)?;
+        let tiles = tiles_bound(arg.masked_rows, groups, m, n, (BM, C::BN));
+        let config = self.persistent(tiles, sm90::THREADS, C::SHARED_BYTES);
+        let maps = Sm90Maps { a: map_a, b: map_b };
+        let args = (maps, Problem { m, n, k }, arg, c.matrix_mut(m, n)?);
+        // SAFETY: the launch shape is the kernel's (THREADS, its configuration's SHARED_BYTES,
+        // 1-D, sm_90 checked by `path_for`); the slot's maps describe `a` (m x k) and `b`
+        // (groups matrices, 3-D) of `In` with `C`'s boxes, checked long enough, and stay until
+        // the PE's work is done (`MapTable::slot`); `sizes` holds `groups` u32s (checked) in
+        // global memory; `c` holds m x n. Dropping or host-copying any of the buffers waits
+        // for the PE's work.
+        unsafe {
+            if shape.b_layout == BLayout::KN {
+                module.launch_on::<<Out as Gemm90<C::In, true, C>>::Grouped>(stream, config, args)
+            } else {
+                module.launch_on::<<Out as Gemm90<C::In, false, C>>::Grouped>(stream, config, args)
             }
         }
     }

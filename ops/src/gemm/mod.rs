@@ -10,6 +10,7 @@ pub mod fp8;
 pub mod grouped;
 pub mod launch;
 pub mod maps;
+pub mod plan;
 pub mod shape;
 pub mod split_k;
 
@@ -19,6 +20,8 @@ use maps::MapKey;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut};
 use rshmem_ops_kernels::gemm80::Gemm80;
+use plan::{GemmPlan, GemmTile};
+use rshmem_gemm::sm90::{Sm90Config, Tile128, Tile256};
 use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
 use shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts, CALL};
 use split_k::SplitK;
@@ -81,17 +84,55 @@ impl<'s> Ops<'s> {
         let (a, b, c) = (a.into(), b.into(), c.into());
         shape.check(a.len(), b.len(), c.len())?;
         Starts::of(&a, &b, Some(&c)).check(CALL)?;
+        let plan = self.plan_on(shape, options, stream.is_capturing())?;
+        match plan.kernel {
+            Kernel::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
+            _ => self.sm90::<In, Out>(stream, a, b, c, shape, plan),
+        }
+    }
+
+    /// What [`Ops::gemm_with`] runs for `shape` with `options` on this PE's device, outside a
+    /// graph capture: the kernel, the tile configuration ([`plan`]: the cost model's choice
+    /// under [`GemmTile::Auto`]) and the parts of K ([`split_k`]); a benchmark reports it.
+    /// Errors: those of the options that cannot run here, as `gemm_with` gives them.
+    pub fn gemm_plan(&self, shape: GemmShape, options: GemmOptions) -> Result<GemmPlan> {
+        self.plan_on(shape, options, false)
+    }
+
+    /// [`Ops::gemm_plan`] on a stream that is `capturing` a graph, or not (a capture is never
+    /// split).
+    fn plan_on(&self, shape: GemmShape, options: GemmOptions, capturing: bool) -> Result<GemmPlan> {
+        let GemmShape { m, n, k, .. } = shape;
+        let unsupported = |reason: &str| Error::Unsupported {
+            call: CALL,
+            reason: reason.into(),
+        };
         match self.path(options.kernel)? {
-            Path::Sm90 => self.sm90::<In, Out>(stream, a, b, c, shape, options.split_k),
             Path::Sm80 if matches!(options.split_k, SplitK::Parts(p) if p > 1) => {
-                Err(Error::Unsupported {
-                    call: CALL,
-                    reason: "with SplitK::Parts on the sm80 kernel: only the sm90 kernel \
-                             splits K"
-                        .into(),
-                })
+                Err(unsupported(
+                    "with SplitK::Parts on the sm80 kernel: only the sm90 kernel splits K",
+                ))
             }
-            Path::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
+            Path::Sm80 if options.tile == GemmTile::N256 => Err(unsupported(
+                "with GemmTile::N256 on the sm80 kernel: its tiles are 128 x 128 \
+                 (GemmTile::N128 or Auto)",
+            )),
+            Path::Sm80 => Ok(GemmPlan {
+                kernel: Kernel::Sm80,
+                tile: GemmTile::N128,
+                split: 1,
+            }),
+            Path::Sm90 => {
+                let problem = rshmem_gemm::Problem { m, n, k };
+                let wide = (sm90::BN, sm90::BK);
+                let parts = self.split_parts(options.split_k, capturing, problem, wide)?;
+                let sms = self.info.multiprocessors;
+                let split = (options.split_k, parts);
+                plan::sm90_plan(options.tile, split, capturing, || {
+                    plan::choose_tile(sms, m, n, k)
+                })
+                .map_err(|reason| Error::Unsupported { call: CALL, reason })
+            }
         }
     }
 
@@ -125,8 +166,9 @@ impl<'s> Ops<'s> {
         launch::persistent(self.info, tiles, threads, shared)
     }
 
-    /// The sm90 path: both operands through tensor maps from the table, one persistent block
-    /// per SM (fewer when there are fewer tiles).
+    /// The sm90 path as `plan` says: both operands through tensor maps from the table (with
+    /// the boxes of the plan's tile), one persistent block per SM (fewer when there are fewer
+    /// tiles); a split K through [`Ops::sm90_split`].
     fn sm90<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
@@ -134,40 +176,65 @@ impl<'s> Ops<'s> {
         b: SymRange<'_, In>,
         c: SymRangeMut<'_, Out>,
         shape: GemmShape,
-        split_k: SplitK,
+        plan: GemmPlan,
     ) -> Result<()> {
-        let module = loaded(&self.gemm90, "sm90")?;
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let problem = rshmem_gemm::Problem { m, n, k };
-        let parts = self.split_parts(split_k, stream, problem)?;
-        let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
-        let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
         let mut c = c.matrix_mut(m, n)?;
-        if parts > 1 {
+        if plan.split > 1 {
+            let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
+            let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
             let c = c.as_matrix_mut();
-            // SAFETY: as for the plain launch below; `parts` from `split_parts`.
+            // SAFETY: the maps describe `a` and `b` of `In` with the 128 x 256 boxes the split
+            // kernels read (as the plain launch below); `c` holds m x n; the parts from
+            // `split_parts` (within the workspace and the k-steps).
             return unsafe {
                 if b_kn {
-                    self.sm90_split::<In, Out, true>(stream, maps, problem, parts, c)
+                    self.sm90_split::<In, Out, true>(stream, maps, problem, plan.split, c)
                 } else {
-                    self.sm90_split::<In, Out, false>(stream, maps, problem, parts, c)
+                    self.sm90_split::<In, Out, false>(stream, maps, problem, plan.split, c)
                 }
             };
         }
-        let config = self.persistent(sm90::tiles(problem), sm90::THREADS, sm90::SHARED_BYTES);
+        match plan.tile {
+            GemmTile::N128 => self.sm90_tiled::<Tile128<In>, Out>(stream, a, b, c, shape),
+            _ => self.sm90_tiled::<Tile256<In>, Out>(stream, a, b, c, shape),
+        }
+    }
+
+    /// One plain launch of configuration `C`'s kernel.
+    fn sm90_tiled<C: Sm90Config, Out: GemmOut<C::In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: SymRange<'_, C::In>,
+        b: SymRange<'_, C::In>,
+        c: rshmem_host::SymMatrixMut<'_, Out>,
+        shape: GemmShape,
+    ) -> Result<()>
+    where
+        C::In: GemmIn,
+        Out: Gemm90<C::In, false, C> + Gemm90<C::In, true, C>,
+    {
+        let module = loaded(&self.gemm90, "sm90")?;
+        let GemmShape { m, n, k, b_layout } = shape;
+        let boxes = launch::Boxes::of::<C>(b_layout);
+        let (map_a, map_b) = self.sm90_maps_of(CALL, stream, a, b, shape, 0, boxes)?;
+        let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
+        let problem = rshmem_gemm::Problem { m, n, k };
+        let config = self.persistent(C::tiles(problem), sm90::THREADS, C::SHARED_BYTES);
         let args = (maps, problem, c);
-        // SAFETY: the launch shape is the kernel's (THREADS, SHARED_BYTES, 1-D, sm_90 checked
-        // by `path`); the maps in slot `slot` describe `a` (m x k) and `b` (n x k, or k x n
-        // with n a multiple of 8) of `In`, checked long enough, in global memory, and no slot
-        // is rewritten before the PE's work is done (`MapTable::slot`); `c` holds m x n
-        // (checked) with rows n apart. The buffers outlive the kernel: dropping or
-        // host-copying them waits for the PE's work.
+        // SAFETY: the launch shape is the kernel's (THREADS, its configuration's SHARED_BYTES,
+        // 1-D, sm_90 checked by `path`); the maps in the slot describe `a` (m x k) and `b`
+        // (n x k, or k x n with n a multiple of 8) of `In` with `C`'s boxes, checked long
+        // enough, in global memory, and no slot is rewritten before the PE's work is done
+        // (`MapTable::slot`); `c` holds m x n (checked) with rows n apart. The buffers outlive
+        // the kernel: dropping or host-copying them waits for the PE's work.
         unsafe {
-            if b_kn {
-                module.launch_on::<<Out as Gemm90<In, true>>::Kernel>(stream, config, args)
+            if b_layout == BLayout::KN {
+                module.launch_on::<<Out as Gemm90<C::In, true, C>>::Kernel>(stream, config, args)
             } else {
-                module.launch_on::<<Out as Gemm90<In, false>>::Kernel>(stream, config, args)
+                module.launch_on::<<Out as Gemm90<C::In, false, C>>::Kernel>(stream, config, args)
             }
         }
     }

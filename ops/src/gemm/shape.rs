@@ -58,15 +58,31 @@ pub struct GemmOptions {
     /// Whether K is split over blocks (sm90 path; [`super::split_k`]): [`SplitK::Auto`]
     /// unless a test or benchmark forces it.
     pub split_k: super::split_k::SplitK,
+    /// The sm90 tile configuration ([`super::plan`]):
+    /// [`GemmTile::Auto`](super::plan::GemmTile::Auto) (the cost model's
+    /// choice) unless a test or benchmark forces one.
+    pub tile: super::plan::GemmTile,
 }
 
 impl GemmOptions {
-    /// `kernel`, K split as [`SplitK::Auto`](super::split_k::SplitK::Auto) decides.
+    /// `kernel`, K split as [`SplitK::Auto`](super::split_k::SplitK::Auto) decides, the tile
+    /// as [`GemmTile::Auto`](super::plan::GemmTile::Auto) does.
     pub const fn kernel(kernel: Kernel) -> Self {
         Self {
             kernel,
             split_k: super::split_k::SplitK::Auto,
+            tile: super::plan::GemmTile::Auto,
         }
+    }
+
+    /// These options with the tile configuration `tile`.
+    pub const fn tile(self, tile: super::plan::GemmTile) -> Self {
+        Self { tile, ..self }
+    }
+
+    /// These options with K split as `split_k` says.
+    pub const fn split_k(self, split_k: super::split_k::SplitK) -> Self {
+        Self { split_k, ..self }
     }
 }
 

@@ -69,16 +69,31 @@ pub const fn workspace_bytes(backend: Backend) -> usize {
 }
 
 /// The parts [`SplitK::Auto`] picks for `m x n x k` on `sms` SMs with `workspace` bytes (1:
-/// no split); [`SplitK::Off`] is 1 and [`SplitK::Parts`] its count, unchecked.
+/// no split), on the 16-bit kernels' 128 x 256 tiles of k-steps of 64: [`parts_for`].
 pub fn parts(option: SplitK, sms: u32, m: u32, n: u32, k: u32, workspace: usize) -> u32 {
+    parts_for(option, sms, (m, n, k), (sm90::BN, sm90::BK), workspace)
+}
+
+/// The parts [`SplitK::Auto`] picks for `m x n x k` on `sms` SMs with `workspace` bytes, on
+/// tiles of 128 x `bn` and k-steps of `bk` (1: no split): the largest of 2..=[`MAX_PARTS`]
+/// with `parts x tiles <= sms`, at least [`MIN_STEPS`] k-steps per part and the parts' f32 in
+/// the workspace. [`SplitK::Off`] is 1 and [`SplitK::Parts`] its count, unchecked.
+pub fn parts_for(
+    option: SplitK,
+    sms: u32,
+    (m, n, k): (u32, u32, u32),
+    (bn, bk): (u32, u32),
+    workspace: usize,
+) -> u32 {
     match option {
         SplitK::Off => 1,
         SplitK::Parts(p) => p.max(1),
         SplitK::Auto => {
-            let tiles = sm90::tiles(Problem { m, n, k });
+            let (tm, tn) = rshmem_gemm::tile::tiles(Problem { m, n, k }, sm90::BM, bn);
+            let tiles = tm.saturating_mul(tn);
             let fit = workspace as u64 / (4 * u64::from(m) * u64::from(n)).max(1);
             let p = (sms / tiles.max(1))
-                .min(k.div_ceil(sm90::BK) / MIN_STEPS)
+                .min(k.div_ceil(bk) / MIN_STEPS)
                 .min(fit.min(u64::from(MAX_PARTS)) as u32);
             if p >= 2 {
                 p
@@ -109,23 +124,27 @@ impl<'s> SplitState<'s> {
 }
 
 impl<'s> Ops<'s> {
-    /// The parts of a GEMM of `problem` on the sm90 path queued on `stream` under `option`,
-    /// or why `option` cannot be honoured.
+    /// The parts of a GEMM of `problem` on the sm90 path under `option`, on tiles of 128 x
+    /// `bn` and k-steps of `bk`, or why `option` cannot be honoured (on a stream that is
+    /// `capturing` a graph: any forced split). Under [`SplitK::Auto`] the parts an eager call
+    /// splits into, capturing or not: a capture records the unsplit kernel instead, which the
+    /// caller decides ([`super::plan`]).
     pub(crate) fn split_parts(
         &self,
         option: SplitK,
-        stream: &Stream<'_>,
+        capturing: bool,
         problem: Problem,
+        (bn, bk): (u32, u32),
     ) -> Result<u32> {
         let Problem { m, n, k } = problem;
         let bytes = workspace_bytes(self.shmem.backend());
-        let p = parts(option, self.info.multiprocessors, m, n, k, bytes);
+        let p = parts_for(option, self.info.multiprocessors, (m, n, k), (bn, bk), bytes);
         if p == 1 || !matches!(option, SplitK::Parts(_)) {
-            return Ok(if stream.is_capturing() { 1 } else { p });
+            return Ok(p);
         }
-        let steps = k.div_ceil(sm90::BK);
+        let steps = k.div_ceil(bk);
         let refuse = |reason: String| Error::Unsupported { call: CALL, reason };
-        if stream.is_capturing() {
+        if capturing {
             return Err(Error::Capture {
                 call: CALL,
                 message: "SplitK::Parts in a graph capture: the split-K workspace is shared by \
@@ -136,8 +155,7 @@ impl<'s> Ops<'s> {
         }
         if p > steps {
             return Err(refuse(format!(
-                "with SplitK::Parts({p}) for k = {k}: at most {steps} parts (one per k-step of {})",
-                sm90::BK
+                "with SplitK::Parts({p}) for k = {k}: at most {steps} parts (one per k-step of {bk})"
             )));
         }
         if u64::from(p) * u64::from(m) * u64::from(n) * 4 > bytes as u64 {

@@ -1,0 +1,273 @@
+//! What a GEMM runs: the kernel, the sm90 tile configuration and the split of K
+//! ([`GemmPlan`], resolved from [`GemmOptions`](super::shape::GemmOptions) and the shape by
+//! [`Ops::gemm_plan`](crate::Ops::gemm_plan)), and the cost model that picks the tile
+//! ([`TileModel`], [`choose_tile`]).
+//!
+//! **The model.** A persistent launch of `T` tiles on `S` SMs gives its busiest SM `⌈T / S⌉`
+//! tiles, one after the other, and every tile costs as much (a ragged tile at an edge of M or
+//! N is computed in full from zero-filled boxes), so a configuration's time is modelled as
+//!
+//! ```text
+//! cost = ⌈T / S⌉ x (⌈k / 64⌉ x step + fixed)
+//! ```
+//!
+//! in units of one k-step (64 of K) of a 128 x 256 tile at the 128 x 256 kernel's rate. `step`
+//! is the configuration's time per k-step of its own tile, `fixed` its time per tile outside
+//! the k-loop (the consumers' epilogue: they store the tile from registers while the producer
+//! already loads the next one, so the pipeline's fill is hidden but the stores are not). The
+//! configuration of the lowest cost runs; a tie goes to 128 x 256 (the measured kernel). The
+//! ragged last tile's waste and the partial last wave are both in `T` and the ceiling.
+//!
+//! **The parameters** ([`TILE_MODELS`]) are derived, not yet measured (no GPU this session):
+//!
+//! * 128 x 256 (`N256`): `step = 1` (the unit), `fixed = 2`: a bf16 tile is 64 KiB of C,
+//!   stored as 4-byte pairs that fill half of each 32-byte sector, about 1 µs at ~64 bytes per
+//!   clock per SM, plus the stores' latency: ~2 k-steps of ~0.74 µs (4.2 MFLOP at 750 TFLOP/s
+//!   over 132 SMs).
+//! * 128 x 128 (`N128`): half the FLOPs per k-step at 0.8 of the rate: `step = 0.5 / 0.8 =
+//!   0.625`. Why 0.8: per FLOP, the 128 x 128 tile moves 1.25 x the shared-memory bytes of the
+//!   128 x 256 one (both warpgroups read B and their A rows per `wgmma`, and TMA writes each
+//!   stage: 0.039 against 0.031 bytes per FLOP), and at 128 bytes per clock per SM the wider
+//!   tile is already at that limit at the tensor cores' peak. `fixed = 1.25`: half the bytes,
+//!   the same latency.
+//!
+//! So the narrow tile wins where the wide one's waves quantise badly: 133 to ~165 wide tiles on
+//! 132 SMs are two waves (the second nearly empty) but three of narrow tiles (`3 x 0.625 <
+//! 2`); where N leaves a last wide tile of at most 128 columns, half of it wasted; and where
+//! few tiles of a short K leave SMs idle that twice as many narrow tiles would fill. Large
+//! shapes keep 128 x 256 (`16 x 130` against `31 x 81.25` at 8192³).
+//!
+//! **Re-tuning.** `gemm_bench --tile 256` / `--tile 128` (`scripts/gemm_bench.py --tile
+//! 256,128`) times each configuration on the same data; `scripts/gemm_tile_fit.py` fits `step`
+//! and `fixed` per configuration to those rows by least squares over `(waves x k-steps,
+//! waves)` and prints the [`TILE_MODELS`] to paste here, with the rows where the fitted model
+//! still picks the slower tile. The unit test below pins the choices of a table of shapes, so a
+//! change of the parameters shows which choices moved.
+//!
+//! **Split-K composes with it.** [`SplitK::Auto`] decides first, as it always did (on 128 x 256
+//! tiles: [`super::split_k::parts`]); a split GEMM runs the 128 x 256 split kernels, an unsplit
+//! one the tile this model picks. A tile forced by the options ([`GemmTile::N128`]) runs
+//! unsplit under `SplitK::Auto`; `SplitK::Parts(p > 1)` with it is refused (no 128 x 128 split
+//! kernels). A graph capture never splits: where an eager call would, it records the unsplit
+//! kernel on 128 x 256 tiles (the tensor maps the eager calls before it filled are those).
+//!
+//! ```
+//! use rshmem_ops::gemm::plan::choose_tile;
+//! use rshmem_ops::GemmTile;
+//! // 8192³ on 132 SMs: 2048 wide tiles, 16 waves; narrow ones would be 32.
+//! assert_eq!(choose_tile(132, 8192, 8192, 8192), GemmTile::N256);
+//! // 4224 x 1024 x 4096: 33 x 4 = 132 wide tiles, one wave: 128 x 256.
+//! assert_eq!(choose_tile(132, 4224, 1024, 4096), GemmTile::N256);
+//! // 4352 x 1024: 136 wide tiles (two waves, the second of 4), 272 narrow ones (three).
+//! assert_eq!(choose_tile(132, 4352, 1024, 4096), GemmTile::N128);
+//! ```
+
+use super::shape::Kernel;
+use super::split_k::SplitK;
+
+/// The sm90 tile configuration of a bf16/f16 GEMM ([`GemmOptions::tile`](super::shape::GemmOptions::tile)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GemmTile {
+    /// The cost model's choice ([`choose_tile`]); 128 x 256 when K is split.
+    #[default]
+    Auto,
+    /// 128 x 256 tiles (`rshmem_gemm::sm90::Tile256`, 4 stages of 48 KiB).
+    N256,
+    /// 128 x 128 tiles (`rshmem_gemm::sm90::Tile128`, 7 stages of 32 KiB); also what the sm80
+    /// kernel's tiles are.
+    N128,
+}
+
+impl GemmTile {
+    /// Columns of C per tile: 256 or 128 (`Auto`: 0, unresolved).
+    pub const fn bn(self) -> u32 {
+        match self {
+            GemmTile::Auto => 0,
+            GemmTile::N256 => 256,
+            GemmTile::N128 => 128,
+        }
+    }
+}
+
+/// Rows of C per tile, in every configuration.
+pub const BM: u32 = 128;
+
+/// K per k-step of the 16-bit configurations: the model's unit of K.
+pub const BK: u32 = 64;
+
+/// The model of one tile configuration (the module docs): its cost per k-step of its tile
+/// and per tile, in k-steps of a 128 x 256 tile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileModel {
+    /// The configuration.
+    pub tile: GemmTile,
+    /// Time per k-step (64 of K) of one tile.
+    pub step: f64,
+    /// Time per tile outside the k-loop (the epilogue).
+    pub fixed: f64,
+}
+
+/// The configurations [`choose_tile`] weighs, the default first (which wins ties).
+pub const TILE_MODELS: [TileModel; 2] = [
+    TileModel {
+        tile: GemmTile::N256,
+        step: 1.0,
+        fixed: 2.0,
+    },
+    TileModel {
+        tile: GemmTile::N128,
+        step: 0.625,
+        fixed: 1.25,
+    },
+];
+
+impl TileModel {
+    /// Tiles of `m x n`.
+    pub fn tiles(&self, m: u32, n: u32) -> u64 {
+        u64::from(m.div_ceil(BM)) * u64::from(n.div_ceil(self.tile.bn()))
+    }
+
+    /// The modelled time of `tiles` tiles of reduction length `k` on `sms` SMs: `⌈tiles /
+    /// sms⌉ x (⌈k / 64⌉ x step + fixed)`.
+    pub fn cost(&self, tiles: u64, sms: u32, k: u32) -> f64 {
+        let waves = tiles.div_ceil(u64::from(sms.max(1)));
+        waves as f64 * (f64::from(k.div_ceil(BK)) * self.step + self.fixed)
+    }
+}
+
+/// The configuration of the lowest modelled cost for `tiles_of(model)` tiles (the default
+/// on a tie).
+pub fn choose_tile_by(sms: u32, k: u32, tiles_of: impl Fn(&TileModel) -> u64) -> GemmTile {
+    let mut best = (f64::INFINITY, GemmTile::N256);
+    for model in &TILE_MODELS {
+        let cost = model.cost(tiles_of(model), sms, k);
+        if cost < best.0 {
+            best = (cost, model.tile);
+        }
+    }
+    best.1
+}
+
+/// The configuration of the lowest modelled cost for `m x n x k` on `sms` SMs.
+pub fn choose_tile(sms: u32, m: u32, n: u32, k: u32) -> GemmTile {
+    choose_tile_by(sms, k, |model| model.tiles(m, n))
+}
+
+/// What a GEMM runs, resolved from its options for its shape on a device: the kernel
+/// ([`Kernel::Sm90`] or [`Kernel::Sm80`]), the tile configuration (never `Auto`; the sm80
+/// kernel's tiles are [`GemmTile::N128`]) and the parts K is split into (1: none).
+/// [`Ops::gemm_plan`](crate::Ops::gemm_plan) gives it; the calls run exactly it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmPlan {
+    /// The kernel.
+    pub kernel: Kernel,
+    /// The tile configuration.
+    pub tile: GemmTile,
+    /// Parts of K (1: not split).
+    pub split: u32,
+}
+
+/// The sm90 plan of a 16-bit GEMM whose K splits into `parts` under `split` ([`SplitK::Auto`]
+/// already resolved into the parts an eager call splits into), with the tile `tile` asked for,
+/// on a stream that is `capturing` a graph or not; `choose` gives the model's tile. A capture
+/// never splits: where an eager call would, it records the unsplit kernel on the split's
+/// 128 x 256 tiles, whose tensor maps the eager calls before it filled. `Err` names the
+/// conflict.
+pub(crate) fn sm90_plan(
+    tile: GemmTile,
+    (split, parts): (SplitK, u32),
+    capturing: bool,
+    choose: impl FnOnce() -> GemmTile,
+) -> Result<GemmPlan, String> {
+    let plan = |tile, split| GemmPlan {
+        kernel: Kernel::Sm90,
+        tile,
+        split,
+    };
+    match (tile, parts > 1) {
+        (GemmTile::N128, true) if matches!(split, SplitK::Parts(_)) => Err(format!(
+            "with GemmTile::N128 and SplitK::Parts({parts}): the split-K kernels run 128 x 256 \
+             tiles only; use GemmTile::Auto or N256 to split, or SplitK::Off / Auto with N128"
+        )),
+        (GemmTile::N128, _) => Ok(plan(GemmTile::N128, 1)),
+        (_, true) => Ok(plan(GemmTile::N256, if capturing { 1 } else { parts })),
+        (GemmTile::N256, false) => Ok(plan(GemmTile::N256, 1)),
+        (GemmTile::Auto, false) => Ok(plan(choose(), 1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The model's choices on an H100/H200 (132 SMs), each with why.
+    #[test]
+    fn the_model_picks_the_tile_per_shape() {
+        use GemmTile::{N128, N256};
+        let table: &[((u32, u32, u32), GemmTile, &str)] = &[
+            ((8192, 8192, 8192), N256, "16 waves of wide tiles, 32 of narrow"),
+            ((4096, 4096, 4096), N256, "4 waves against 8"),
+            ((2048, 2048, 2048), N256, "128 tiles: one wave"),
+            ((8192, 1024, 8192), N256, "256 tiles: 2 waves, full"),
+            ((4096, 6144, 12288), N256, "768 tiles: 6 waves against 12"),
+            ((4096, 14336, 4096), N256, "1792 tiles: 14 waves against 28"),
+            ((4224, 1024, 4096), N256, "132 tiles: exactly one wave"),
+            ((4352, 1024, 4096), N128, "136 tiles: 2 waves, 272 narrow: 3 x 0.625"),
+            ((5000, 1000, 4096), N128, "160 tiles: 2 waves, 320 narrow: 3"),
+            ((6000, 1000, 4096), N128, "188 tiles: 2 waves, 376 narrow: 3"),
+            ((7999, 999, 4096), N256, "252 tiles: 2 waves full; narrow: 4 waves"),
+            ((2048, 1100, 4096), N256, "80 tiles (N ragged: 1280 of 1100); narrow: 144, 2 waves"),
+            ((1024, 1100, 4096), N128, "40 wide tiles, one wave; narrow: 72, one wave"),
+            ((128, 4096, 4096), N128, "16 tiles, 32 narrow: one wave each (unsplit)"),
+            ((16, 100, 8192), N128, "one tile: N 100 fits the narrow one"),
+            ((1, 1, 8), N128, "one tile of one k-step: the narrow one's smaller fixed cost"),
+            ((256, 256, 64), N128, "2 wide tiles, 4 narrow: one wave"),
+            ((16384, 16384, 16384), N256, "large"),
+        ];
+        for &((m, n, k), want, why) in table {
+            assert_eq!(choose_tile(132, m, n, k), want, "{m} x {n} x {k}: {why}");
+        }
+        // Fewer SMs (the simulator's 2): small shapes decide by waves too.
+        assert_eq!(choose_tile(2, 128, 512, 64), N256);
+        assert_eq!(choose_tile(2, 128, 384, 64), N256);
+        assert_eq!(choose_tile(2, 128, 256, 64), N128);
+    }
+
+    #[test]
+    fn the_cost_is_waves_times_tile_time() {
+        let [wide, narrow] = TILE_MODELS;
+        assert_eq!(wide.tiles(8192, 8192), 2048);
+        assert_eq!(narrow.tiles(8192, 8192), 4096);
+        assert_eq!(wide.cost(2048, 132, 8192), 16.0 * (128.0 + 2.0));
+        assert_eq!(narrow.cost(4096, 132, 8192), 32.0 * (128.0 * 0.625 + 1.25));
+        // A ragged tile costs a whole one.
+        assert_eq!(wide.tiles(129, 257), 4);
+    }
+
+    #[test]
+    fn split_k_composes_with_the_tile() {
+        let auto = || GemmTile::N128;
+        let p = |tile, split, parts| sm90_plan(tile, (split, parts), false, auto);
+        let plan = |tile, split| {
+            Ok(GemmPlan {
+                kernel: Kernel::Sm90,
+                tile,
+                split,
+            })
+        };
+        // A split runs 128 x 256 whatever the model says.
+        assert_eq!(p(GemmTile::Auto, SplitK::Auto, 8), plan(GemmTile::N256, 8));
+        assert_eq!(p(GemmTile::Auto, SplitK::Auto, 1), plan(GemmTile::N128, 1));
+        assert_eq!(p(GemmTile::N256, SplitK::Off, 1), plan(GemmTile::N256, 1));
+        // A forced narrow tile runs unsplit under Auto, and refuses forced parts.
+        assert_eq!(p(GemmTile::N128, SplitK::Auto, 8), plan(GemmTile::N128, 1));
+        let e = p(GemmTile::N128, SplitK::Parts(4), 4).unwrap_err();
+        assert!(e.contains("128 x 256 tiles only"), "{e}");
+        assert_eq!(p(GemmTile::N128, SplitK::Parts(1), 1), plan(GemmTile::N128, 1));
+        // A capture records the unsplit kernel of the split's tile.
+        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 8), true, auto);
+        assert_eq!(captured, plan(GemmTile::N256, 1));
+        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 1), true, auto);
+        assert_eq!(captured, plan(GemmTile::N128, 1));
+    }
+}
