@@ -32,7 +32,9 @@
 //! moe_layer --tokens 128 --hidden 7168 --intermediate 2048 --experts-per-pe 8 --top-k 8
 //! ```
 
-use anyhow::{bail, ensure, Context, Result};
+mod common;
+
+use anyhow::{ensure, Result};
 use rshmem::ops::moe::interleave_gate_up;
 use rshmem::ops::{MoeLayerConfig, Ops};
 use rshmem::{bf16, Backend, Shmem, Team};
@@ -63,27 +65,21 @@ fn parse(backend: Backend) -> Result<Sizes> {
             top_k: 2,
         },
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || -> Result<usize> {
-            Ok(it
-                .next()
-                .with_context(|| format!("{a} needs a value"))?
-                .parse()?)
-        };
-        match a.as_str() {
-            "--tokens" => s.tokens = value()?,
-            "--hidden" => s.hidden = value()?,
-            "--intermediate" => s.inter = value()?,
-            "--experts-per-pe" => s.per_pe = value()?,
-            "--top-k" => s.top_k = value()?,
-            other => bail!(
-                "unknown argument {other:?}: use --tokens T --hidden H --intermediate I \
-                 --experts-per-pe E --top-k K"
-            ),
-        }
-    }
+    common::parse_args(
+        "--tokens T --hidden H --intermediate I --experts-per-pe E --top-k K",
+        &[],
+        |name, value| {
+            match (name, value) {
+                ("--tokens", Some(n)) => s.tokens = n,
+                ("--hidden", Some(n)) => s.hidden = n,
+                ("--intermediate", Some(n)) => s.inter = n,
+                ("--experts-per-pe", Some(n)) => s.per_pe = n,
+                ("--top-k", Some(n)) => s.top_k = n,
+                _ => return false,
+            }
+            true
+        },
+    )?;
     Ok(s)
 }
 

@@ -29,7 +29,9 @@
 //! tp_mlp --m 8192 --hidden 8192 --ffn 28672 --iters 10       # any shape (f and m divisible by n)
 //! ```
 
-use anyhow::{bail, ensure, Context, Result};
+mod common;
+
+use anyhow::{ensure, Result};
 use rshmem::ops::{BLayout, GemmShape, Ops};
 use rshmem::{bf16, Backend, LaunchConfig, Shmem};
 use rshmem_examples_image::{gelu, IMAGE};
@@ -59,23 +61,16 @@ fn parse(backend: Backend, npes: usize) -> Result<Sizes> {
             iters: 0,
         },
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || -> Result<usize> {
-            Ok(it
-                .next()
-                .with_context(|| format!("{a} needs a value"))?
-                .parse()?)
-        };
-        match a.as_str() {
-            "--m" => s.m = value()?,
-            "--hidden" => s.h = value()?,
-            "--ffn" => s.f = value()?,
-            "--iters" => s.iters = value()?,
-            other => bail!("unknown argument {other:?}: use --m M --hidden H --ffn F --iters I"),
+    common::parse_args("--m M --hidden H --ffn F --iters I", &[], |name, value| {
+        match (name, value) {
+            ("--m", Some(n)) => s.m = n,
+            ("--hidden", Some(n)) => s.h = n,
+            ("--ffn", Some(n)) => s.f = n,
+            ("--iters", Some(n)) => s.iters = n,
+            _ => return false,
         }
-    }
+        true
+    })?;
     ensure!(
         s.m % npes == 0 && s.f % npes == 0,
         "m = {} and f = {} must be divisible by the {npes} PEs",

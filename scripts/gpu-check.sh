@@ -29,7 +29,10 @@ export RSHMEM_BACKEND=gpu RUST_LIB_BACKTRACE=0
 OUT=${OUT:-/tmp/rshmem-out}
 mkdir -p "$OUT"
 BIN=.gpu/bin
-[ -d .gpu/bin ] || python3 -c "import tarfile; tarfile.open('.gpu/bin.tar.xz').extractall('.gpu')"
+for packed in bin cubin kernels; do # gpu-prepare.sh's archives, unpacked once
+    [ -d .gpu/$packed ] || [ ! -f .gpu/$packed.tar.xz ] ||
+        python3 -c "import tarfile; tarfile.open('.gpu/$packed.tar.xz').extractall('.gpu')"
+done
 NVS=$(python3 -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])")
 export NVSHMEM_HOME=$NVS
 export LD_LIBRARY_PATH=$NVS/lib:${LD_LIBRARY_PATH:-}
@@ -60,6 +63,8 @@ MPS=0
 if [ "$NGPU" -lt 2 ]; then
     # One GPU: one PE per GPU, then 2 PEs sharing it to exercise the multi-PE paths; no
     # bandwidth comparison (it needs NVLink).
+    # Nsight Compute refuses MPS clients: a profile alone runs without MPS.
+    [ "$PARTS" = gemm_profile ] && : "${GPU_SHARING:=timeslice}"
     echo "only $NGPU GPU: smoke mode, PEs sharing it: ${GPU_SHARING:=mps}"
     step hello_1pe env RSHMEM_NPES=1 $BIN/hello_symmetric
     step ring_1pe env RSHMEM_NPES=1 $BIN/ring
@@ -142,35 +147,62 @@ if want splitk_bench; then
 fi
 if want gemm_profile; then
     # Nsight Compute on one GEMM (PROFILE_SHAPE=MxNxK, default 8192x8192x8192; PROFILE_SPLIT, the
-    # gemm_bench --split, default auto), rshmem's kernels and cuBLAS's (through torch), the same
-    # counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks left alone).
+    # gemm_bench --split, default auto; PROFILE_FP8=tensor|block: the FP8 GEMM with those scales
+    # beside torch._scaled_mm with the same scaling), rshmem's kernels and cuBLAS's (through
+    # torch), the same counters for both: tensor-pipe, L2 and DRAM throughput, SM clock (clocks
+    # left alone), and the warp-state and scheduler sections (where the issue slots go).
     # ncu skips rshmem's first two launches and profiles the next two: a split GEMM's parts and
     # reduce (of the warm-up call), or two plain GEMMs where K is not split.
     IFS=x read -r PM PN PK <<<"${PROFILE_SHAPE:-8192x8192x8192}"
-    export PM PN PK # the shape, for both Python scripts below
+    export PM PN PK PROFILE_FP8=${PROFILE_FP8:-} # the shape, for both Python scripts below
     mkdir -p /tmp/gp
     python3 - <<'PY'
 import torch, ctypes, os
 m, n, k = (int(os.environ[v]) for v in ("PM", "PN", "PK"))
+fp8 = os.environ["PROFILE_FP8"]
+def write(name, t):
+    t = t.contiguous()
+    open("/tmp/gp/%s.bin" % name, "wb").write(ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()))
 for name, shape in (("a", (m, k)), ("b", (n, k))):
-    t = torch.randn(*shape, dtype=torch.bfloat16).contiguous()
-    open("/tmp/gp/%s.bin" % name, "wb").write(ctypes.string_at(t.data_ptr(), t.numel() * 2))
+    t = torch.randn(*shape, dtype=torch.bfloat16)
+    write(name, t.to(torch.float8_e4m3fn).view(torch.uint8) if fp8 else t)
+if fp8 == "tensor":
+    write("sa", torch.ones(1)); write("sb", torch.ones(1))
+elif fp8 == "block":  # gemm_bench's layouts: A's ceil(k/128) x m, B's ceil(n/128) x ceil(k/128)
+    write("sa", torch.rand(-(-k // 128), m) + 0.5); write("sb", torch.rand(-(-n // 128), -(-k // 128)) + 0.5)
 PY
     cat >/tmp/gp/cublas.py <<'PY'
 import torch, os
 m, n, k = (int(os.environ[v]) for v in ("PM", "PN", "PK"))
+fp8 = os.environ["PROFILE_FP8"]
 a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+if fp8:
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    if fp8 == "tensor":
+        one = torch.ones((), device="cuda")
+        mm = lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                      use_fast_accum=True)
+    else:  # cuBLASLt's 1x128 and 128x128 layouts (gemm_bench.py's scaled_mm_fn)
+        kb4 = -(-(k // 128) // 4) * 4
+        sa = torch.rand(k // 128, m, device="cuda").t()
+        sb = torch.rand(n // 128, kb4, device="cuda").t()[: k // 128]
+        mm = lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+else:
+    mm = lambda: a @ b.T
 for _ in range(5):
-    c = a @ b.T
+    c = mm()
 torch.cuda.synchronize()
 PY
-    METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum,lts__t_bytes.sum.per_second,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_read.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x,launch__registers_per_thread
-    NCU="ncu --clock-control none --target-processes all --metrics $METRICS"
+    METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum,smsp__inst_executed.sum,lts__t_bytes.sum.per_second,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_read.sum.per_second,lts__t_sectors_srcunit_tex_op_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x,launch__registers_per_thread
+    NCU="ncu --clock-control none --target-processes all --section WarpStateStats --section SchedulerStats --metrics $METRICS"
+    FP8_ARGS=()
+    [ -n "$PROFILE_FP8" ] && FP8_ARGS=(--fp8 "$PROFILE_FP8")
     STEP_TIMEOUT=200 step ncu_rshmem env NVSHMEM_SYMMETRIC_SIZE=2G RSHMEM_NPES=1 $NCU -k regex:'gemm90|splitk' --launch-skip 2 --launch-count 2 \
-        $BIN/gemm_bench --dir /tmp/gp --m $PM --n $PN --k $PK --split "${PROFILE_SPLIT:-auto}" --iters 3 --warmup 1
-    STEP_TIMEOUT=200 step ncu_cublas $NCU -k regex:'gemm|sm90|nvjet' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
-    grep -E "^  [a-z_]+__|gemm|nvjet|sm90|splitk" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" | cut -c1-200
+        $BIN/gemm_bench --dir /tmp/gp --m $PM --n $PN --k $PK --split "${PROFILE_SPLIT:-auto}" "${FP8_ARGS[@]}" --iters 3 --warmup 1
+    STEP_TIMEOUT=200 step ncu_cublas $NCU -k regex:'gemm|sm90|nvjet|xmma|cutlass' --launch-skip 3 --launch-count 1 python3 /tmp/gp/cublas.py
+    grep -E "^  [a-zA-Z_ ]+|gemm|nvjet|sm90|splitk|xmma|cutlass" "$OUT/ncu_rshmem.log" "$OUT/ncu_cublas.log" |
+        grep -v -E "^.*: *(----|Section:)" | cut -c1-160
 fi
 # The symmetric queue beside a raw put of the same bytes (docs/queue.md): PE 0 -> PE 1 over
 # NVLink with 2 GPUs; on one GPU, 2 PEs sharing it under MPS (CTA counts up to half a PE's
@@ -401,17 +433,23 @@ want perftest && perftest
 # scripts/python_gpu_check.py (every op against torch, graphs, own kernels, bad input), the same
 # with rank 1 failing on purpose (the job must fail naming it, not hang), and
 # scripts/python_bench.py (2 ranks: beside NCCL, torch symmetric memory and cuBLAS, and the
-# Python layer's per-call overhead against ops/examples/call_overhead.rs). Not yet run.
+# Python layer's per-call overhead against ops/examples/call_overhead.rs). First run on an H100
+# 2026-12-05 (docs/python.md).
 if want python; then
     python3 -m pip install --no-index --no-deps --force-reinstall .gpu/wheels/rshmem-*.whl >"$OUT/python_install.log" 2>&1
     PY_NPES=${PY_NPES:-3}
     export RSHMEM_HANG_TIMEOUT=${RSHMEM_HANG_TIMEOUT:-60}
+    # torchrun, not rshmem's launcher, starts these ranks: under MPS each must be given its
+    # share of the SMs, or NVSHMEM sees more than 100 % in all and takes its limited mode
+    # (no team splits; found on an H100, 2026-12-05).
+    [ "$MPS" = 1 ] && export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / PY_NPES))
     step python_check torchrun --nproc-per-node "$PY_NPES" .gpu/scripts/python_gpu_check.py \
         --kernels .gpu/kernels/rshmem-image-rshmem-example-kernels.json
     [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
     step python_fail bash -c "! torchrun --nproc-per-node $PY_NPES .gpu/scripts/python_gpu_check.py --fail-rank 1 \
         >$OUT/python_fail_run.log 2>&1; grep -q 'rank 1 fails on purpose' $OUT/python_fail_run.log"
     [ "$MPS" = 1 ] && mps_restart >>"$OUT/mps.log" 2>&1
+    [ "$MPS" = 1 ] && export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
     step python_bench torchrun --nproc-per-node 2 .gpu/scripts/python_bench.py --rust $BIN/call_overhead
 fi
 

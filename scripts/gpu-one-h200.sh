@@ -46,7 +46,10 @@ slice regress 240 BINS='test-(basics|views|streams|queue|suite|graphs)' PER_TEST
 slice teams 150 BINS=test-teams PER_TEST_TIMEOUT=60 -- tests
 # The fused ops on ONE PE at full shapes: the fused machinery's cost over the GEMM alone.
 slice tp1 180 -- tp_1pe
-slice examples 90 -- examples
+# The gemm example checks 4096³ grouped GEMMs and 2048³ FP8 against f64 host references: every
+# 8th row took over 140 s on an H100 (2026-12-05, killed before its FP8 pass); the references now
+# sample about 2^29 multiply-adds per GEMM (every 128th row of a 4096³).
+slice examples 240 -- examples
 slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_TIMEOUT=60 -- collectives
 # Under MPS: the small all-reduces' latency, 2 and 4 PEs (same-GPU numbers: the protocols' cost).
 slice grouped 330 BINS=test-gemm TESTS=grouped PER_TEST_TIMEOUT=60 -- tests grouped_bench

@@ -4,7 +4,8 @@ and unpermute, on the GPU machine, in one run.
 
 For each shape (hidden 7168, top-8 of 256 experts; hidden 4096, top-2 of 8) and token count
 (128, 4096 per PE), the Rust binary checks a dispatch + combine round trip (identity experts)
-and times both steps (normal mode; low-latency too at 128 tokens), printing JSON rows. With one
+and times both steps (normal mode; low-latency too at 128 tokens, with bf16 rows and with FP8
+e4m3 rows + one f32 scale per 128 elements, `low_latency_fp8`), printing JSON rows. With one
 GPU and one PE the rshmem rows are the local path (every expert on this PE: how close the
 routing, packing and weighted sum run to HBM bandwidth). torch's peer at one rank: the
 permute (`argsort` of the entries by expert, `index_select` of the rows) and the unpermute
@@ -13,8 +14,8 @@ permute (`argsort` of the entries by expert, `index_select` of the rows) and the
 (the multi-GPU issue; NCCL cannot put two ranks on one GPU).
 
 Each row's roofline: the bytes the step must touch once in HBM (read the rows, write the
-grouped rows: 2 x rows x hidden x 2 B for the dispatch, the same plus the f32 partials for the
-normal combine) over 4.8 TB/s.
+grouped rows: 2 x rows x hidden x 2 B for the dispatch, 2 x rows x (hidden + 4 ceil(hidden /
+128)) B for FP8 rows) over 4.8 TB/s.
 
 The fused layer (`--layer`, on by default): per shape, experts of the given intermediate size
 (DeepSeek-V3's 2048 at hidden 7168; 14336 at hidden 4096, top-2 of 8), the binary checks three
@@ -25,7 +26,7 @@ layout's (every local expert holds npes x tokens rows), so the 4096-token DeepSe
 ~70 GB of symmetric heap: the script sizes NVSHMEM_SYMMETRIC_SIZE per row and skips a row that
 cannot fit the GPU.
 
-  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20] [--no-layer]
+  device run: python3 .gpu/scripts/moe_bench.py [--bin PATH] [--npes N] [--iters 20] [--no-layer] [--no-fp8] [--tokens 128,4096]
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -49,7 +50,7 @@ def layer_bytes(npes, tokens, hidden, experts, inter):
     return 2 * (rows * (2 * hidden + 3 * inter) + local * 3 * inter * hidden)
 
 
-def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters, layer=0):
+def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters, layer=0, fp8=False):
     env = dict(os.environ, RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
     heap = 24 << 30
     if layer:
@@ -64,6 +65,7 @@ def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters, layer=0)
         pass
     cmd = [binary, "--tokens", str(tokens), "--hidden", str(hidden), "--experts", str(experts),
            "--top-k", str(top_k), "--iters", str(iters)] + (["--ll"] if ll else []) \
+        + (["--fp8"] if ll and fp8 else []) \
         + (["--layer", str(layer)] if layer else [])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     rows = []
@@ -126,11 +128,14 @@ def main():
     ap.add_argument("--npes", type=int, default=1)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-layer", action="store_true", help="skip the fused layer's rows")
+    ap.add_argument("--no-fp8", action="store_true", help="skip the low-latency mode's FP8 rows")
+    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)),
+                    help="token counts per PE, comma-separated (default %(default)s)")
     args = ap.parse_args()
     gpu_bytes = torch.cuda.get_device_properties(0).total_memory
     rows = []
     for hidden, experts, top_k, inter in SHAPES:
-        for tokens in TOKENS:
+        for tokens in (int(t) for t in args.tokens.split(",")):
             layer = 0 if args.no_layer else inter
             need = layer_bytes(args.npes, tokens, hidden, experts, inter)
             if layer and need * args.npes > 0.85 * gpu_bytes:
@@ -138,14 +143,15 @@ def main():
                                   "skipped": "needs %.0f GB of symmetric heap per PE" % (need / 1e9)}))
                 layer = 0
             got = run_rshmem(args.bin, args.npes, tokens, hidden, experts, top_k, tokens <= 256, args.iters,
-                             layer)
+                             layer, fp8=not args.no_fp8)
             base = torch_row(tokens, hidden, experts, top_k, args.iters)
             for r in got + [base]:
                 entries = tokens * top_k
-                r["roofline_dispatch_us"] = 2 * entries * hidden * 2 / HBM * 1e6
+                row_bytes = hidden + 4 * -(-hidden // 128) if r.get("mode") == "low_latency_fp8" else 2 * hidden
+                r["roofline_dispatch_us"] = 2 * entries * row_bytes / HBM * 1e6
                 print(json.dumps(r), flush=True)
             rows += got + [base]
-    print("\n%-8s %-12s %6s %6s %4s %12s %12s %12s" % ("impl", "mode", "tokens", "hidden", "k",
+    print("\n%-8s %-16s %6s %6s %4s %12s %12s %12s" % ("impl", "mode", "tokens", "hidden", "k",
                                                         "dispatch us", "combine us", "roofline us"))
     for r in rows:
         if "error" in r:
@@ -153,7 +159,7 @@ def main():
             continue
         if r.get("mode") == "layer":
             continue
-        print("%-8s %-12s %6d %6d %4d %12.1f %12.1f %12.1f" % (r["impl"], r["mode"], r["tokens"], r["hidden"],
+        print("%-8s %-16s %6d %6d %4d %12.1f %12.1f %12.1f" % (r["impl"], r["mode"], r["tokens"], r["hidden"],
                                                              r["top_k"], r["dispatch_us"], r["combine_us"],
                                                              r["roofline_dispatch_us"]))
     layers = [r for r in rows if r.get("mode") == "layer"]

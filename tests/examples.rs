@@ -174,13 +174,14 @@ fn launch_overhead_checks_its_counts() {
 }
 
 #[test]
-fn moe_checks_both_modes_on_2_and_3_pes() {
+fn moe_checks_both_modes_and_fp8_rows_on_2_and_3_pes() {
     for npes in [2, 3] {
         let out = run_sim("moe", npes, &[]);
         for pe in 0..npes {
             assert!(
                 out.contains(&format!("PE {pe}: MoE layer of 13 tokens x 64"))
-                    && out.contains("normal ok, low-latency ok"),
+                    && out.contains("on the simulator: normal ok, low-latency ok")
+                    && out.contains("low-latency FP8 ok"),
                 "PE {pe}:\n{out}"
             );
         }

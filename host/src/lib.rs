@@ -64,6 +64,7 @@ mod sim;
 // The safe API over the contract.
 pub mod attach;
 mod capture;
+mod device_range;
 pub mod graph;
 mod job;
 mod module;
@@ -84,6 +85,7 @@ pub use contract::{
     RawKernelArgs, Result, SimEntry, TargetImage,
 };
 pub use contract::{Swizzle, TiledSpec, TmaType};
+pub use device_range::{DeviceRange, DeviceRangeMut};
 pub use graph::Graph;
 pub use job::{run, Job};
 pub use module::Module;

@@ -49,7 +49,7 @@ pub struct SymMatrixMut<'a, T: Pod> {
 
 /// Rows, columns, leading dimension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Dims {
+pub(crate) struct Dims {
     rows: u32,
     cols: u32,
     ld: u32,
@@ -58,7 +58,13 @@ struct Dims {
 impl Dims {
     /// The dimensions, if `ld >= cols` and a range of `len` elements holds them; else an
     /// [`Error::InvalidArgument`] naming `call`.
-    fn check(call: &'static str, len: usize, rows: u32, cols: u32, ld: u32) -> Result<Self> {
+    pub(crate) fn check(
+        call: &'static str,
+        len: usize,
+        rows: u32,
+        cols: u32,
+        ld: u32,
+    ) -> Result<Self> {
         let bad = |message: String| Err(Error::InvalidArgument { call, message });
         if ld < cols {
             return bad(format!(

@@ -1,12 +1,12 @@
 //! Host time per call of two small ops from Rust, the baseline of the Python layer's overhead
 //! (`scripts/python_bench.py` times the same calls from Python and prints both): a 4 KiB bf16
 //! all-reduce and a 128 × 128 × 128 bf16 GEMM, each called `--calls` times back to back on the
-//! PE's stream after a warm-up; `host_us` is the wall time of the loop per call (queueing only:
-//! the GPU runs behind), `total_us` includes the final synchronize. PE 0 prints one JSON line
-//! per op.
+//! PE's stream after a warm-up, in 5 rounds; `host_us` is the median wall time of a round's loop
+//! per call (queueing only: the GPU runs behind), `total_us` includes the round's final
+//! synchronize. PE 0 prints one JSON line per op.
 //!
 //! ```text
-//! RSHMEM_NPES=2 call_overhead [--calls 2000]
+//! RSHMEM_NPES=2 call_overhead [--calls 200]
 //! ```
 //!
 //! Runs on the simulator too (where every call runs to completion when queued, so its
@@ -23,7 +23,7 @@ fn main() -> Result<()> {
         .iter()
         .position(|a| a == "--calls")
         .and_then(|i| args.get(i + 1))
-        .map_or(Ok(2000), |v| v.parse())?;
+        .map_or(Ok(200), |v| v.parse())?;
     rshmem::run(|shmem: &Shmem| -> Result<()> {
         let ops = Ops::new(shmem)?;
         let stream = shmem.stream();
@@ -33,24 +33,34 @@ fn main() -> Result<()> {
         let b = shmem.alloc_from(&vec![bf16::ONE; (n * k) as usize])?;
         let mut c = shmem.alloc_zeroed::<f32>((m * n) as usize)?;
         let shape = GemmShape::new(m, n, k, BLayout::NK);
+        // Median of ROUNDS rounds: few enough calls per round that the GPU's launch queue never
+        // fills (a full queue makes the host wait for the GPU, and the loop would time that).
+        const ROUNDS: usize = 5;
         let time = |name: &str, call: &mut dyn FnMut() -> rshmem::Result<()>| -> Result<()> {
             for _ in 0..20 {
                 call()?;
             }
-            shmem.synchronize()?;
-            shmem.barrier_all()?;
-            let start = Instant::now();
-            for _ in 0..calls {
-                call()?;
+            let (mut host, mut total) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                shmem.synchronize()?;
+                shmem.barrier_all()?;
+                let start = Instant::now();
+                for _ in 0..calls {
+                    call()?;
+                }
+                host.push(start.elapsed().as_secs_f64() * 1e6 / calls as f64);
+                shmem.synchronize()?;
+                total.push(start.elapsed().as_secs_f64() * 1e6 / calls as f64);
             }
-            let host = start.elapsed();
-            shmem.synchronize()?;
-            let total = start.elapsed();
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
             if shmem.my_pe() == 0 {
                 println!(
-                    "{{\"op\": \"{name}\", \"calls\": {calls}, \"host_us\": {:.3}, \"total_us\": {:.3}}}",
-                    host.as_secs_f64() * 1e6 / calls as f64,
-                    total.as_secs_f64() * 1e6 / calls as f64
+                    "{{\"op\": \"{name}\", \"calls\": {calls}, \"rounds\": {ROUNDS}, \"host_us\": {:.3}, \"total_us\": {:.3}}}",
+                    median(&mut host),
+                    median(&mut total)
                 );
             }
             Ok(())

@@ -15,8 +15,10 @@
 //! group per end (cumulative rows of A, the last one `m`), `b.bin` holding one B per group;
 //! the JSON line then has `groups`.
 //!
-//! `--split auto|off|P` sets the split of K (`GemmOptions::split_k`: auto, none, or P parts);
-//! the JSON line says which split ran (`split`: the parts, 1 for none).
+//! `--split auto|off|P` sets the split of K (`GemmOptions::split_k`: auto, none, or P parts),
+//! `--tile auto|256|128` the sm90 tile (`GemmOptions::tile`: the cost model's, 128 x 256 or
+//! 128 x 128); the JSON line says what ran (`Ops::gemm_plan`: `split`, the parts, 1 for none;
+//! `tile`, the tile's columns).
 //!
 //! `--fp8 tensor|block` runs the FP8 GEMM instead (`Ops::gemm_fp8`, e4m3, bf16 output; with
 //! `--ends` the grouped one, block scales): `a.bin` and `b.bin` hold e4m3 bytes, `sa.bin` and
@@ -34,7 +36,8 @@ use anyhow::{bail, ensure, Context, Result};
 use rshmem::device::E4m3;
 use rshmem::{bf16, Pod, Shmem};
 use rshmem_ops::{
-    BLayout, Fp8Scales, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, Ops, SplitK,
+    BLayout, Fp8Scales, GemmOptions, GemmShape, GemmTile, GroupRows, GroupedShape, Kernel, Ops,
+    SplitK,
 };
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -45,6 +48,8 @@ struct Args {
     shape: GemmShape,
     kernel: Kernel,
     split_k: SplitK,
+    /// `--tile`.
+    tile: GemmTile,
     warmup: usize,
     iters: usize,
     pad_bytes: usize,
@@ -58,6 +63,7 @@ fn parse() -> Result<Args> {
     let (mut dir, mut m, mut n, mut k) = (None, 0u32, 0u32, 0u32);
     let (mut layout, mut kernel, mut warmup, mut iters) = (BLayout::NK, Kernel::Auto, 3, 20);
     let (mut pad_bytes, mut ends, mut split_k, mut fp8) = (0, None, SplitK::Auto, None);
+    let mut tile = GemmTile::Auto;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -89,6 +95,14 @@ fn parse() -> Result<Args> {
                     p => SplitK::Parts(p.parse().context("--split takes auto, off or a count")?),
                 }
             }
+            "--tile" => {
+                tile = match value()?.as_str() {
+                    "auto" => GemmTile::Auto,
+                    "256" => GemmTile::N256,
+                    "128" => GemmTile::N128,
+                    other => bail!("--tile {other:?}: use auto, 256 or 128"),
+                }
+            }
             "--kernel" => {
                 kernel = match value()?.as_str() {
                     "auto" => Kernel::Auto,
@@ -99,7 +113,7 @@ fn parse() -> Result<Args> {
             }
             other => bail!(
                 "unknown argument {other:?}: use --dir DIR --m M --n N --k K [--kn] \
-                 [--kernel auto|sm90|sm80] [--split auto|off|P] [--warmup W] [--iters I] \
+                 [--kernel auto|sm90|sm80] [--split auto|off|P] [--tile auto|256|128] [--warmup W] [--iters I] \
                  [--pad-bytes P] [--ends E0,E1,...] [--fp8 tensor|block]"
             ),
         }
@@ -110,6 +124,7 @@ fn parse() -> Result<Args> {
         shape: GemmShape::new(m, n, k, layout),
         kernel,
         split_k,
+        tile,
         warmup,
         iters,
         pad_bytes,
@@ -162,7 +177,9 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let ends = shmem.alloc_from(args.ends.as_deref().unwrap_or(&[0]))?;
     let mut c = shmem.alloc_zeroed::<bf16>(shape.c_len())?;
     let stream = shmem.stream();
-    let options = GemmOptions::kernel(args.kernel).split_k(args.split_k);
+    let options = GemmOptions::kernel(args.kernel)
+        .split_k(args.split_k)
+        .tile(args.tile);
     let run = || match groups {
         0 => ops.gemm_with(&stream, &a, &b, &mut c, shape, options),
         _ => {
@@ -176,17 +193,20 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let (median, min) = time(shmem, args, run)?;
     std::fs::write(args.dir.join("c.bin"), bytemuck::cast_slice(&c.to_vec()?))?;
     let info = ops.device_info();
-    // What the call split K into (the grouped GEMM never splits; the sm80 kernel neither).
-    let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
-    let (m, n, k) = (shape.m, shape.n, shape.k);
-    let split = match groups {
-        0 if info.sm == 90 && args.kernel != Kernel::Sm80 => {
-            rshmem_ops::gemm::split_k::parts(args.split_k, info.multiprocessors, m, n, k, bytes)
+    // What the call ran: its kernel, tile and split of K (the grouped GEMM never splits).
+    let plan = match groups {
+        0 => ops.gemm_plan(shape, options)?,
+        _ => {
+            let rows = GroupRows::Offsets {
+                ends: (&ends).into(),
+                m: shape.m,
+            };
+            ops.grouped_gemm_plan(grouped, &rows, options)?
         }
-        _ => 1,
     };
+    let (split, tile) = (plan.split, plan.tile.bn());
     println!(
-        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"split\": {split}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
+        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"split\": {split}, \"tile\": {tile}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
          \"backend\": \"{:?}\", \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \
          \"median_ms\": {median:.4}, \"min_ms\": {:.4}, \"tflops\": {:.2}}}",
         shape.m,

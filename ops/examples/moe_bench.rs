@@ -12,9 +12,17 @@
 //!    (the normal mode: `hidden × 2` per (token, destination PE); the low-latency mode: per
 //!    valid entry) over the time.
 //!
+//! With `--fp8` (and `--ll`) the low-latency mode runs again with FP8 rows
+//! (`moe_ll_dispatch_fp8`: the rows quantised to e4m3 per token and 128 channels on the
+//! host, `hidden + 4 ⌈hidden / 128⌉` bytes per entry on the links; the combine's rows bf16):
+//! the identity expert there is the received rows dequantised on the host (`expert_out =
+//! bf16(byte × scale)`), so the check is `out[t] = (Σ_valid w) · x̂[t]`, `x̂` the dequantised
+//! row, within `2⁻⁸·|ref| + (1 + 2⁻⁸)·2⁻⁸·Σ w|x̂| + 2⁻²⁰·Σ w|x̂|` (the expert rows' bf16
+//! rounding on top of the bf16 check's); row `"mode":"low_latency_fp8"`.
+//!
 //! ```text
 //! RSHMEM_BACKEND=gpu RSHMEM_NPES=1 NVSHMEM_SYMMETRIC_SIZE=16G moe_bench \
-//!     --tokens 4096 --hidden 7168 --experts 256 --top-k 8 [--ll] [--iters 20]
+//!     --tokens 4096 --hidden 7168 --experts 256 --top-k 8 [--ll [--fp8]] [--iters 20]
 //! ```
 //!
 //! With `--layer I` it also runs the fused layer (`Ops::moe_layer`, experts of intermediate
@@ -33,10 +41,16 @@
 //! On the simulator it runs too (small shapes: every simulated GPU thread is a host thread),
 //! which is how it is tested without a GPU; its times mean nothing.
 
-use anyhow::{bail, ensure, Context, Result};
+#[path = "../../examples/common/mod.rs"]
+mod common;
+
+use anyhow::{ensure, Result};
 use rshmem::{bf16, Shmem, SymBuffer, Team};
+use rshmem_ops::fp8::{self, Blocks};
 use rshmem_ops::moe::interleave_gate_up;
-use rshmem_ops::{BLayout, GroupRows, GroupedShape, MoeConfig, MoeLayerConfig, MoePayload, Ops};
+use rshmem_ops::{
+    BLayout, GroupRows, GroupedShape, MoeConfig, MoeLayerConfig, MoeLlBuffers, MoePayload, Ops,
+};
 use std::time::Instant;
 
 struct Args {
@@ -45,6 +59,7 @@ struct Args {
     experts: usize,
     top_k: usize,
     ll: bool,
+    fp8: bool,
     layer: usize,
     iters: usize,
 }
@@ -56,35 +71,35 @@ fn parse() -> Result<Args> {
         experts: 8,
         top_k: 2,
         ll: false,
+        fp8: false,
         layer: 0,
         iters: 20,
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = || -> Result<usize> {
-            Ok(it
-                .next()
-                .with_context(|| format!("{arg} needs a value"))?
-                .parse()?)
-        };
-        match arg.as_str() {
-            "--tokens" => a.tokens = value()?,
-            "--hidden" => a.hidden = value()?,
-            "--experts" => a.experts = value()?,
-            "--top-k" => a.top_k = value()?,
-            "--iters" => a.iters = value()?,
-            "--ll" => a.ll = true,
-            "--layer" => a.layer = value()?,
-            other => bail!(
-                "unknown argument {other:?}: use --tokens T --hidden H --experts E --top-k K \
-                 [--ll] [--layer INTERMEDIATE] [--iters I]"
-            ),
-        }
-    }
+    common::parse_args(
+        "--tokens T --hidden H --experts E --top-k K [--ll [--fp8]] [--layer INTERMEDIATE] [--iters I]",
+        &["--ll", "--fp8"],
+        |name, value| {
+            match (name, value) {
+                ("--tokens", Some(n)) => a.tokens = n,
+                ("--hidden", Some(n)) => a.hidden = n,
+                ("--experts", Some(n)) => a.experts = n,
+                ("--top-k", Some(n)) => a.top_k = n,
+                ("--iters", Some(n)) => a.iters = n,
+                ("--ll", None) => a.ll = true,
+                ("--fp8", None) => a.fp8 = true,
+                ("--layer", Some(n)) => a.layer = n,
+                _ => return false,
+            }
+            true
+        },
+    )?;
     ensure!(
         a.iters > 0 && a.top_k <= a.experts,
         "--iters >= 1 and --top-k <= --experts"
+    );
+    ensure!(
+        !a.fp8 || a.ll,
+        "--fp8 runs the low-latency mode's FP8 rows: give --ll too"
     );
     Ok(a)
 }
@@ -151,6 +166,21 @@ fn main() -> Result<()> {
             }
             Ok(())
         };
+        // FP8 rows: the identity expert of the dequantised rows x̂, rounded to bf16.
+        let check_fp8 = |got: &[bf16], x_hat: &[f64]| -> Result<()> {
+            for i in 0..t {
+                let ws: f64 = w_host[i * k..(i + 1) * k].iter().map(|&v| v as f64).sum();
+                for e in 0..h {
+                    let xv = x_hat[i * h + e];
+                    let want = ws * xv;
+                    let rows = ws * xv.abs() / 256.0;
+                    let bound = want.abs() / 256.0 + rows * (1.0 + 1.0 / 256.0) + ws * xv.abs() / (1u64 << 20) as f64;
+                    let v = got[i * h + e].to_f64();
+                    ensure!((v - want).abs() <= bound, "PE {me}, low-latency FP8: out[{i}][{e}] = {v}, want {want}");
+                }
+            }
+            Ok(())
+        };
         let cfg = MoeConfig {
             experts: a.experts as u32,
             top_k: k as u32,
@@ -202,7 +232,7 @@ fn main() -> Result<()> {
             let mut ll = ops.moe_ll_buffers(Team::WORLD, cfg)?;
             let eo = shmem.alloc_zeroed::<bf16>(local * ll.rows_per_expert() * h)?;
             ops.moe_ll_dispatch(&stream, &mut ll, &x, &topk, t as u32)?;
-            stream.get(&eo, ll.recv_x(), me)?;
+            stream.get(&eo, ll.recv_x()?, me)?;
             ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &w, &mut out)?;
             check(&out.to_vec()?, "low-latency")?;
             let (mut d_us, mut c_us) = (Vec::new(), Vec::new());
@@ -214,6 +244,30 @@ fn main() -> Result<()> {
             let entries = t * k;
             if me == 0 {
                 row("low_latency", d, c, entries * h * 2, entries * h * 2);
+            }
+        }
+        if a.fp8 {
+            let q = fp8::quantize(&x_host, t, h, Blocks::PER_TOKEN);
+            let (x8, scales) = (shmem.alloc_from(&q.bytes)?, shmem.alloc_from(&q.scales)?);
+            let cfg8 = MoeConfig { payload: MoePayload::Fp8E4m3, ..cfg };
+            let mut ll = ops.moe_ll_buffers(Team::WORLD, cfg8)?;
+            let mut eo = shmem.alloc_zeroed::<bf16>(local * ll.rows_per_expert() * h)?;
+            ops.moe_ll_dispatch_fp8(&stream, &mut ll, &x8, &scales, &topk, t as u32)?;
+            eo.copy_from_host(&dequantised_rows(&ll)?)?;
+            ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &w, &mut out)?;
+            let sr = h.div_ceil(128);
+            let x_hat: Vec<f64> =
+                (0..t * h).map(|i| fp8::to_f32(q.bytes[i]) as f64 * q.scales[i / h * sr + i % h / 128] as f64).collect();
+            check_fp8(&out.to_vec()?, &x_hat)?;
+            let (mut d_us, mut c_us) = (Vec::new(), Vec::new());
+            for _ in 0..a.iters {
+                d_us.push(timed(&mut || ops.moe_ll_dispatch_fp8(&stream, &mut ll, &x8, &scales, &topk, t as u32))?);
+                c_us.push(timed(&mut || ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &w, &mut out))?);
+            }
+            let (d, c) = (median(d_us), median(c_us));
+            let entries = t * k;
+            if me == 0 {
+                row("low_latency_fp8", d, c, entries * (h + 4 * sr), entries * h * 2);
             }
         }
         if a.layer > 0 {
@@ -228,6 +282,26 @@ fn main() -> Result<()> {
         Ok(())
     })
     .map_err(anyhow::Error::from)
+}
+
+/// The identity expert of FP8 rows: every received row of `ll` dequantised (`byte × scale`,
+/// the scales in the grouped GEMM's layout) and rounded to bf16, row for row as its
+/// `recv_x_fp8`; rows past each expert's count stay zero.
+fn dequantised_rows(ll: &MoeLlBuffers<'_>) -> Result<Vec<bf16>> {
+    let h = ll.config().hidden as usize;
+    let (bytes, scales) = ll.recv_x_fp8()?;
+    let (bytes, scales, counts) = (bytes.to_vec()?, scales.to_vec()?, ll.recv_count().to_vec()?);
+    let (per, m) = (ll.rows_per_expert(), counts.len() * ll.rows_per_expert());
+    let mut rows = vec![bf16::ZERO; m * h];
+    for (j, &count) in counts.iter().enumerate() {
+        for r in j * per..j * per + count as usize {
+            for e in 0..h {
+                let v = fp8::to_f32(bytes[r * h + e]) * scales[e / 128 * m + r];
+                rows[r * h + e] = bf16::from_f32(v);
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// This PE's tokens on the host.

@@ -12,7 +12,7 @@ mod common;
 
 use common::Outcome;
 use rshmem::Error;
-use rshmem::{bf16, f16, Pod, Shmem, SymBuffer};
+use rshmem::{bf16, f16, Backend, DeviceRange, DeviceRangeMut, Pod, Shmem, SymBuffer};
 use rshmem_ops::{
     BLayout, GemmIn, GemmOptions, GemmOut, GemmPlan, GemmShape, GemmTile, GroupRows, GroupedShape,
     Kernel, Ops, SplitK, MAP_SLOTS,
@@ -36,6 +36,7 @@ per_backend! {
     split_k_errors_name_the_problem => [1];
     tiles_odd_shapes_both_layouts => [1];
     tiles_grouped_and_the_plan => [1];
+    memory_that_is_not_symmetric => [1];
 }
 
 /// Host conversions of the test's element types.
@@ -1101,7 +1102,12 @@ fn tiles_grouped_and_the_plan(shmem: &Shmem) -> Outcome {
     // The plan: Auto is the model's tile where K is not split, 128 x 256 where it is.
     let sms = ops.device_info().multiprocessors;
     let bytes = rshmem_ops::gemm::split_k::workspace_bytes(shmem.backend());
-    for (m, n, k) in [(128, 256, 64), (128, 512, 64), (19, 24, 1024), (200, 600, 128)] {
+    for (m, n, k) in [
+        (128, 256, 64),
+        (128, 512, 64),
+        (19, 24, 1024),
+        (200, 600, 128),
+    ] {
         let shape = GemmShape::new(m, n, k, BLayout::NK);
         let parts = rshmem_ops::gemm::split_k::parts(SplitK::Auto, sms, m, n, k, bytes);
         let want = GemmPlan {
@@ -1121,7 +1127,12 @@ fn tiles_grouped_and_the_plan(shmem: &Shmem) -> Outcome {
     }
     if shmem.backend() == rshmem::Backend::Sim {
         // The simulator's 2 SMs: both tiles are the model's choice somewhere.
-        let tile = |m, n, k| ops.gemm_plan(GemmShape::new(m, n, k, BLayout::NK), GemmOptions::kernel(SM90));
+        let tile = |m, n, k| {
+            ops.gemm_plan(
+                GemmShape::new(m, n, k, BLayout::NK),
+                GemmOptions::kernel(SM90),
+            )
+        };
         assert_eq!(tile(128, 256, 64)?.tile, GemmTile::N128);
         assert_eq!(tile(128, 512, 64)?.tile, GemmTile::N256);
         assert_eq!(tile(19, 24, 1024)?.split, 2);
@@ -1132,9 +1143,137 @@ fn tiles_grouped_and_the_plan(shmem: &Shmem) -> Outcome {
     if plan.tile != GemmTile::N128 || plan.split != 1 {
         return Err(format!("a forced N128 under SplitK::Auto: {plan:?}").into());
     }
-    let r = ops.gemm_plan(shape, forced.split_k(SplitK::Parts(2))).map(|_| ());
-    expect(r, &["GemmTile::N128 and SplitK::Parts(2)", "128 x 256 tiles only"])?;
-    let r = ops.gemm_plan(shape, GemmOptions::kernel(Kernel::Sm80).tile(GemmTile::N256));
-    expect(r.map(|_| ()), &["GemmTile::N256 on the sm80 kernel", "128 x 128"])?;
+    let r = ops
+        .gemm_plan(shape, forced.split_k(SplitK::Parts(2)))
+        .map(|_| ());
+    expect(
+        r,
+        &[
+            "GemmTile::N128 and SplitK::Parts(2)",
+            "128 x 256 tiles only",
+        ],
+    )?;
+    let r = ops.gemm_plan(
+        shape,
+        GemmOptions::kernel(Kernel::Sm80).tile(GemmTile::N256),
+    );
+    expect(
+        r.map(|_| ()),
+        &["GemmTile::N256 on the sm80 kernel", "128 x 128"],
+    )?;
+    Ok(())
+}
+
+/// `Ops::gemm` on memory that is not symmetric (`DeviceRange::from_raw_parts`): the raw
+/// addresses of symmetric buffers (device memory of this PE's GPU: the pointer check accepts
+/// them), and on the simulator plain host vectors; on GPUs a host vector is refused, naming
+/// host memory. Exact against the host, C's neighbours untouched; the constructor's refusals.
+fn memory_that_is_not_symmetric(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let shape = GemmShape::new(35, 24, 48, BLayout::NK);
+    let GemmShape { m, n, k, .. } = shape;
+    let a: Vec<bf16> = (0..m * k)
+        .map(|i| bf16::of(small(i / k, i % k, 1, 2)))
+        .collect();
+    let b: Vec<bf16> = (0..n * k)
+        .map(|i| bf16::of(small(i / k, i % k, 5, 3)))
+        .collect();
+    let want: Vec<f32> = (0..m * n)
+        .map(|i| {
+            let (row, col) = (i / n, i % n);
+            (0..k)
+                .map(|kk| a[(row * k + kk) as usize].get() * b[(col * k + kk) as usize].get())
+                .sum()
+        })
+        .collect();
+    let check = |c: &[f32], what: &str| -> Outcome {
+        if c[..want.len()] != want[..] {
+            return Err(format!("{what}: C differs from the host's").into());
+        }
+        if !c[want.len()..].iter().all(|v| v.is_nan()) {
+            return Err(format!("{what}: a store past C's end").into());
+        }
+        Ok(())
+    };
+    let kernels = every_kernel(&ops);
+    // Symmetric buffers, passed by raw address.
+    let (ga, gb) = (shmem.alloc_from(&a)?, shmem.alloc_from(&b)?);
+    let mut gc = shmem.alloc_from(&vec![f32::NAN; want.len() + TAIL])?;
+    for &kernel in &kernels {
+        gc.copy_from_host(&vec![f32::NAN; want.len() + TAIL])?;
+        // SAFETY: the buffers outlive the GEMM (`to_vec` below waits for it) and nothing
+        // else touches them meanwhile.
+        let (ra, rb, rc) = unsafe {
+            (
+                DeviceRange::from_raw_parts(shmem, ga.as_ptr(), a.len())?,
+                DeviceRange::from_raw_parts(shmem, gb.as_ptr(), b.len())?,
+                DeviceRangeMut::from_raw_parts(shmem, gc.as_mut_ptr(), want.len())?,
+            )
+        };
+        ops.gemm_with(&stream, ra, rb, rc, shape, GemmOptions::kernel(kernel))?;
+        check(&gc.to_vec()?, &format!("symmetric by address, {kernel:?}"))?;
+    }
+    // Host memory: the simulator's kernels run on it; a GPU's pointer check refuses it.
+    let mut c = vec![f32::NAN; want.len() + TAIL];
+    // SAFETY: the vectors outlive the GEMM (launches are synchronous on the simulator; on
+    // GPUs the constructor refuses host memory before anything is queued).
+    let host = unsafe { DeviceRange::from_raw_parts(shmem, a.as_ptr(), a.len()) };
+    match shmem.backend() {
+        Backend::Sim => {
+            for &kernel in &kernels {
+                c.fill(f32::NAN);
+                // SAFETY: as above.
+                let (ra, rb, rc) = unsafe {
+                    (
+                        DeviceRange::from_raw_parts(shmem, a.as_ptr(), a.len())?,
+                        DeviceRange::from_raw_parts(shmem, b.as_ptr(), b.len())?,
+                        DeviceRangeMut::from_raw_parts(shmem, c.as_mut_ptr(), want.len())?,
+                    )
+                };
+                ops.gemm_with(&stream, ra, rb, rc, shape, GemmOptions::kernel(kernel))?;
+                shmem.synchronize()?;
+                check(&c, &format!("host memory, {kernel:?}"))?;
+            }
+        }
+        Backend::Gpu => expect(
+            host.map(|_| ()),
+            &[
+                "DeviceRange::from_raw_parts",
+                "host memory",
+                "this PE's GPU is cuda:",
+            ],
+        )?,
+    }
+    // The constructor's own checks, everywhere.
+    // SAFETY: each is refused before the memory is used.
+    unsafe {
+        let odd = (ga.as_ptr() as *const u8).add(1).cast::<bf16>();
+        expect(
+            DeviceRange::from_raw_parts(shmem, odd, 4).map(|_| ()),
+            &["not aligned for", "bf16"],
+        )?;
+        expect(
+            DeviceRange::<f32>::from_raw_parts(shmem, std::ptr::null(), 4).map(|_| ()),
+            &["null"],
+        )?;
+        expect(
+            DeviceRange::<f32>::from_raw_parts(shmem, gc.as_ptr(), usize::MAX).map(|_| ()),
+            &["overflow"],
+        )?;
+        let empty = DeviceRange::<bf16>::from_raw_parts(shmem, std::ptr::null(), 0)?;
+        // The GEMM's own checks hold for raw ranges: too short for the shape.
+        let short = DeviceRange::from_raw_parts(shmem, ga.as_ptr(), a.len() - 1)?;
+        let c = DeviceRangeMut::from_raw_parts(shmem, gc.as_mut_ptr(), want.len())?;
+        expect(
+            ops.gemm(&stream, short, &gb, c, shape),
+            &["Ops::gemm", "`a`"],
+        )?;
+        let c = DeviceRangeMut::from_raw_parts(shmem, gc.as_mut_ptr(), want.len())?;
+        expect(
+            ops.gemm(&stream, empty, &gb, c, shape),
+            &["Ops::gemm", "`a`"],
+        )?;
+    }
     Ok(())
 }

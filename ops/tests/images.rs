@@ -4,6 +4,7 @@
 //! images' kernel lists, recorded by the builder from the PTX it linked.
 
 use rshmem_device::{bf16, f16, E4m3, E5m2, Kernel};
+use rshmem_gemm::sm90::Tile128;
 use rshmem_ops::{coll, fused, gemm};
 use rshmem_ops_kernels::coll::{Op, ReduceKernels, Rounds};
 use rshmem_ops_kernels::gemm80::Gemm80;
@@ -31,19 +32,29 @@ fn set(names: impl IntoIterator<Item = &'static str>) -> BTreeSet<&'static str> 
     names.into_iter().collect()
 }
 
-/// The plain and grouped kernels of (In, Out): sm90's, then sm80's.
+/// The plain and grouped kernels of (In, Out): sm90's (128 x 256 tiles, then 128 x 128),
+/// then sm80's.
 fn gemm_names<
     In,
-    Out: Gemm90<In, false> + Gemm90<In, true> + Gemm80<In, false> + Gemm80<In, true>,
->() -> [[&'static str; 4]; 2] {
+    Out: Gemm90<In, false>
+        + Gemm90<In, true>
+        + Gemm90<In, false, Tile128<In>>
+        + Gemm90<In, true, Tile128<In>>
+        + Gemm80<In, false>
+        + Gemm80<In, true>,
+>() -> [Vec<&'static str>; 2] {
     [
-        [
+        vec![
             name::<<Out as Gemm90<In, false>>::Kernel>(),
             name::<<Out as Gemm90<In, true>>::Kernel>(),
             name::<<Out as Gemm90<In, false>>::Grouped>(),
             name::<<Out as Gemm90<In, true>>::Grouped>(),
+            name::<<Out as Gemm90<In, false, Tile128<In>>>::Kernel>(),
+            name::<<Out as Gemm90<In, true, Tile128<In>>>::Kernel>(),
+            name::<<Out as Gemm90<In, false, Tile128<In>>>::Grouped>(),
+            name::<<Out as Gemm90<In, true, Tile128<In>>>::Grouped>(),
         ],
-        [
+        vec![
             name::<<Out as Gemm80<In, false>>::Kernel>(),
             name::<<Out as Gemm80<In, true>>::Kernel>(),
             name::<<Out as Gemm80<In, false>>::Grouped>(),
@@ -79,8 +90,8 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
         gemm_names::<f16, f16>(),
         gemm_names::<f16, f32>(),
     ];
-    let mut sm90 = set(pairs.iter().flat_map(|p| p[0]));
-    let sm80 = set(pairs.iter().flat_map(|p| p[1]));
+    let mut sm90 = set(pairs.iter().flat_map(|p| p[0].clone()));
+    let sm80 = set(pairs.iter().flat_map(|p| p[1].clone()));
     // Split-K: the parts per input and layout, the reduction per output.
     sm90.extend([
         name::<<bf16 as SplitK90<false>>::Kernel>(),
@@ -96,7 +107,7 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
     sm90.extend(fp8_names::<E4m3, f32>());
     sm90.extend(fp8_names::<E5m2, bf16>());
     sm90.extend(fp8_names::<E5m2, f32>());
-    assert_eq!((sm90.len(), sm80.len()), (35, 16), "{sm90:?} {sm80:?}");
+    assert_eq!((sm90.len(), sm80.len()), (51, 16), "{sm90:?} {sm80:?}");
     assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
     assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
 }

@@ -1,5 +1,6 @@
 //! `moe_bench` (the binary `scripts/moe_bench.py` drives on GPUs) on the simulator: both modes
-//! check their identity-expert round trip before timing, on 1 and 2 PEs; the fused layer
+//! (and the low-latency mode's FP8 rows) check their identity-expert round trip before
+//! timing, on 1 and 2 PEs; the fused layer
 //! checks three tokens against f64 before timing, on 1 PE (the GPU goal's case; the layer's
 //! multi-PE cases are `moe_layer.rs`'s).
 
@@ -19,6 +20,7 @@ fn both_modes_check_then_time() {
             "--top-k",
             "2",
             "--ll",
+            "--fp8",
             "--iters",
             "1",
         ];
@@ -27,9 +29,9 @@ fn both_modes_check_then_time() {
         }
         let out = common::run_example_sim("moe_bench", npes, &args);
         let modes: &[&str] = if npes == 1 {
-            &["normal", "low_latency", "layer"]
+            &["normal", "low_latency", "low_latency_fp8", "layer"]
         } else {
-            &["normal", "low_latency"]
+            &["normal", "low_latency", "low_latency_fp8"]
         };
         for mode in modes {
             let row = out

@@ -8,13 +8,22 @@ import threading
 from . import _native
 from ._native import RshmemError
 
-_local = threading.local()
+class _Local(threading.local):
+    """A thread's PE on the simulator (`pe`) and the tensors an `rshmem.capture` on it keeps
+    (`capture_keep`). Defaults as class attributes: every op reads both, and a `getattr`
+    that misses costs an exception, about a microsecond per op."""
+
+    pe = None
+    capture_keep = None
+
+
+_local = _Local()
 _process_pe = None
 
 
 def current():
     """The calling code's PE (`_native.Pe`); an error saying how to start one if none is."""
-    pe = getattr(_local, "pe", None) or _process_pe
+    pe = _local.pe or _process_pe
     if pe is None:
         raise RshmemError(
             "no rshmem PE in this process or thread: call rshmem.init() first (in a process "
@@ -53,13 +62,34 @@ def synchronize(stream=None):
 def stream_handle(pe, stream):
     """The raw stream handle rshmem queues on: `stream`'s (a torch.cuda.Stream or an int), else
     torch's current stream on GPUs; `None` (the PE's own stream) on the simulator."""
+    if stream is None and pe is _process_pe and _current_raw_stream is not None:
+        return _current_raw_stream(-1)  # -1: torch's current device
     if pe.backend == "sim":
         return None
     if stream is None:
-        import torch
-
-        return torch.cuda.current_stream().cuda_stream
+        return _torch_current_stream()
     return getattr(stream, "cuda_stream", stream)
+
+
+def _torch_current_stream():
+    """torch's current stream's raw handle. `torch.cuda.current_stream()` builds a Stream
+    object per call (microseconds per op): the process's GPU PE remembers torch's direct query
+    of the handle instead, once it gave the same answer."""
+    global _current_raw_stream
+    import torch
+
+    handle = torch.cuda.current_stream().cuda_stream
+    query = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    try:
+        if query is not None and query(-1) == handle:
+            _current_raw_stream = query
+    except (TypeError, RuntimeError):
+        pass
+    return handle
+
+
+# torch's query of the current raw stream (`_torch_current_stream`), or None.
+_current_raw_stream = None
 
 
 _REQUIRED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")

@@ -34,25 +34,35 @@ _NUMPY_NAMES = {np.dtype(t): n for n, (_, t) in _TYPES.items() if n not in ("bf1
 
 
 def _torch_types():
-    import torch
+    """rshmem's name -> torch dtype, built once (an op's every tensor argument looks its dtype up:
+    rebuilding the table per call cost microseconds)."""
+    global _TORCH_TYPES, _TORCH_NAMES
+    if _TORCH_TYPES is None:
+        import torch
 
-    table = {
-        "bf16": torch.bfloat16,
-        "f16": torch.float16,
-        "f32": torch.float32,
-        "f64": torch.float64,
-        "i8": torch.int8,
-        "i16": torch.int16,
-        "i32": torch.int32,
-        "i64": torch.int64,
-        "u8": torch.uint8,
-        "bool": torch.bool,
-    }
-    for name, attr in (("fp8_e4m3", "float8_e4m3fn"), ("fp8_e5m2", "float8_e5m2"),
-                       ("u16", "uint16"), ("u32", "uint32"), ("u64", "uint64")):
-        if hasattr(torch, attr):
-            table[name] = getattr(torch, attr)
-    return table
+        table = {
+            "bf16": torch.bfloat16,
+            "f16": torch.float16,
+            "f32": torch.float32,
+            "f64": torch.float64,
+            "i8": torch.int8,
+            "i16": torch.int16,
+            "i32": torch.int32,
+            "i64": torch.int64,
+            "u8": torch.uint8,
+            "bool": torch.bool,
+        }
+        for name, attr in (("fp8_e4m3", "float8_e4m3fn"), ("fp8_e5m2", "float8_e5m2"),
+                           ("u16", "uint16"), ("u32", "uint32"), ("u64", "uint64")):
+            if hasattr(torch, attr):
+                table[name] = getattr(torch, attr)
+        _TORCH_NAMES = {t: n for n, t in table.items()}
+        _TORCH_TYPES = table
+    return _TORCH_TYPES
+
+
+_TORCH_TYPES = None
+_TORCH_NAMES = None
 
 
 def dtype_name(dtype):
@@ -60,10 +70,11 @@ def dtype_name(dtype):
     if isinstance(dtype, str) and dtype in _TYPES:
         return dtype
     if type(dtype).__module__ == "torch":
-        for name, t in _torch_types().items():
-            if t == dtype:
-                return name
-        raise ArgumentError(f"rshmem has no element type for {dtype}")
+        _torch_types()
+        name = _TORCH_NAMES.get(dtype)
+        if name is None:
+            raise ArgumentError(f"rshmem has no element type for {dtype}")
+        return name
     try:
         return _NUMPY_NAMES[np.dtype(dtype)]
     except (TypeError, KeyError):
@@ -73,14 +84,34 @@ def dtype_name(dtype):
         ) from None
 
 
-class SymArray(np.ndarray):
-    """A numpy array over symmetric memory (the simulator's heap). `rshmem_dtype` is rshmem's
-    element type: bf16 and FP8 arrays hold raw bits (uint16 / uint8). Views and slices keep it;
-    ops accept any contiguous view of one."""
+class TypedArray(np.ndarray):
+    """A numpy array tagged with rshmem's element type (`rshmem_dtype`), for the types numpy
+    lacks: bf16 and FP8 arrays hold raw bits (uint16 / uint8). Views and slices keep the tag
+    (a view of another item size drops it). `rshmem.typed` tags an array of your own."""
 
     def __array_finalize__(self, obj):
         keep = obj is not None and getattr(obj, "dtype", None) == self.dtype
         self.rshmem_dtype = getattr(obj, "rshmem_dtype", None) if keep else None
+
+
+class SymArray(TypedArray):
+    """A numpy array over symmetric memory (the simulator's heap), tagged with its element type
+    (`rshmem_dtype`). Ops accept any contiguous view of one."""
+
+
+def typed(array, dtype):
+    """`array` (a numpy array of the type's size: uint16 bits for bf16, uint8 for FP8) as a
+    view tagged with rshmem's element type `dtype`, so that ops read it as that type: an
+    ordinary array of bf16 bits passed to `rshmem.gemm` on the simulator, for example."""
+    name = dtype_name(dtype)
+    size = _TYPES[name][0]
+    array = np.asarray(array)
+    if array.dtype.itemsize != size:
+        raise ArgumentError(f"rshmem.typed: an array of {array.dtype} ({array.dtype.itemsize}-byte elements) "
+                            f"cannot hold {name} ({size}-byte elements)")
+    view = array.view(TypedArray)
+    view.rshmem_dtype = name
+    return view
 
 
 class _HostView:
@@ -156,11 +187,20 @@ def tensor_name(t):
 
 
 def numel(t):
+    if type(t).__module__ == "torch":
+        return t.numel()
     return int(t.numel()) if hasattr(t, "numel") and callable(t.numel) else int(t.size)
 
 
 def tensor_arg(t, what, call):
     """`(address, bytes, element type)` of contiguous tensor `t` (argument `what` of `call`)."""
+    # torch tensors first, with as few Python-level calls as possible: this runs for every
+    # tensor of every op (docs/python.md, the per-call overhead).
+    if _TORCH_NAMES is not None and type(t).__module__ == "torch":
+        name = _TORCH_NAMES.get(t.dtype)
+        if name is not None and t.is_contiguous():
+            _keep(t)
+            return (t.data_ptr(), t.nbytes, name)
     if isinstance(t, np.ndarray):
         if not t.flags.c_contiguous:
             raise ArgumentError(
@@ -183,6 +223,6 @@ def tensor_arg(t, what, call):
 
 def _keep(t):
     """During `rshmem.capture`, the tensors the recorded work uses stay alive with the graph."""
-    keep = getattr(_runtime._local, "capture_keep", None)
+    keep = _runtime._local.capture_keep
     if keep is not None:
         keep.append(t)

@@ -1,56 +1,142 @@
 //! Tensors as the Python layer passes them to an op: `(address, bytes, dtype)` of a contiguous
 //! tensor (the Python side refuses non-contiguous views first), found back as the symmetric
-//! range it is ([`PeCore::find`]), typed.
+//! range it is ([`PeCore::find`]), typed; or, for ops that reach no peer (the GEMM), memory of
+//! the PE's device allocated elsewhere (a torch tensor; a numpy array on the simulator), taken
+//! as a checked [`DeviceRange`].
 
 use crate::dtype::DType;
-use crate::error::arg;
-use crate::pe::{PeCore, Region};
+use crate::error::{arg, OrRaise};
+use crate::pe::{Found, PeCore, Region};
 use pyo3::prelude::*;
-use rshmem_host::{Pod, SymRange, SymRangeMut};
+use rshmem_host::{DeviceRange, DeviceRangeMut, Pod, Shmem, SymRange, SymRangeMut};
 use std::sync::Arc;
 
 /// A tensor argument: its data's address, its size in bytes and its element type's name.
 #[derive(FromPyObject, Clone, Debug)]
 pub struct TensorArg(pub u64, pub usize, pub String);
 
-/// A tensor argument found on the symmetric heap: what holds it (kept alive while the op
-/// uses it), where it starts there, how long it is, of which type.
+/// Where a tensor argument's memory is.
+enum Memory {
+    /// On the symmetric heap: what holds it (kept alive while the op uses it), and where the
+    /// tensor starts there.
+    Heap { region: Arc<dyn Region>, at: usize },
+    /// Elsewhere on the PE's device, at this address (ops that reach no peer only).
+    Device { addr: u64 },
+}
+
+/// A tensor argument found: its memory, how long it is, of which type.
 pub struct Sym {
-    region: Arc<dyn Region>,
-    at: usize,
+    memory: Memory,
     pub bytes: usize,
     pub dtype: DType,
     what: &'static str,
 }
 
 impl Sym {
-    /// `t` (the argument named `what` of `call`) on `core`'s heap.
+    /// `t` (the argument named `what` of `call`) on `core`'s heap; an argument error if it is
+    /// not all inside one live symmetric allocation.
     pub fn find(core: &PeCore, call: &str, what: &'static str, t: &TensorArg) -> PyResult<Sym> {
         let dtype = DType::parse(&t.2)?;
         let (region, at) = core.find(call, what, t.0, t.1)?;
         Ok(Sym {
-            region,
-            at,
+            memory: Memory::Heap { region, at },
             bytes: t.1,
             dtype,
             what,
         })
     }
 
+    /// `t` for an op that reaches no peer: on `core`'s heap if it is there, else memory of the
+    /// PE's device (checked when the op takes it, [`Sym::device`]). Memory that starts in a
+    /// symmetric allocation and runs past its end is an error, as for [`Sym::find`].
+    pub fn find_local(
+        core: &PeCore,
+        call: &str,
+        what: &'static str,
+        t: &TensorArg,
+    ) -> PyResult<Sym> {
+        let dtype = DType::parse(&t.2)?;
+        let memory = match core.lookup(t.0, t.1) {
+            Found::Inside(region, at) => Memory::Heap { region, at },
+            Found::Outside => Memory::Device { addr: t.0 },
+            Found::Straddles => return Err(core.straddles(call, what, t.0, t.1)),
+        };
+        Ok(Sym {
+            memory,
+            bytes: t.1,
+            dtype,
+            what,
+        })
+    }
+
+    /// The heap memory, or an argument error (only [`Sym::find_local`] makes others).
+    fn heap(&self) -> PyResult<(&Arc<dyn Region>, usize)> {
+        match &self.memory {
+            Memory::Heap { region, at } => Ok((region, *at)),
+            Memory::Device { addr } => Err(arg(format!(
+                "`{}` ({} bytes at {addr:#x}) is not on the symmetric heap",
+                self.what, self.bytes
+            ))),
+        }
+    }
+
     /// Its elements, as `T`s (a type of its element's size).
     pub fn range<T: Pod>(&self) -> PyResult<SymRange<'static, T>> {
-        self.region
-            .bytes(self.at, self.bytes)?
+        let (region, at) = self.heap()?;
+        region
+            .bytes(at, self.bytes)?
             .cast::<T>()
             .map_err(crate::error::to_py)
     }
 
     /// Its elements as `T`s, to write.
     pub fn range_mut<T: Pod>(&self) -> PyResult<SymRangeMut<'static, T>> {
-        self.region
-            .bytes_mut(self.at, self.bytes)?
+        let (region, at) = self.heap()?;
+        region
+            .bytes_mut(at, self.bytes)?
             .cast::<T>()
             .map_err(crate::error::to_py)
+    }
+
+    /// Its elements as `T`s in the PE's device memory, symmetric or not: for ops that reach
+    /// no peer.
+    pub fn device<T: Pod>(&self, shmem: &Shmem) -> PyResult<DeviceRange<'static, T>> {
+        match self.memory {
+            Memory::Heap { .. } => Ok(self.range::<T>()?.into()),
+            Memory::Device { addr } => {
+                let len = self.elements::<T>()?;
+                // SAFETY: the Python layer holds the tensor for the call (and, during
+                // `rshmem.capture`, with the graph), launches on the simulator are
+                // synchronous, and on GPUs the op is queued on torch's stream, whose order
+                // torch's allocator keeps for the tensor's memory; `from_raw_parts` checks
+                // the rest (alignment, and that it is this PE's device memory on GPUs).
+                unsafe { DeviceRange::from_raw_parts(shmem, addr as *const T, len) }.or_raise()
+            }
+        }
+    }
+
+    /// [`Sym::device`], to write.
+    pub fn device_mut<T: Pod>(&self, shmem: &Shmem) -> PyResult<DeviceRangeMut<'static, T>> {
+        match self.memory {
+            Memory::Heap { .. } => Ok(self.range_mut::<T>()?.into()),
+            Memory::Device { addr } => {
+                let len = self.elements::<T>()?;
+                // SAFETY: as in `device`.
+                unsafe { DeviceRangeMut::from_raw_parts(shmem, addr as *mut T, len) }.or_raise()
+            }
+        }
+    }
+
+    /// Its length in `T`s, or an argument error if its bytes are not whole `T`s.
+    fn elements<T>(&self) -> PyResult<usize> {
+        let size = size_of::<T>();
+        if size == 0 || self.bytes % size != 0 {
+            return Err(arg(format!(
+                "`{}`: {} bytes are not whole {size}-byte elements",
+                self.what, self.bytes
+            )));
+        }
+        Ok(self.bytes / size)
     }
 
     /// An argument error unless it is of `dtype` (`call` and `why` say what needs it).

@@ -138,6 +138,71 @@ macro_rules! with_gemm_in {
     };
 }
 
+/// Runs `$body` with `$in` the GEMM input type of `$a` (bf16, f16) and `$out` the output
+/// type of `$c` (f32, or `$in` itself); an argument error naming `$call` otherwise.
+macro_rules! with_gemm_types {
+    ($call:expr, $a:expr, $c:expr, $in:ident, $out:ident => $body:expr) => {
+        $crate::dtype::with_gemm_in!($call, $a, $in => match $c {
+            $crate::dtype::DType::F32 => {
+                type $out = f32;
+                $body
+            }
+            c if c == $a => {
+                type $out = $in;
+                $body
+            }
+            c => Err($crate::error::arg(format!(
+                "{}: `out` is {}: a GEMM of {} writes f32 or {}",
+                $call,
+                c.name(),
+                $a.name(),
+                $a.name()
+            ))),
+        })
+    };
+}
+
+/// Runs `$body` with `$in` the FP8 type of `$a` (e4m3, e5m2) and `$out` the output type of
+/// `$c` (f32, bf16); an argument error naming `$call` otherwise.
+macro_rules! with_fp8_types {
+    ($call:expr, $a:expr, $c:expr, $in:ident, $out:ident => $body:expr) => {{
+        macro_rules! out {
+            () => {
+                match $c {
+                    $crate::dtype::DType::F32 => {
+                        type $out = f32;
+                        $body
+                    }
+                    $crate::dtype::DType::Bf16 => {
+                        type $out = rshmem_device::bf16;
+                        $body
+                    }
+                    c => Err($crate::error::arg(format!(
+                        "{}: `out` is {}: an FP8 GEMM writes f32 or bf16",
+                        $call,
+                        c.name()
+                    ))),
+                }
+            };
+        }
+        match $a {
+            $crate::dtype::DType::Fp8E4m3 => {
+                type $in = rshmem_device::E4m3;
+                out!()
+            }
+            $crate::dtype::DType::Fp8E5m2 => {
+                type $in = rshmem_device::E5m2;
+                out!()
+            }
+            other => Err($crate::error::arg(format!(
+                "{}: A and B of {}: an FP8 GEMM takes fp8_e4m3 or fp8_e5m2 inputs",
+                $call,
+                other.name()
+            ))),
+        }
+    }};
+}
+
 /// Runs `$body` with `$t` an unsigned type of `$dtype`'s size: for ops that move elements
 /// as bytes (the all-gathers), whatever they mean.
 macro_rules! with_bits {
@@ -163,4 +228,4 @@ macro_rules! with_bits {
     };
 }
 
-pub(crate) use {with_bits, with_gemm_in, with_reducible};
+pub(crate) use {with_bits, with_fp8_types, with_gemm_in, with_gemm_types, with_reducible};

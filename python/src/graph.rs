@@ -19,13 +19,7 @@ pub struct PyGraph {
 
 impl Drop for PyGraph {
     fn drop(&mut self) {
-        let graph = self
-            .graph
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        self.core.drop_within(graph);
-        self.core.release();
+        self.core.end_object(&mut self.graph);
     }
 }
 

@@ -289,13 +289,7 @@ pub struct Kernels {
 
 impl Drop for Kernels {
     fn drop(&mut self) {
-        let module = self
-            .module
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        self.core.drop_within(module);
-        self.core.release();
+        self.core.end_object(&mut self.module);
     }
 }
 

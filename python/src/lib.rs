@@ -8,13 +8,16 @@
 //!   types and the typed dispatch of ops;
 //! * [`gpu`], [`sim`]: starting PEs (NVSHMEM by unique ID in a torchrun process; simulated PEs
 //!   as threads calling a Python function);
-//! * [`ops`]: rshmem's ops; [`moe`]: the MoE buffers and calls; [`kernels`]: images loaded
-//!   from a builder's manifest and kernels launched by name; [`graph`]: rshmem's graphs;
+//! * [`ops`]: the collectives and fused tensor-parallel ops; [`gemm`]: the GEMMs (plain on any
+//!   device memory, grouped, FP8); [`moe`]: the MoE buffers and calls, the fused layer;
+//!   [`team`]: team splits; [`kernels`]: images loaded from a builder's manifest and kernels
+//!   launched by name; [`graph`]: rshmem's graphs;
 //! * [`error`]: rshmem's errors as Python exceptions.
 
 mod args;
 mod dtype;
 mod error;
+mod gemm;
 mod gpu;
 mod graph;
 mod kernels;
@@ -22,6 +25,7 @@ mod moe;
 mod ops;
 mod pe;
 mod sim;
+mod team;
 
 use error::OrRaise;
 use pe::{Alloc, PeCore};
@@ -137,6 +141,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     gpu::register(m)?;
     ops::register(m)?;
+    gemm::register(m)?;
+    team::register(m)?;
     moe::register(m)?;
     kernels::register(m)?;
     graph::register(m)?;

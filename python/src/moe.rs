@@ -1,24 +1,47 @@
-//! rshmem's mixture-of-experts dispatch and combine from Python: the buffers of a layer
-//! (`moe_buffers`, normal mode; `moe_ll_buffers`, low latency), whose receive buffers the
+//! rshmem's mixture-of-experts ops from Python: the buffers of a layer (`moe_buffers`: normal
+//! mode or low latency; `moe_layer_buffers`: the fused layer's), whose receive buffers the
 //! Python layer shows as tensors (zero-copy, accepted by every op like any symmetric tensor),
-//! and the calls on them.
+//! the calls on them (dispatch and combine; the fused layer with its bound weights,
+//! `moe_layer_weights`), over all PEs or a team.
 
 use crate::args::{Sym, TensorArg};
 use crate::dtype::DType;
 use crate::error::{arg, OrRaise};
 use crate::ops::on_stream;
 use crate::pe::{extend, PeCore, Region};
+use crate::team::{team_of, PyTeam};
 use crate::Pe;
 use pyo3::prelude::*;
 use rshmem_device::bf16;
-use rshmem_host::{Pod, SymBuffer, SymRange, SymRangeMut, Team};
-use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, MoeLlBuffers, MoePayload};
+use rshmem_host::{Pod, SymBuffer, SymRange, SymRangeMut};
+use rshmem_ops::{
+    MoeBuffers, MoeConfig, MoeLayerBuffers, MoeLayerConfig, MoeLayerWeights, MoeLayout,
+    MoeLlBuffers, MoePayload,
+};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-/// A layer's buffers, of either mode.
+/// A layer's buffers, of either mode, or the fused layer's.
 enum Buffers {
     Normal(MoeBuffers<'static>),
     LowLatency(MoeLlBuffers<'static>),
+    Layer(MoeLayerBuffers<'static>),
+}
+
+impl Buffers {
+    /// What these buffers are and which calls take them (for the error of a call that does
+    /// not).
+    fn kind(&self) -> &'static str {
+        match self {
+            Buffers::Normal(_) => {
+                "these are normal-mode buffers: use rshmem.moe_dispatch and rshmem.moe_combine"
+            }
+            Buffers::LowLatency(_) => {
+                "these are low-latency buffers: use rshmem.moe_ll_dispatch and \
+                 rshmem.moe_ll_combine"
+            }
+            Buffers::Layer(_) => "these are the fused layer's buffers: use rshmem.moe_layer",
+        }
+    }
 }
 
 /// The buffers with the PE they borrow (counted while alive).
@@ -52,13 +75,7 @@ impl std::ops::DerefMut for MappedGuard<'_> {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let bufs = self
-            .bufs
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        self.core.drop_within(bufs);
-        self.core.release();
+        self.core.end_object(&mut self.bufs);
     }
 }
 
@@ -71,6 +88,10 @@ enum Recv {
     Src,
     Weights,
     Count,
+    /// The fused layer's SwiGLU output.
+    Act,
+    /// The fused layer's rows back from the experts.
+    Combine,
 }
 
 /// One receive buffer as symmetric memory the ops accept (read-only: the dispatch writes it).
@@ -96,9 +117,14 @@ impl RecvRegion {
             (Buffers::Normal(b), Recv::Scales) => whole(b.recv_x_fp8().or_raise()?.1, DType::F32),
             (Buffers::Normal(b), Recv::Src) => whole(b.recv_src(), DType::U32),
             (Buffers::Normal(b), Recv::Weights) => whole(b.recv_weights(), DType::F32),
-            (Buffers::LowLatency(b), Recv::X) => whole(b.recv_x(), DType::Bf16),
+            (Buffers::LowLatency(b), Recv::X) => whole(b.recv_x().or_raise()?, DType::Bf16),
             (Buffers::LowLatency(b), Recv::Src) => whole(b.recv_src(), DType::U32),
             (Buffers::LowLatency(b), Recv::Count) => whole(b.recv_count(), DType::U32),
+            (Buffers::Layer(b), Recv::X) => whole(b.recv_x(), DType::Bf16),
+            (Buffers::Layer(b), Recv::Src) => whole(b.recv_src(), DType::U32),
+            (Buffers::Layer(b), Recv::Count) => whole(b.recv_count(), DType::U32),
+            (Buffers::Layer(b), Recv::Act) => whole(b.activations(), DType::Bf16),
+            (Buffers::Layer(b), Recv::Combine) => whole(b.combine_rows(), DType::Bf16),
             (_, which) => Err(arg(format!("these MoE buffers have no {which:?} buffer"))),
         }
     }
@@ -126,7 +152,7 @@ impl Region for RecvRegion {
     }
 }
 
-/// A layer's MoE buffers (`rshmem.moe_buffers` / `moe_ll_buffers`).
+/// A layer's MoE buffers (`rshmem.moe_buffers`, `moe_layer_buffers`).
 #[pyclass(module = "rshmem._native", frozen)]
 pub struct MoeBufs {
     inner: Arc<Inner>,
@@ -143,12 +169,13 @@ impl MoeBufs {
             bufs: Mutex::new(Some(bufs)),
             core: core.clone(),
         });
-        let which: &[Recv] = match (&*inner.lock(), low_latency) {
-            (_, true) => &[Recv::X, Recv::Src, Recv::Count],
-            (Buffers::Normal(b), false) if b.config().payload == MoePayload::Fp8E4m3 => {
+        let which: &[Recv] = match &*inner.lock() {
+            Buffers::LowLatency(_) => &[Recv::X, Recv::Src, Recv::Count],
+            Buffers::Normal(b) if b.config().payload == MoePayload::Fp8E4m3 => {
                 &[Recv::XFp8, Recv::Scales, Recv::Src, Recv::Weights]
             }
-            _ => &[Recv::X, Recv::Src, Recv::Weights],
+            Buffers::Normal(_) => &[Recv::X, Recv::Src, Recv::Weights],
+            Buffers::Layer(_) => &[Recv::X, Recv::Src, Recv::Count, Recv::Act, Recv::Combine],
         };
         let mut regions = Vec::new();
         for &w in which {
@@ -182,7 +209,8 @@ impl Drop for MoeBufs {
 #[pymethods]
 impl MoeBufs {
     /// `{name: (address, bytes, dtype)}` of the receive buffers (`x` or `x_fp8` and
-    /// `x_scales`, `src`, `weights`; low latency: `x`, `src`, `count`).
+    /// `x_scales`, `src`, `weights`; low latency: `x`, `src`, `count`; the fused layer's: `x`,
+    /// `src`, `count`, `activations`, `combine_rows`).
     fn recv(&self) -> PyResult<Vec<(String, u64, usize, String)>> {
         self.regions
             .iter()
@@ -195,6 +223,8 @@ impl MoeBufs {
                     Recv::Src => "src",
                     Recv::Weights => "weights",
                     Recv::Count => "count",
+                    Recv::Act => "activations",
+                    Recv::Combine => "combine_rows",
                 };
                 Ok((name.to_string(), addr, bytes, dtype.name().to_string()))
             })
@@ -206,6 +236,31 @@ impl MoeBufs {
         match &*self.inner.lock() {
             Buffers::Normal(b) => b.capacity(),
             Buffers::LowLatency(b) => b.rows_per_expert(),
+            Buffers::Layer(b) => b.rows_per_expert(),
+        }
+    }
+
+    /// The first `topk_idx` entry of the latest call that was skipped, as `(token, entry)`
+    /// (low latency and the fused layer; waits for the PE's work).
+    fn skipped_entry(&self, py: Python<'_>) -> PyResult<Option<(u32, u32)>> {
+        let inner = self.inner.clone();
+        py.detach(|| {
+            inner.core.with_live(|_| match &*inner.lock() {
+                Buffers::LowLatency(b) => b.skipped_entry().or_raise(),
+                Buffers::Layer(b) => b.skipped_entry().or_raise(),
+                Buffers::Normal(_) => Err(arg(
+                    "skipped_entry: normal-mode buffers check every entry on the host (the \
+                     dispatch refuses bad ones)",
+                )),
+            })
+        })
+    }
+
+    /// Whether this PE's down GEMM puts its output rows for `rank` (the fused layer's).
+    fn puts_to(&self, rank: u32) -> PyResult<bool> {
+        match &*self.inner.lock() {
+            Buffers::Layer(b) => Ok(b.puts_to(rank)),
+            _ => Err(arg("puts_to: only the fused layer's buffers have it")),
         }
     }
 
@@ -220,6 +275,7 @@ impl MoeBufs {
         match &*self.inner.lock() {
             Buffers::Normal(b) => b.bytes(),
             Buffers::LowLatency(b) => b.bytes(),
+            Buffers::Layer(b) => b.bytes(),
         }
     }
 }
@@ -272,7 +328,7 @@ fn config(
 
 /// The buffers of an MoE layer (collective).
 #[pyfunction]
-#[pyo3(signature = (pe, experts, top_k, hidden, max_tokens, align=1, fp8=false, low_latency=false))]
+#[pyo3(signature = (pe, experts, top_k, hidden, max_tokens, align=1, fp8=false, low_latency=false, team=None))]
 #[allow(clippy::too_many_arguments)]
 fn moe_buffers(
     py: Python<'_>,
@@ -284,15 +340,17 @@ fn moe_buffers(
     align: u32,
     fp8: bool,
     low_latency: bool,
+    team: Option<&PyTeam>,
 ) -> PyResult<MoeBufs> {
     let cfg = config(experts, top_k, hidden, max_tokens, align, fp8);
     let core = pe.core.clone();
+    let team = team_of(&core, team)?;
     let bufs = py.detach(|| {
         core.with_live(|live| {
             Ok(if low_latency {
-                Buffers::LowLatency(live.ops.moe_ll_buffers(Team::WORLD, cfg).or_raise()?)
+                Buffers::LowLatency(live.ops.moe_ll_buffers(team, cfg).or_raise()?)
             } else {
-                Buffers::Normal(live.ops.moe_buffers(Team::WORLD, cfg).or_raise()?)
+                Buffers::Normal(live.ops.moe_buffers(team, cfg).or_raise()?)
             })
         })
     })?;
@@ -337,9 +395,7 @@ fn moe_dispatch(
         };
         let mut guard = inner.lock();
         let Buffers::Normal(b) = &mut *guard else {
-            return Err(arg(format!(
-                "{CALL}: these are low-latency buffers: use rshmem.moe_ll_dispatch"
-            )));
+            return Err(arg(format!("{CALL}: {}", guard.kind())));
         };
         match rows {
             (x, None) => live
@@ -386,9 +442,7 @@ fn moe_combine(
         let (e, o) = (e.range::<bf16>()?, o.range_mut::<bf16>()?);
         let mut guard = inner.lock();
         let Buffers::Normal(b) = &mut *guard else {
-            return Err(arg(format!(
-                "{CALL}: these are low-latency buffers: use rshmem.moe_ll_combine"
-            )));
+            return Err(arg(format!("{CALL}: {}", guard.kind())));
         };
         live.ops.moe_combine(s, b, &layout, e, o).or_raise()
     })
@@ -418,12 +472,34 @@ fn moe_ll_dispatch(
         let (x, idx) = (x.range::<bf16>()?, idx.range::<i32>()?);
         let mut guard = inner.lock();
         let Buffers::LowLatency(b) = &mut *guard else {
-            return Err(arg(format!(
-                "{CALL}: these are normal-mode buffers: use rshmem.moe_dispatch"
-            )));
+            return Err(arg(format!("{CALL}: {}", guard.kind())));
         };
         live.ops.moe_ll_dispatch(s, b, x, idx, tokens).or_raise()
     })
+}
+
+/// The tensors of a call that sums weighted rows: its rows (`rows`: name, tensor) and `out`,
+/// bf16, and the routing (`topk_idx` i32, `topk_weights` f32), found and their types checked
+/// (`call`: the call's name and what needs the bf16).
+fn weighted(
+    pe: &Pe,
+    (call, why): (&str, &str),
+    rows: (&'static str, &TensorArg),
+    topk_idx: &TensorArg,
+    topk_weights: &TensorArg,
+    out: &TensorArg,
+) -> PyResult<(Sym, Sym, Sym, Sym)> {
+    let find = |what, t: &TensorArg, dtype, why| {
+        let sym = Sym::find(&pe.core, call, what, t)?;
+        sym.expect(call, dtype, why)?;
+        Ok::<_, PyErr>(sym)
+    };
+    Ok((
+        find(rows.0, rows.1, DType::Bf16, why)?,
+        find("topk_idx", topk_idx, DType::I32, "topk_idx")?,
+        find("topk_weights", topk_weights, DType::F32, "topk_weights")?,
+        find("out", out, DType::Bf16, why)?,
+    ))
 }
 
 /// Low-latency combine into `out`.
@@ -441,32 +517,154 @@ fn moe_ll_combine(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.moe_ll_combine";
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
-    let (e, idx, w, o) = (
-        find("expert_out", &expert_out)?,
-        find("topk_idx", &topk_idx)?,
-        find("topk_weights", &topk_weights)?,
-        find("out", &out)?,
-    );
-    e.expect(CALL, DType::Bf16, "the combine")?;
-    idx.expect(CALL, DType::I32, "topk_idx")?;
-    w.expect(CALL, DType::F32, "topk_weights")?;
-    o.expect(CALL, DType::Bf16, "the combine")?;
+    let rows = ("expert_out", &expert_out);
+    let (e, idx, w, o) = weighted(
+        pe,
+        (CALL, "the combine"),
+        rows,
+        &topk_idx,
+        &topk_weights,
+        &out,
+    )?;
     let inner = bufs.inner.clone();
     on_stream(py, pe, stream, |live, s| {
         let (e, idx) = (e.range::<bf16>()?, idx.range::<i32>()?);
         let (w, o) = (w.range::<f32>()?, o.range_mut::<bf16>()?);
         let mut guard = inner.lock();
         let Buffers::LowLatency(b) = &mut *guard else {
-            return Err(arg(format!(
-                "{CALL}: these are normal-mode buffers: use rshmem.moe_combine"
-            )));
+            return Err(arg(format!("{CALL}: {}", guard.kind())));
         };
         live.ops.moe_ll_combine(s, b, e, idx, w, o).or_raise()
     })
 }
 
+/// The buffers of a fused MoE layer (collective over the team).
+#[pyfunction]
+#[pyo3(signature = (pe, experts, top_k, hidden, intermediate, max_tokens, team=None))]
+#[allow(clippy::too_many_arguments)]
+fn moe_layer_buffers(
+    py: Python<'_>,
+    pe: &Pe,
+    experts: u32,
+    top_k: u32,
+    hidden: u32,
+    intermediate: u32,
+    max_tokens: u32,
+    team: Option<&PyTeam>,
+) -> PyResult<MoeBufs> {
+    let cfg = MoeLayerConfig {
+        experts,
+        top_k,
+        hidden,
+        intermediate,
+        max_tokens,
+    };
+    let core = pe.core.clone();
+    let team = team_of(&core, team)?;
+    let bufs =
+        py.detach(|| core.with_live(|live| live.ops.moe_layer_buffers(team, cfg).or_raise()))?;
+    MoeBufs::new(&pe.core, Buffers::Layer(bufs))
+}
+
+/// One layer's expert weights bound to fused-layer buffers (their tensor maps); keeps the
+/// weights' memory alive.
+#[pyclass(module = "rshmem._native", frozen)]
+pub struct MoeLayerW {
+    /// Always `Some` until dropped (taken then, to free under the PE's state).
+    weights: Mutex<Option<MoeLayerWeights<'static, 'static>>>,
+    /// The weights' memory, held while the maps describe it.
+    _memory: (Sym, Sym),
+    core: Arc<PeCore>,
+}
+
+impl Drop for MoeLayerW {
+    fn drop(&mut self) {
+        self.core.end_object(&mut self.weights);
+    }
+}
+
+/// Binds `gate_up` (local × 2·intermediate × hidden, gate and up rows interleaved by pairs)
+/// and `down` (local × hidden × intermediate) to `bufs` (collective: the maps' allocation).
+#[pyfunction]
+fn moe_layer_weights(
+    py: Python<'_>,
+    pe: &Pe,
+    bufs: &MoeBufs,
+    gate_up: TensorArg,
+    down: TensorArg,
+) -> PyResult<MoeLayerW> {
+    const CALL: &str = "rshmem.moe_layer_weights";
+    let (gate_up, down) = (
+        Sym::find(&pe.core, CALL, "gate_up", &gate_up)?,
+        Sym::find(&pe.core, CALL, "down", &down)?,
+    );
+    gate_up.expect(CALL, DType::Bf16, "the fused layer")?;
+    down.expect(CALL, DType::Bf16, "the fused layer")?;
+    let inner = bufs.inner.clone();
+    let weights = py.detach(|| {
+        pe.core.with_live(|live| {
+            let (w1, w2) = (gate_up.range::<bf16>()?, down.range::<bf16>()?);
+            let guard = inner.lock();
+            let Buffers::Layer(b) = &*guard else {
+                return Err(arg(format!("{CALL}: {}", guard.kind())));
+            };
+            live.ops.moe_layer_weights(b, w1, w2).or_raise()
+        })
+    })?;
+    pe.core.retain();
+    Ok(MoeLayerW {
+        weights: Mutex::new(Some(weights)),
+        _memory: (gate_up, down),
+        core: pe.core.clone(),
+    })
+}
+
+/// The fused MoE layer on this PE's `tokens` tokens into `out` (kernels only).
+#[pyfunction]
+#[pyo3(signature = (pe, bufs, weights, x, topk_idx, topk_weights, out, tokens, stream=None))]
+#[allow(clippy::too_many_arguments)]
+fn moe_layer(
+    py: Python<'_>,
+    pe: &Pe,
+    bufs: &MoeBufs,
+    weights: &MoeLayerW,
+    x: TensorArg,
+    topk_idx: TensorArg,
+    topk_weights: TensorArg,
+    out: TensorArg,
+    tokens: u32,
+    stream: Option<u64>,
+) -> PyResult<()> {
+    const CALL: &str = "rshmem.moe_layer";
+    let (x, idx, w, o) = weighted(
+        pe,
+        (CALL, "the layer"),
+        ("x", &x),
+        &topk_idx,
+        &topk_weights,
+        &out,
+    )?;
+    let inner = bufs.inner.clone();
+    on_stream(py, pe, stream, |live, s| {
+        let (x, idx) = (x.range::<bf16>()?, idx.range::<i32>()?);
+        let (w, o) = (w.range::<f32>()?, o.range_mut::<bf16>()?);
+        let bound = weights.weights.lock().unwrap_or_else(|p| p.into_inner());
+        let bound = bound.as_ref().expect("weights alive");
+        let mut guard = inner.lock();
+        let Buffers::Layer(b) = &mut *guard else {
+            return Err(arg(format!("{CALL}: {}", guard.kind())));
+        };
+        live.ops
+            .moe_layer(s, b, bound, x, idx, w, o, tokens)
+            .or_raise()
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MoeLayerW>()?;
+    m.add_function(wrap_pyfunction!(moe_layer_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(moe_layer_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(moe_layer, m)?)?;
     m.add_class::<MoeBufs>()?;
     m.add_class::<Layout>()?;
     m.add_function(wrap_pyfunction!(moe_buffers, m)?)?;

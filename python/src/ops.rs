@@ -3,16 +3,18 @@
 //! ([`crate::dtype`]), and the `Ops` call made without the GIL on `stream` (a raw handle:
 //! torch's current stream on GPUs; `None`: the PE's own). rshmem checks the arguments before
 //! queueing anything; its errors arrive as `ArgumentError`/`RshmemError` with its message.
-//! Only the world team is offered (team splits are not bound yet).
+//! Collectives and fused ops take a team (`crate::team`; `None`: all PEs).
 
 use crate::args::{Sym, TensorArg};
-use crate::dtype::{with_bits, with_gemm_in, with_reducible, DType};
+use crate::dtype::{with_bits, with_reducible, DType};
 use crate::error::{arg, OrRaise};
+use crate::gemm::{b_layout, kernel};
 use crate::pe::Live;
+use crate::team::{team_of, PyTeam};
 use crate::Pe;
 use pyo3::prelude::*;
-use rshmem_host::{ReduceOp, Stream, Team};
-use rshmem_ops::{Algorithm, BLayout, FusedOptions, GemmOptions, GemmShape, Kernel, SplitK};
+use rshmem_host::{ReduceOp, Stream};
+use rshmem_ops::{Algorithm, FusedOptions, GemmShape};
 
 /// Runs `f` on `pe`'s live ops and `stream`, without the GIL.
 pub fn on_stream<R: Send>(
@@ -41,29 +43,8 @@ fn reduce_op(call: &str, op: &str) -> PyResult<ReduceOp> {
     }
 }
 
-fn b_layout(call: &str, layout: &str) -> PyResult<BLayout> {
-    match layout {
-        "nk" => Ok(BLayout::NK),
-        "kn" => Ok(BLayout::KN),
-        other => Err(arg(format!(
-            "{call}: b_layout {other:?}: \"nk\" (B is n x k, C = A Bᵀ) or \"kn\" (B is k x n)"
-        ))),
-    }
-}
-
-fn kernel(call: &str, kernel: &str) -> PyResult<Kernel> {
-    match kernel {
-        "auto" => Ok(Kernel::Auto),
-        "sm90" => Ok(Kernel::Sm90),
-        "sm80" => Ok(Kernel::Sm80),
-        other => Err(arg(format!(
-            "{call}: kernel {other:?}: \"auto\", \"sm90\" or \"sm80\""
-        ))),
-    }
-}
-
 /// The element type both of `a` and `b` have, or an error naming them.
-fn same(call: &str, a: &Sym, b: &Sym) -> PyResult<DType> {
+pub(crate) fn same(call: &str, a: &Sym, b: &Sym) -> PyResult<DType> {
     b.expect(
         call,
         a.dtype,
@@ -79,7 +60,8 @@ macro_rules! reduction {
     ($(#[$doc:meta])* $name:ident, $in_place:ident, $out_of_place:ident) => {
         $(#[$doc])*
         #[pyfunction]
-        #[pyo3(signature = (pe, src, dst, count, op, stream=None))]
+        #[pyo3(signature = (pe, src, dst, count, op, team=None, stream=None))]
+        #[allow(clippy::too_many_arguments)]
         fn $name(
             py: Python<'_>,
             pe: &Pe,
@@ -87,22 +69,24 @@ macro_rules! reduction {
             dst: Option<TensorArg>,
             count: usize,
             op: &str,
+            team: Option<&PyTeam>,
             stream: Option<u64>,
         ) -> PyResult<()> {
             const CALL: &str = concat!("rshmem.", stringify!($name));
             let op = reduce_op(CALL, op)?;
+            let team = team_of(&pe.core, team)?;
             let src = Sym::find(&pe.core, CALL, "src", &src)?;
             let dst = dst.map(|d| Sym::find(&pe.core, CALL, "out", &d)).transpose()?;
             on_stream(py, pe, stream, |live, s| match &dst {
                 None => with_reducible!(CALL, src.dtype, T => live
                     .ops
-                    .$in_place(s, Team::WORLD, src.range_mut::<T>()?, count, op)
+                    .$in_place(s, team, src.range_mut::<T>()?, count, op)
                     .or_raise()),
                 Some(dst) => {
                     let dtype = same(CALL, &src, dst)?;
                     with_reducible!(CALL, dtype, T => live
                         .ops
-                        .$out_of_place(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, count, op)
+                        .$out_of_place(s, team, src.range::<T>()?, dst.range_mut::<T>()?, count, op)
                         .or_raise())
                 }
             })
@@ -131,28 +115,30 @@ macro_rules! gather {
     ($(#[$doc:meta])* $name:ident, $in_place:ident, $out_of_place:ident, $size:ident: $sty:ty => $pass:expr) => {
         $(#[$doc])*
         #[pyfunction]
-        #[pyo3(signature = (pe, src, dst, $size, stream=None))]
+        #[pyo3(signature = (pe, src, dst, $size, team=None, stream=None))]
         fn $name(
             py: Python<'_>,
             pe: &Pe,
             src: Option<TensorArg>,
             dst: TensorArg,
             $size: $sty,
+            team: Option<&PyTeam>,
             stream: Option<u64>,
         ) -> PyResult<()> {
             const CALL: &str = concat!("rshmem.", stringify!($name));
+            let team = team_of(&pe.core, team)?;
             let src = src.map(|t| Sym::find(&pe.core, CALL, "src", &t)).transpose()?;
             let dst = Sym::find(&pe.core, CALL, "out", &dst)?;
             on_stream(py, pe, stream, |live, s| match &src {
                 None => with_bits!(dst.dtype, T => live
                     .ops
-                    .$in_place(s, Team::WORLD, dst.range_mut::<T>()?, $pass)
+                    .$in_place(s, team, dst.range_mut::<T>()?, $pass)
                     .or_raise()),
                 Some(src) => {
                     let dtype = same(CALL, src, &dst)?;
                     with_bits!(dtype, T => live
                         .ops
-                        .$out_of_place(s, Team::WORLD, src.range::<T>()?, dst.range_mut::<T>()?, $pass)
+                        .$out_of_place(s, team, src.range::<T>()?, dst.range_mut::<T>()?, $pass)
                         .or_raise())
                 }
             })
@@ -177,7 +163,7 @@ gather!(
 
 /// All-reduce of `x` + residual add + RMSNorm into `out` (bf16, f16 or f32).
 #[pyfunction]
-#[pyo3(signature = (pe, x, residual, weight, out, rows, hidden, eps, stream=None))]
+#[pyo3(signature = (pe, x, residual, weight, out, rows, hidden, eps, team=None, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn all_reduce_rmsnorm(
     py: Python<'_>,
@@ -189,9 +175,11 @@ fn all_reduce_rmsnorm(
     rows: usize,
     hidden: usize,
     eps: f32,
+    team: Option<&PyTeam>,
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.all_reduce_rmsnorm";
+    let team = team_of(&pe.core, team)?;
     let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
     let (x, residual, weight, out) = (
         find("x", &x)?,
@@ -209,7 +197,7 @@ fn all_reduce_rmsnorm(
                 live.ops
                     .all_reduce_rmsnorm(
                         s,
-                        Team::WORLD,
+                        team,
                         x.range::<$t>()?,
                         residual.range_mut::<$t>()?,
                         weight.range::<$t>()?,
@@ -233,64 +221,13 @@ fn all_reduce_rmsnorm(
     })
 }
 
-/// `c = a · b` (b as `b_layout` says), bf16/f16 in, f32 or the input type out.
-#[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", split_k=0, stream=None))]
-#[allow(clippy::too_many_arguments)]
-fn gemm(
-    py: Python<'_>,
-    pe: &Pe,
-    a: TensorArg,
-    b: TensorArg,
-    c: TensorArg,
-    m: u32,
-    n: u32,
-    k: u32,
-    b_layout: &str,
-    kernel: &str,
-    split_k: u32,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.gemm";
-    let shape = GemmShape::new(m, n, k, self::b_layout(CALL, b_layout)?);
-    let options = GemmOptions {
-        kernel: self::kernel(CALL, kernel)?,
-        split_k: match split_k {
-            0 => SplitK::Auto,
-            1 => SplitK::Off,
-            p => SplitK::Parts(p),
-        },
-        ..GemmOptions::default()
-    };
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
-    let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);
-    let dtype = same(CALL, &a, &b)?;
-    on_stream(py, pe, stream, |live, s| {
-        with_gemm_in!(CALL, dtype, In => match c.dtype {
-            DType::F32 => live
-                .ops
-                .gemm_with(s, a.range::<In>()?, b.range::<In>()?, c.range_mut::<f32>()?, shape, options)
-                .or_raise(),
-            out if out == dtype => live
-                .ops
-                .gemm_with(s, a.range::<In>()?, b.range::<In>()?, c.range_mut::<In>()?, shape, options)
-                .or_raise(),
-            out => Err(arg(format!(
-                "{CALL}: `out` is {}: a GEMM of {} writes f32 or {}",
-                out.name(),
-                dtype.name(),
-                dtype.name()
-            ))),
-        })
-    })
-}
-
 /// The fused tensor-parallel ops' shared shape: bf16 tensors, the shape and options.
 fn fused_args(
     pe: &Pe,
     call: &'static str,
     tensors: [&TensorArg; 3],
     (m, n, k, layout, kern): (u32, u32, u32, &str, &str),
+    team: Option<&PyTeam>,
 ) -> PyResult<([Sym; 3], GemmShape, FusedOptions)> {
     let names = ["a", "b", "out"];
     let mut found = Vec::with_capacity(3);
@@ -301,7 +238,7 @@ fn fused_args(
     }
     let shape = GemmShape::new(m, n, k, b_layout(call, layout)?);
     let options = FusedOptions {
-        team: Team::WORLD,
+        team: team_of(&pe.core, team)?,
         kernel: kernel(call, kern)?,
     };
     let [a, b, c]: [Sym; 3] = found.try_into().ok().expect("three tensors");
@@ -310,7 +247,7 @@ fn fused_args(
 
 /// `c = all_gather(a) · b`: `a` (m x k) sharded by rows, this PE's rows filled.
 #[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", stream=None))]
+#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", team=None, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn all_gather_gemm(
     py: Python<'_>,
@@ -323,11 +260,12 @@ fn all_gather_gemm(
     k: u32,
     b_layout: &str,
     kernel: &str,
+    team: Option<&PyTeam>,
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.all_gather_gemm";
     let ([a, b, c], shape, options) =
-        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel))?;
+        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel), team)?;
     on_stream(py, pe, stream, |live, s| {
         use rshmem_device::bf16;
         live.ops
@@ -345,7 +283,7 @@ fn all_gather_gemm(
 
 /// This PE's rows of `Σ_ranks a_r · b_r` (K sharded): `c` is `m / n_pes x n`.
 #[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", stream=None))]
+#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", team=None, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn gemm_reduce_scatter(
     py: Python<'_>,
@@ -358,11 +296,12 @@ fn gemm_reduce_scatter(
     k: u32,
     b_layout: &str,
     kernel: &str,
+    team: Option<&PyTeam>,
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.gemm_reduce_scatter";
     let ([a, b, c], shape, options) =
-        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel))?;
+        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel), team)?;
     on_stream(py, pe, stream, |live, s| {
         use rshmem_device::bf16;
         live.ops
@@ -375,6 +314,16 @@ fn gemm_reduce_scatter(
                 options,
             )
             .or_raise()
+    })
+}
+
+/// Makes `stream`'s collective workspace now (collective over every PE): needed before the
+/// first collective on a stream that is over a team not holding every PE.
+#[pyfunction]
+#[pyo3(signature = (pe, stream=None))]
+fn prepare_collectives(py: Python<'_>, pe: &Pe, stream: Option<u64>) -> PyResult<()> {
+    on_stream(py, pe, stream, |live, s| {
+        live.ops.prepare_collectives(s).or_raise()
     })
 }
 
@@ -404,8 +353,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(all_gather, m)?)?;
     m.add_function(wrap_pyfunction!(all_gather_v, m)?)?;
     m.add_function(wrap_pyfunction!(all_reduce_rmsnorm, m)?)?;
-    m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(all_gather_gemm, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_reduce_scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_collectives, m)?)?;
     m.add_function(wrap_pyfunction!(set_algorithm, m)?)
 }

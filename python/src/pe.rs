@@ -128,10 +128,18 @@ impl PeCore {
     }
 
     /// Drops `value` (which borrows the PE's `Shmem`) while the `Shmem` surely lives.
-    pub fn drop_within<T>(&self, value: T) {
+    fn drop_within<T>(&self, value: T) {
         let state = self.read();
         drop(value);
         drop(state);
+    }
+
+    /// The end of an object counted by [`PeCore::retain`]: drops what `slot` holds (it borrows
+    /// the PE's `Shmem`) while the `Shmem` surely lives, then [`PeCore::release`]s the object.
+    pub fn end_object<T>(&self, slot: &mut Mutex<Option<T>>) {
+        let value = slot.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        self.drop_within(value);
+        self.release();
     }
 
     /// Counts an object that borrows the PE (until `released`).
@@ -164,8 +172,8 @@ impl PeCore {
         if finalize && live > 0 {
             return Err(RshmemError::new_err(format!(
                 "rshmem.finalize() on PE {}: {live} symmetric tensor(s), kernel module(s), \
-                 graph(s) or MoE buffer(s) are still alive and use the symmetric heap, which \
-                 finalize unmaps; `del` them (and what views them) first",
+                 graph(s), team(s), MoE buffer(s) or weights are still alive and use the PE, \
+                 which finalize ends; `del` them (and what views them) first",
                 self.pe
             )));
         }
@@ -200,6 +208,26 @@ impl PeCore {
             .remove(&addr);
     }
 
+    /// Where the `bytes` bytes at `ptr` are: inside a live symmetric allocation (and where
+    /// they start in it), starting in one and running past its end, or outside every one.
+    pub fn lookup(&self, ptr: u64, bytes: usize) -> Found {
+        let regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((&start, (len, region))) = regions.range(..=ptr).next_back() else {
+            return Found::Outside;
+        };
+        let end = start + *len as u64;
+        if ptr >= end {
+            return Found::Outside;
+        }
+        if ptr.checked_add(bytes as u64).is_none_or(|e| e > end) {
+            return Found::Straddles;
+        }
+        match region.upgrade() {
+            Some(region) => Found::Inside(region, (ptr - start) as usize),
+            None => Found::Outside,
+        }
+    }
+
     /// The live symmetric memory holding the `bytes` bytes at `ptr`, and where they start in
     /// it; an argument error naming `what` if no symmetric allocation holds them all.
     pub fn find(
@@ -209,24 +237,36 @@ impl PeCore {
         ptr: u64,
         bytes: usize,
     ) -> PyResult<(Arc<dyn Region>, usize)> {
-        let regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
-        let found = regions
-            .range(..=ptr)
-            .next_back()
-            .filter(|(&start, &(len, _))| {
-                let end = start + len as u64;
-                ptr.checked_add(bytes as u64).is_some_and(|e| e <= end) && ptr < end
-            })
-            .and_then(|(&start, (_, region))| Some((region.upgrade()?, (ptr - start) as usize)));
-        found.ok_or_else(|| {
-            arg(format!(
+        match self.lookup(ptr, bytes) {
+            Found::Inside(region, at) => Ok((region, at)),
+            Found::Straddles => Err(self.straddles(call, what, ptr, bytes)),
+            Found::Outside => Err(arg(format!(
                 "{call}: `{what}` ({bytes} bytes at {ptr:#x}) is not on PE {}'s symmetric heap: \
                  allocate it with rshmem.empty / rshmem.zeros (a view or slice of one is fine; \
                  a copy is not)",
                 self.pe
-            ))
-        })
+            ))),
+        }
     }
+
+    /// The error for memory that starts in a symmetric allocation and runs past its end.
+    pub fn straddles(&self, call: &str, what: &str, ptr: u64, bytes: usize) -> PyErr {
+        arg(format!(
+            "{call}: `{what}` ({bytes} bytes at {ptr:#x}) starts in a symmetric allocation of \
+             PE {} and runs past its end: pass a view or slice inside one tensor",
+            self.pe
+        ))
+    }
+}
+
+/// Where memory is, for [`PeCore::lookup`].
+pub enum Found {
+    /// Inside a live symmetric allocation, this many bytes into it.
+    Inside(Arc<dyn Region>, usize),
+    /// Starting in one and running past its end.
+    Straddles,
+    /// In no symmetric allocation.
+    Outside,
 }
 
 /// Symmetric memory the Python layer hands out as tensors: an allocation of its own, or a
@@ -339,9 +379,7 @@ impl Region for Alloc {
 
 impl Drop for Alloc {
     fn drop(&mut self) {
-        let buf = self.buf.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         self.core.unregister(self.addr);
-        self.core.drop_within(buf);
-        self.core.release();
+        self.core.end_object(&mut self.buf);
     }
 }

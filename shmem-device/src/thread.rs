@@ -5,6 +5,14 @@ use crate::backend;
 
 pub use crate::contract::Dim3;
 
+/// `a · b + c` rounded once (`fma.rn.f32`, one FFMA; the simulator computes the same). Rust
+/// never contracts `a * b + c` into one instruction, so loops that scale and add per element
+/// (a mainloop's promotion, an epilogue) call this to get FFMA instead of FMUL + FADD.
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    backend::fma_f32(a, b, c)
+}
+
 /// This thread's index within its block (`threadIdx`).
 #[inline(always)]
 pub fn thread_idx() -> Dim3 {

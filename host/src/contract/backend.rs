@@ -58,6 +58,11 @@ pub(crate) trait HeapBackend {
     fn free(&self, addr: u64);
     fn copy_to_host(&self, addr: u64, dst: &mut [u8]) -> Result<()>;
     fn copy_from_host(&self, addr: u64, src: &[u8]) -> Result<()>;
+    /// Whether the `bytes` bytes at `addr` (not null, not wrapping) are memory this PE's
+    /// kernels reach locally, symmetric or not; the message says where they are if not. GPUs:
+    /// device memory of the PE's GPU at the first and the last byte. The simulator runs
+    /// kernels on host memory, which it cannot tell from any other: it takes every range.
+    fn check_device_memory(&self, addr: u64, bytes: usize) -> std::result::Result<(), String>;
 }
 
 /// The streams of one PE. `StreamId::PE` always exists; `Shmem` passes other ids only between

@@ -41,6 +41,13 @@ pub enum GpuSharing {
     TimeSliced,
 }
 
+/// What a PE sharing its GPU under MPS adds to a kernel failure its own threads recorded
+/// nothing about: NVIDIA's MPS (Volta and later) ends the work of every process on a GPU when
+/// one of them faults, so the PE may only have seen another's fault. The launcher lists such
+/// PEs as consequences of the one whose fault was recorded.
+pub(crate) const MPS_SHARED_FAULT: &str =
+    "under MPS a fatal fault of any process on this GPU ends every process's kernels on it";
+
 impl DeviceInfo {
     /// The multiprocessors the simulator reports.
     pub const SIM_MULTIPROCESSORS: u32 = 2;

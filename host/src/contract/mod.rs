@@ -38,6 +38,7 @@ pub(crate) use backend::{
 };
 pub(crate) use coll::CollOp;
 pub use coll::{CollElem, ElemKind};
+pub(crate) use device_info::MPS_SHARED_FAULT;
 pub use device_info::{DeviceInfo, GpuSharing};
 pub(crate) use error::{pe_error, MPS_START};
 pub use error::{BoxError, Error, Result};

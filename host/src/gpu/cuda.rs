@@ -125,6 +125,8 @@ pub(crate) fn init_driver() -> std::result::Result<usize, String> {
 #[derive(Debug)]
 pub(crate) struct Context {
     device: sys::CUdevice,
+    /// The device's ordinal (what pointer attributes name).
+    pub ordinal: usize,
     raw: sys::CUcontext,
     /// Compute capability as `major * 10 + minor`.
     pub sm: u32,
@@ -151,6 +153,7 @@ impl Context {
         // Owned from here on, so an early return below releases the retain.
         let mut ctx = Context {
             device,
+            ordinal,
             raw,
             sm: 0,
             sm_count: 0,
@@ -199,6 +202,31 @@ impl Context {
             unsafe { result::ctx::set_current(self.raw) }.call("cuCtxSetCurrent")?;
         }
         Ok(())
+    }
+
+    /// Where the byte at `addr` is, as the driver knows it: its memory type (a
+    /// `CUmemorytype` value; 0 for memory the driver does not know, plain host memory) and
+    /// the ordinal of the device that holds it. One driver call.
+    pub(crate) fn locate(&self, addr: u64) -> CudaResult<(c_uint, c_int)> {
+        use sys::CUpointer_attribute::*;
+        self.bind()?;
+        let (mut ty, mut ordinal): (c_uint, c_int) = (0, -1);
+        let mut attrs = [
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ];
+        let mut data = [
+            (&mut ty as *mut c_uint).cast::<c_void>(),
+            (&mut ordinal as *mut c_int).cast::<c_void>(),
+        ];
+        // SAFETY: two attributes, each with an out-pointer of its type (a 32-bit
+        // `CUmemorytype`, read as its integer value since the driver writes 0 for memory it
+        // does not know; an int); the driver writes defaults rather than failing for such
+        // memory.
+        unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), addr) }
+            .result()
+            .call("cuPointerGetAttributes")?;
+        Ok((ty, ordinal))
     }
 
     /// Free device memory in bytes.

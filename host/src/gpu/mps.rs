@@ -219,31 +219,61 @@ pub(crate) fn unavailable(pe: usize, local_rank: usize, visible: usize) -> Error
     }
 }
 
+/// Whether `e` is an error a broken (or recovering) MPS server gives a new client.
+fn broken_server(e: &Error) -> bool {
+    matches!(e, Error::Cuda { message, .. } if broken_server_message(message))
+}
+
+fn broken_server_message(message: &str) -> bool {
+    [
+        "CUDA_ERROR_LAUNCH_FAILED",
+        "CUDA_ERROR_UNKNOWN",
+        "CUDA_ERROR_MPS",
+    ]
+    .iter()
+    .any(|code| message.contains(code))
+}
+
 /// `e`, with the MPS server named as its likely cause where a daemon runs and the driver's
 /// error is one a broken MPS server gives (a client ended mid-kernel can leave it so: every
 /// later client's context then fails until it is restarted).
 pub(crate) fn explain(e: Error, mps: bool) -> Error {
     match e {
-        Error::Cuda { call, message }
-            if mps
-                && [
-                    "CUDA_ERROR_LAUNCH_FAILED",
-                    "CUDA_ERROR_UNKNOWN",
-                    "CUDA_ERROR_MPS",
-                ]
-                .iter()
-                .any(|code| message.contains(code)) =>
-        {
-            Error::Cuda {
-                call,
-                message: format!(
-                    "{message}; an MPS control daemon runs here, and an MPS server left broken by \
-                     a client that was ended mid-kernel fails every later context so: restart \
-                     it ({RESTART})"
-                ),
-            }
-        }
+        Error::Cuda { call, message } if mps && broken_server_message(&message) => Error::Cuda {
+            call,
+            message: format!(
+                "{message}; an MPS control daemon runs here, and an MPS server left broken by a \
+                 client that was ended mid-kernel fails every later context so (rshmem waited \
+                 {} s for it to recover): restart it ({RESTART})",
+                RECOVERY.as_secs()
+            ),
+        },
         other => other,
+    }
+}
+
+/// How long a PE starting under MPS retries its context while the server gives a broken
+/// server's errors. A server whose client was ended mid-kernel recovers by itself once that
+/// client is gone: on an H100 (2026-12-05) a 2-PE job started 0.4 s after such an end failed
+/// at `cuDevicePrimaryCtxRetain`, one started 1 s after ran.
+pub(crate) const RECOVERY: Duration = Duration::from_secs(3);
+
+/// `attempt()` (a PE's context, made under MPS when `mps`) until it succeeds, fails with an
+/// error other than a recovering server's, or [`RECOVERY`] has passed; the last error
+/// [`explain`]ed.
+pub(crate) fn while_recovering<T>(mps: bool, attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    retry_for(mps, RECOVERY, attempt)
+}
+
+fn retry_for<T>(mps: bool, wait: Duration, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match attempt() {
+            Err(e) if mps && broken_server(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            other => return other.map_err(|e| explain(e, mps)),
+        }
     }
 }
 
@@ -347,6 +377,52 @@ mod tests {
             message: "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".into(),
         };
         assert!(!explain(other, true).to_string().contains("MPS"));
+    }
+
+    #[test]
+    fn a_recovering_server_is_waited_for_within_a_bound() {
+        let broken = || Error::Cuda {
+            call: "cuDevicePrimaryCtxRetain",
+            message: "CUDA_ERROR_UNKNOWN (unknown error)".into(),
+        };
+        // Recovers on the third try: the PE starts.
+        let mut tries = 0;
+        let r = retry_for(true, Duration::from_secs(5), || {
+            tries += 1;
+            if tries < 3 {
+                Err(broken())
+            } else {
+                Ok(tries)
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        // Never recovers: given up on after the bound, the MPS server named.
+        let t = Instant::now();
+        let e = retry_for(true, Duration::from_millis(300), || Err::<(), _>(broken()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            t.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(e.contains("MPS server") && e.contains(RESTART), "{e}");
+        // Without MPS, or for another error, no retry.
+        let mut tries = 0;
+        let _ = retry_for(false, Duration::from_secs(5), || {
+            tries += 1;
+            Err::<(), _>(broken())
+        });
+        assert_eq!(tries, 1);
+        let mut tries = 0;
+        let _ = retry_for(true, Duration::from_secs(5), || {
+            tries += 1;
+            Err::<(), _>(Error::Cuda {
+                call: "cuDevicePrimaryCtxRetain",
+                message: "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".into(),
+            })
+        });
+        assert_eq!(tries, 1);
     }
 
     #[test]

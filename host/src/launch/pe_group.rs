@@ -17,7 +17,7 @@ use super::rendezvous::{Address, Server};
 use super::report::PeReport;
 use super::sys::{self, Forwarding, Signal};
 use super::vars::{LOCAL_RANK_VAR, NPES_VAR, PE_VAR, RENDEZVOUS_VAR, REPORT_VAR};
-use crate::contract::{Error, Result};
+use crate::contract::{Error, Result, MPS_SHARED_FAULT};
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
@@ -102,6 +102,9 @@ pub struct PeFailure {
 enum Standing {
     /// It failed of its own accord.
     Own,
+    /// Its kernels failed with no fault of its own recorded, on a GPU shared under MPS
+    /// ([`MPS_SHARED_FAULT`]): another PE's recorded fault is the likelier cause.
+    Shared,
     /// Its watchdog saw no progress.
     Hung,
     /// It was ended, by the launcher or (forwarded) from outside.
@@ -525,6 +528,7 @@ impl fmt::Display for PeExit {
 impl PeFailure {
     fn standing(&self) -> Standing {
         match &self.report {
+            Some(PeReport::Failed(text)) if text.contains(MPS_SHARED_FAULT) => Standing::Shared,
             Some(PeReport::Failed(_)) => Standing::Own,
             Some(PeReport::Hung(_)) => Standing::Hung,
             Some(PeReport::Ended(_)) => Standing::Ended,
@@ -553,12 +557,28 @@ impl PeFailure {
                 pes.join(", ")
             ));
         }
-        // Those that waited (hung, or were ended) are consequences; others that failed of
-        // their own accord (every PE refusing the same bad call) failed too.
-        let (waited, too): (Vec<&PeFailure>, Vec<&PeFailure>) = self
-            .consequences
-            .iter()
-            .partition(|c| c.standing() != Standing::Own);
+        // Those that waited (hung, or were ended) are consequences, and so are those whose
+        // kernels MPS ended with this PE's fault; others that failed of their own accord
+        // (every PE refusing the same bad call) failed too.
+        let with = |standing: Standing| -> Vec<&PeFailure> {
+            let of = |c: &&PeFailure| match c.standing() {
+                Standing::Hung | Standing::Ended => Standing::Ended,
+                other => other,
+            };
+            self.consequences
+                .iter()
+                .filter(|c| of(c) == standing)
+                .collect()
+        };
+        let (waited, mut shared, mut too) = (
+            with(Standing::Ended),
+            with(Standing::Shared),
+            with(Standing::Own),
+        );
+        if self.standing() == Standing::Shared {
+            // No PE recorded a fault: nobody's is the cause to name.
+            too.append(&mut shared);
+        }
         let list = |failures: &[&PeFailure]| {
             let pes: Vec<String> = failures.iter().map(|c| format!("PE {}", c.pe)).collect();
             pes.join(", ")
@@ -570,10 +590,17 @@ impl PeFailure {
                 self.pe
             ));
         }
+        if !shared.is_empty() {
+            reason.push_str(&format!(
+                "\n(consequences: {} failed with PE {}'s fault: {MPS_SHARED_FAULT})",
+                list(&shared),
+                self.pe
+            ));
+        }
         if !too.is_empty() {
             reason.push_str(&format!("\n({} failed too)", list(&too)));
         }
-        for c in waited.iter().chain(&too) {
+        for c in waited.iter().chain(&shared).chain(&too) {
             reason.push_str(&format!("\n  PE {} {}: {}", c.pe, c.verb(), c.own_reason()));
         }
         reason
@@ -851,6 +878,55 @@ mod tests {
         assert_eq!(
             msg,
             "PE 1 failed: heap exhausted\n(PE 2 failed too)\n  PE 2 failed: heap exhausted"
+        );
+    }
+
+    /// Under MPS one PE's fault ends the kernels of every PE on the GPU: the PE that recorded
+    /// a fault is the cause even when another's failure was seen first, and the others are
+    /// its consequences; where nobody recorded one, nobody is named for it.
+    #[test]
+    fn under_mps_the_recorded_fault_is_blamed_not_the_pes_it_ended() {
+        let failed = |pe: usize, text: String| PeFailure {
+            pe,
+            exit: PeExit::Code(1),
+            panic: None,
+            forwarded: None,
+            report: Some(PeReport::Failed(text)),
+            ended: false,
+            consequences: Vec::new(),
+            succeeded: Vec::new(),
+        };
+        let ended_with_it = |pe: usize| {
+            failed(
+                pe,
+                format!(
+                    "kernel `wait` failed on PE {pe}: CUDA_ERROR_LAUNCH_FAILED; ({MPS_SHARED_FAULT})"
+                ),
+            )
+        };
+        let recorded = failed(
+            0,
+            "kernel `trap` failed on PE 0: block (0, 0, 0), thread (0, 0, 0): assertion failed"
+                .into(),
+        );
+        let blamed = blame(vec![ended_with_it(2), recorded, ended_with_it(1)]).unwrap();
+        assert_eq!(blamed.pe, 0);
+        assert_eq!(
+            blamed.reason(),
+            format!(
+                "kernel `trap` failed on PE 0: block (0, 0, 0), thread (0, 0, 0): assertion \
+                 failed\n(consequences: PE 1, PE 2 failed with PE 0's fault: {MPS_SHARED_FAULT})\n  \
+                 PE 1 failed: kernel `wait` failed on PE 1: CUDA_ERROR_LAUNCH_FAILED; \
+                 ({MPS_SHARED_FAULT})\n  PE 2 failed: kernel `wait` failed on PE 2: \
+                 CUDA_ERROR_LAUNCH_FAILED; ({MPS_SHARED_FAULT})"
+            )
+        );
+        let nobody = blame(vec![ended_with_it(1), ended_with_it(0)]).unwrap();
+        assert_eq!(nobody.pe, 1);
+        assert!(
+            nobody.reason().contains("\n(PE 0 failed too)\n"),
+            "{}",
+            nobody.reason()
         );
     }
 

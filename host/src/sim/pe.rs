@@ -265,6 +265,11 @@ impl HeapBackend for SimPe {
             .unwrap_or_else(|why| panic!("rshmem simulator: SymBuffer write failed: {why}"));
         Ok(())
     }
+
+    fn check_device_memory(&self, _addr: u64, _bytes: usize) -> std::result::Result<(), String> {
+        // Kernels run on host memory here, and any host memory is as good as the heap.
+        Ok(())
+    }
 }
 
 impl StreamBackend for SimPe {

@@ -15,6 +15,7 @@
 //! assert_eq!((call.staged_bytes(), call.with_fp8().staged_bytes()), (2048, 1024 + 32));
 //! ```
 
+use rshmem_coll::tile;
 use rshmem_device::KernelArg;
 
 /// "No value" in the u32 words of the buffers: a token not sent to a rank, a record entry
@@ -118,6 +119,68 @@ impl MoeCall {
     #[inline(always)]
     pub const fn staged_bytes(&self) -> u32 {
         (self.scales_offset() + 4 * self.scales).next_multiple_of(16)
+    }
+
+    /// Pushes token `t`'s row — its `data_bytes` of `x`, and for FP8 its `scales` f32 of
+    /// `scales` after them at [`MoeCall::scales_offset`] — into the staged row `dst` on PE
+    /// `pe` (`rshmem_coll::tile::push_tile`: stores through the peer mapping, or puts). Both
+    /// modes stage rows so; every thread of the block calls it.
+    ///
+    /// # Safety
+    ///
+    /// `x` holds row `t` (`data_bytes` per row) and `scales` its `self.scales` f32 (`t ×
+    /// scales` on; unused when 0), in symmetric memory where `pe` has no mapping; `dst` is a
+    /// staged row (`staged_bytes`) of a symmetric buffer that nothing else writes meanwhile;
+    /// `pe` a PE of the job.
+    #[inline(always)]
+    pub unsafe fn push_staged(
+        &self,
+        dst: *mut u8,
+        x: *const u8,
+        scales: *const f32,
+        t: u32,
+        pe: i32,
+    ) {
+        let (data, ns) = (self.data_bytes() as usize, self.scales as usize);
+        // SAFETY: the caller's.
+        unsafe {
+            tile::push_tile(dst, x.add(t as usize * data), data, pe);
+            if ns > 0 {
+                let at = dst.add(self.scales_offset() as usize).cast::<f32>();
+                tile::push_tile(at, scales.add(t as usize * ns), ns, pe);
+            }
+        }
+    }
+
+    /// Copies the staged row `src` (what [`MoeCall::push_staged`] left) into a received row:
+    /// its elements to `x` (`data_bytes`), its scales (if any) to `scales[i × scale_step]`
+    /// — step 1 for a row's scales side by side, the rows' count for the GEMM's layout where
+    /// a K block's scales of every row are contiguous. Every thread of the block calls it.
+    ///
+    /// # Safety
+    ///
+    /// `src` a staged row (`staged_bytes`), whose writes this thread has acquired; `x` valid
+    /// for `data_bytes` writes and `scales` for `self.scales` at that step; nothing else
+    /// writes them meanwhile.
+    #[inline(always)]
+    pub unsafe fn receive_staged(
+        &self,
+        src: *const u8,
+        x: *mut u8,
+        scales: *mut f32,
+        scale_step: usize,
+    ) {
+        // SAFETY: the caller's.
+        unsafe {
+            tile::copy_tile(x, src, self.data_bytes() as usize);
+            let from = src.add(self.scales_offset() as usize).cast::<f32>();
+            let (first, threads) = tile::block_lanes();
+            let mut i = first;
+            while i < self.scales as usize {
+                scales.add(i * scale_step).write(from.add(i).read());
+                i += threads;
+            }
+        }
     }
 
     /// The call with this PE's token count.

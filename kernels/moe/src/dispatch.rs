@@ -55,11 +55,7 @@ pub unsafe fn send(
 ) {
     let peers = Peers::of(team);
     let (w, r) = (call.record_words() as usize, call.max_tokens as usize);
-    let (data, staged, ns) = (
-        call.data_bytes() as usize,
-        call.staged_bytes() as usize,
-        call.scales as usize,
-    );
+    let staged = call.staged_bytes() as usize;
     let mut t = thread::block_idx_x();
     while t < call.tokens {
         // SAFETY: t < tokens (the contract).
@@ -83,13 +79,8 @@ pub unsafe fn send(
             // is at most max_tokens); nothing else writes those rows in this call.
             unsafe {
                 let pe = peers.world(d);
-                let row = bufs.staging.add(region * staged);
                 tile::push_tile(bufs.meta.add(region * w), record, w, pe);
-                tile::push_tile(row, x.add(t as usize * data), data, pe);
-                if ns > 0 {
-                    let at = row.add(call.scales_offset() as usize).cast::<f32>();
-                    tile::push_tile(at, scales.add(t as usize * ns), ns, pe);
-                }
+                call.push_staged(bufs.staging.add(region * staged), x, scales, t, pe);
             }
         }
         t += thread::grid_dim_x();
@@ -353,12 +344,12 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
                 for kk in 0..call.top_k {
                     if let Some((row, weight)) = got.row(&token, kk) {
                         let row = row as usize;
-                        let staged = bufs.staging.add(token.at * call.staged_bytes() as usize);
-                        tile::copy_tile(bufs.recv_x.add(row * data), staged, data);
-                        if ns > 0 {
-                            let from = staged.add(call.scales_offset() as usize).cast::<f32>();
-                            tile::copy_tile(bufs.recv_scales.add(row * ns), from, ns);
-                        }
+                        call.receive_staged(
+                            bufs.staging.add(token.at * call.staged_bytes() as usize),
+                            bufs.recv_x.add(row * data),
+                            bufs.recv_scales.wrapping_add(row * ns),
+                            1,
+                        );
                         if first {
                             bufs.recv_src.add(2 * row).write(token.s);
                             bufs.recv_src.add(2 * row + 1).write(token.record.read());

@@ -327,7 +327,12 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
             unsafe {
                 let i = lb.entries.add((e * r + p) as usize).read();
                 let at = (row + p) as usize;
-                tile::push_tile(ll.recv_x.add(at * h), x.add((i / k) as usize * h), h, pe);
+                tile::push_tile(
+                    ll.rows_bf16().add(at * h),
+                    x.add((i / k) as usize * h),
+                    h,
+                    pe,
+                );
                 tile::push_tile(
                     ll.recv_src.add(2 * at),
                     lb.src_words.add(2 * i as usize),
@@ -509,7 +514,7 @@ impl SendRows {
         Self {
             recv_src: lb.ll.recv_src,
             peers,
-            local: lb.ll.recv_x,
+            local: lb.ll.rows_bf16(),
             hidden,
         }
     }
@@ -579,7 +584,7 @@ pub unsafe fn push_unmapped(ranks: Ranks, lb: LayerBufs, call: MoeCall) {
                 );
                 if direct(ranks, ll.combine_recv, s).is_null() {
                     let dst = ll.combine_recv.add(i as usize * h);
-                    tile::push_tile(dst, ll.recv_x.add(row * h), h, ranks.world(s));
+                    tile::push_tile(dst, ll.rows_bf16().add(row * h), h, ranks.world(s));
                 }
             }
             q += thread::grid_dim_x();

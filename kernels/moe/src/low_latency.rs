@@ -5,7 +5,15 @@
 //! **Layout.** Local expert `j` of this PE owns `size × R` rows of `recv_x`
 //! (`R = max_tokens`): after a dispatch its first `recv_count[j]` rows hold its tokens, by
 //! source rank, then in the source's token order (the same every run); `recv_src` says each
-//! row's source rank and entry (`t × top_k + kk`). Rows past the count are stale.
+//! row's source rank and entry (`t × top_k + kk`). Rows past the count are stale. That is
+//! the grouped GEMM's masked layout (`m = local × size × R` rows, `size × R` per group).
+//!
+//! **Rows** are the call's ([`MoeCall::elem_bytes`], [`MoeCall::scales`]): bf16, or FP8 e4m3
+//! bytes with one f32 scale per 128 elements, staged as the normal mode stages them
+//! ([`MoeCall::push_staged`]). FP8 scales land in `recv_scales` in the FP8 grouped GEMM's
+//! layout for A, `⌈hidden / 128⌉ × m` with M contiguous (`[kb × m + row]`): [`recv`]
+//! writes them there as it packs the rows, so the GEMM takes them as they are. The combine's
+//! rows are bf16 either way.
 //!
 //! **Dispatch**, in stream order:
 //!
@@ -48,11 +56,12 @@ use rshmem_device::{bf16, thread, KernelArg};
 /// |---|---|---|
 /// | `flags` (symmetric) | `E × n + n` | `[j × n + s]`: rank `s`'s rows for expert `j` (`epoch << 32 \| rows`); `[E × n + s]`: rank `s`'s combine (`epoch << 32`) |
 /// | `counter` | `1` | this PE's calls: the running call's epoch |
-/// | `staging` (symmetric) | `E × n × R × H` | `[(j × n + s) × R + p]`: rank `s`'s row `p` for expert `j` |
+/// | `staging` (symmetric) | `E × n × R` rows of `staged_bytes` | `[(j × n + s) × R + p]`: rank `s`'s row `p` for expert `j`, its scales after it |
 /// | `meta` (symmetric) | `E × n × R` | the same rows' entry index (`t × k + kk` on rank `s`) |
 /// | `index` (symmetric) | `R × k` | `index[i] = i`: the puts' source of the entry indices |
 /// | `pos`, `send_slot`, `counts_out`, `bad_entry` | as [`crate::MoeBufs`] | the routing ([`RouteBufs`]) |
-/// | `recv_x` | `E × n R × H` | the packed rows |
+/// | `recv_x` | `E × n R` rows of `data_bytes` | the packed rows |
+/// | `recv_scales` | `scales × E n R` f32 | FP8 rows' scales, `[kb × E n R + row]` (null for bf16) |
 /// | `recv_src` | `E × n R × 2` | each row's source rank and entry |
 /// | `recv_count` | `E` | each expert's rows |
 /// | `combine_recv` (symmetric) | `R × k × H` | `[t × k + kk]`: the expert row of this PE's entry `(t, kk)` |
@@ -64,7 +73,7 @@ pub struct LlBufs {
     /// See the type's docs.
     pub counter: *mut u64,
     /// See the type's docs.
-    pub staging: *mut bf16,
+    pub staging: *mut u8,
     /// See the type's docs.
     pub meta: *mut u32,
     /// See the type's docs.
@@ -78,7 +87,9 @@ pub struct LlBufs {
     /// See the type's docs.
     pub bad_entry: *mut u32,
     /// See the type's docs.
-    pub recv_x: *mut bf16,
+    pub recv_x: *mut u8,
+    /// See the type's docs.
+    pub recv_scales: *mut f32,
     /// See the type's docs.
     pub recv_src: *mut u32,
     /// See the type's docs.
@@ -87,7 +98,7 @@ pub struct LlBufs {
     pub combine_recv: *mut bf16,
 }
 
-// SAFETY: `#[repr(C)]` of thirteen pointers (104 bytes, no padding): the same bytes on the
+// SAFETY: `#[repr(C)]` of fourteen pointers (112 bytes, no padding): the same bytes on the
 // host and nvptx64; the kernels' contracts say what they must point to.
 unsafe impl KernelArg for LlBufs {}
 
@@ -101,6 +112,12 @@ impl LlBufs {
             counts_out: self.counts_out,
             bad_entry: self.bad_entry,
         }
+    }
+
+    /// `recv_x` as bf16 rows (the fused layer's, and the bf16 payload's).
+    #[inline(always)]
+    pub fn rows_bf16(&self) -> *mut bf16 {
+        self.recv_x.cast()
     }
 
     /// The running call's epoch.
@@ -148,14 +165,22 @@ unsafe fn expert(call: &MoeCall, topk: *const i32, t: u32, kk: u32) -> Option<u3
 ///
 /// # Safety
 ///
-/// `x` holds `tokens × hidden` elements and `topk` `tokens × top_k`, in symmetric memory;
-/// `ll` this PE's buffers of the call's shape (every member's at the same addresses), after
-/// this call's route; every member runs the same call.
+/// `x` holds `tokens` rows of `data_bytes`, `scales` `tokens × call.scales` f32 (unused when
+/// 0) and `topk` `tokens × top_k`, in symmetric memory; `ll` this PE's buffers of the call's
+/// shape and payload (every member's at the same addresses), after this call's route; every
+/// member runs the same call.
 #[inline(always)]
-pub unsafe fn send(team: Team, ll: LlBufs, x: *const bf16, topk: *const i32, call: MoeCall) {
+pub unsafe fn send(
+    team: Team,
+    ll: LlBufs,
+    x: *const u8,
+    scales: *const f32,
+    topk: *const i32,
+    call: MoeCall,
+) {
     let peers = Peers::of(team);
-    let (h, r, n) = (
-        call.hidden as usize,
+    let (staged, r, n) = (
+        call.staged_bytes() as usize,
         call.max_tokens as usize,
         call.size as usize,
     );
@@ -173,7 +198,7 @@ pub unsafe fn send(team: Team, ll: LlBufs, x: *const bf16, topk: *const i32, cal
             unsafe {
                 let slot = (j * n + peers.rank as usize) * r + ll.pos.add(i).read() as usize;
                 let pe = peers.world(d);
-                tile::push_tile(ll.staging.add(slot * h), x.add(t as usize * h), h, pe);
+                call.push_staged(ll.staging.add(slot * staged), x, scales, t, pe);
                 tile::push_tile(ll.meta.add(slot), ll.index.add(i), 1, pe);
             }
         }
@@ -225,11 +250,10 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
     let peers = Peers::of(team);
     // SAFETY: after `begin`.
     let epoch = unsafe { ll.epoch() };
-    let (h, r, n) = (
-        call.hidden as usize,
-        call.max_tokens as usize,
-        call.size as usize,
-    );
+    let (r, n) = (call.max_tokens as usize, call.size as usize);
+    let (data, staged) = (call.data_bytes() as usize, call.staged_bytes() as usize);
+    // Rows of the masked layout: a K block's scales of every row are contiguous.
+    let m = call.local_experts() as usize * n * r;
     let first = thread::thread_idx_x() == 0;
     let mut j = thread::block_idx_x() as usize;
     while j < call.local_experts() as usize {
@@ -255,7 +279,12 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
                 for p in 0..rows {
                     let from = (j * n + src) * r + p;
                     let to = j * n * r + base + p;
-                    tile::copy_tile(ll.recv_x.add(to * h), ll.staging.add(from * h), h);
+                    call.receive_staged(
+                        ll.staging.add(from * staged),
+                        ll.recv_x.add(to * data),
+                        ll.recv_scales.wrapping_add(to),
+                        m,
+                    );
                     if first {
                         ll.recv_src.add(2 * to).write(src as u32);
                         ll.recv_src.add(2 * to + 1).write(ll.meta.add(from).read());

@@ -16,9 +16,7 @@
 //! operand in device memory, applied by the epilogue, [`rshmem_gemm::Scaled`]; 128 x 256
 //! tiles accumulated in the tensor cores), `gemm90_*_block` (DeepSeek-V3's block scales,
 //! promoted per 128 of K: [`sm90::BlockScaled`] on 128 x 128 tiles) and `grouped90_*_block`
-//! (the same per group, each group's B with its own scales), `grouped90_*_tensor` (per tensor,
-//! A's one scale and one per group's B); split K ([`Fp8SplitK90`]): `splitk90_{e4m3,e5m2}_
-//! {tensor,block}`, their parts added by the same `splitk_reduce_*`.
+//! (the same per group, each group's B with its own scales).
 //!
 //! On the host, [`Gemm90`] names the kernels of each (input, output, layout):
 //!
@@ -211,11 +209,6 @@ pub type Fp8BlockArgs<Out> = (Sm90Maps, Problem, BlockScales, MatrixMut<Out>);
 /// The arguments of the grouped block-scaled FP8 kernels: `(maps, problem, rows, scales, c)`.
 pub type Fp8GroupedArgs<Out> = (Sm90Maps, Problem, GroupRows, BlockScales, MatrixMut<Out>);
 
-/// The arguments of the grouped per-tensor FP8 kernels: `(maps, problem, rows, scale_a,
-/// scales_b, c)`: A's one f32, B's one per group.
-pub type Fp8GroupedTensorArgs<Out> =
-    (Sm90Maps, Problem, GroupRows, *const f32, *const f32, MatrixMut<Out>);
-
 /// The sm_90a FP8 GEMMs computing `Self` (C's element type) from inputs `In` (e4m3, e5m2), B
 /// N x K. Implemented by this module's table, one impl per row.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -226,12 +219,10 @@ pub trait Fp8Gemm90<In>: Sized {
     type Block: rshmem_device::Kernel<Args = Fp8BlockArgs<Self>>;
     /// Grouped, block scales (each group's B its own).
     type GroupedBlock: rshmem_device::Kernel<Args = Fp8GroupedArgs<Self>>;
-    /// Grouped, per-tensor scales (A's one, one per group's B).
-    type GroupedTensor: rshmem_device::Kernel<Args = Fp8GroupedTensorArgs<Self>>;
 }
 
 macro_rules! sm90_fp8_gemms {
-    ($($tensor:ident, $block:ident, $grouped:ident, $grouped_tensor:ident: $in:ty => $out:ty;)*) => {$(
+    ($($tensor:ident, $block:ident, $grouped:ident: $in:ty => $out:ty;)*) => {$(
         #[doc = concat!("`C = scale_a scale_b (A · Bᵀ)`: A (m x k) and B (n x k) of `", stringify!($in),
             "` through `maps` ([`sm90::Fp8Tile256`]'s boxes), one f32 scale each; C of `", stringify!($out), "`.")]
         ///
@@ -286,122 +277,18 @@ macro_rules! sm90_fp8_gemms {
             }
         }
 
-        #[doc = concat!("The grouped [`", stringify!($tensor), "`]: group g's rows of A (`rows`) times the g-th \
-            of `rows.groups` B stacked, scaled by `scale_a[0] scales_b[g]`, into the same rows of C.")]
-        ///
-        /// # Safety
-        ///
-        /// As the per-tensor kernel's, B's map 3-D ([`sm90::gemm_with`]) and `scales_b`
-        /// holding `rows.groups` f32s; `rows.sizes` holds `rows.groups` u32s in global memory
-        /// that nothing writes while the kernel runs.
-        #[kernel(launch_bounds(384, 1))]
-        pub unsafe fn $grouped_tensor(
-            maps: Sm90Maps,
-            problem: Problem,
-            rows: GroupRows,
-            scale_a: *const f32,
-            scales_b: *const f32,
-            c: MatrixMut<$out>,
-        ) {
-            let epilogue = Scaled { inner: StoreC { c }, scale_a, scale_b: scales_b };
-            // SAFETY: this kernel's contract is the schedule's, the mainloop's and the
-            // epilogue's (a tile's group is below `rows.groups`).
-            unsafe {
-                let schedule = Grouped::new(rows, problem);
-                sm90::gemm_with::<Fp8Tile256<$in>, _, _, _, false>(maps.a, maps.b, problem, schedule, epilogue, InTensorCore)
-            }
-        }
-
         #[cfg(not(target_arch = "nvptx64"))]
         impl Fp8Gemm90<$in> for $out {
             type Tensor = $tensor;
             type Block = $block;
             type GroupedBlock = $grouped;
-            type GroupedTensor = $grouped_tensor;
         }
     )*};
 }
 
 sm90_fp8_gemms! {
-    gemm90_e4m3_bf16_tensor, gemm90_e4m3_bf16_block, grouped90_e4m3_bf16_block, grouped90_e4m3_bf16_tensor: E4m3 => bf16;
-    gemm90_e4m3_f32_tensor, gemm90_e4m3_f32_block, grouped90_e4m3_f32_block, grouped90_e4m3_f32_tensor: E4m3 => f32;
-    gemm90_e5m2_bf16_tensor, gemm90_e5m2_bf16_block, grouped90_e5m2_bf16_block, grouped90_e5m2_bf16_tensor: E5m2 => bf16;
-    gemm90_e5m2_f32_tensor, gemm90_e5m2_f32_block, grouped90_e5m2_f32_block, grouped90_e5m2_f32_tensor: E5m2 => f32;
-}
-
-/// The arguments of the per-tensor FP8 split-K kernels: `(maps, problem, splits, scale_a,
-/// scale_b, partials)`.
-pub type Fp8SplitTensorArgs = (Sm90Maps, Problem, u32, *const f32, *const f32, MatrixMut<f32>);
-
-/// The arguments of the block-scaled FP8 split-K kernels: `(maps, problem, splits, scales,
-/// partials)`.
-pub type Fp8SplitBlockArgs = (Sm90Maps, Problem, u32, BlockScales, MatrixMut<f32>);
-
-/// The split-K FP8 GEMMs of inputs `Self` (e4m3, e5m2; B N x K): each part of K's scaled f32
-/// sums into the workspace, which [`SplitReduce`]'s kernels add into C. Implemented by this
-/// module's table.
-#[cfg(not(target_arch = "nvptx64"))]
-pub trait Fp8SplitK90: Sized {
-    /// Per-tensor scales ([`sm90::Fp8Tile256`]): a part's sums times `scale_a scale_b`.
-    type Tensor: rshmem_device::Kernel<Args = Fp8SplitTensorArgs>;
-    /// Block scales ([`sm90::Fp8Tile128`], [`sm90::BlockScaled`]): a part's k-steps are whole
-    /// 128-blocks of K, each promoted with its scales.
-    type Block: rshmem_device::Kernel<Args = Fp8SplitBlockArgs>;
-}
-
-macro_rules! sm90_fp8_split_k {
-    ($($tensor:ident, $block:ident: $in:ty;)*) => {$(
-        #[doc = concat!("The parts of K of the per-tensor FP8 GEMM of `", stringify!($in), "` ([`sm90::Fp8Tile256`]): \
-            part s of every tile, times `scale_a scale_b`, into rows `s m ..` of `partials`.")]
-        ///
-        /// # Safety
-        ///
-        /// The contract of [`sm90::gemm_with`] for [`sm90::Fp8Tile256`], as the per-tensor
-        /// kernels'; `scale_a`, `scale_b` an f32 each in global memory; `partials` holds
-        /// `splits * problem.m` rows of at least `problem.n` f32s.
-        #[kernel(launch_bounds(384, 1))]
-        pub unsafe fn $tensor(
-            maps: Sm90Maps,
-            problem: Problem,
-            splits: u32,
-            scale_a: *const f32,
-            scale_b: *const f32,
-            partials: MatrixMut<f32>,
-        ) {
-            let inner = StorePartial { partials, m: problem.m };
-            let epilogue = Scaled { inner, scale_a, scale_b };
-            // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
-            unsafe {
-                sm90::gemm_with::<Fp8Tile256<$in>, _, _, _, false>(maps.a, maps.b, problem, SplitK { splits }, epilogue, InTensorCore)
-            }
-        }
-
-        #[doc = concat!("The parts of K of the block-scaled FP8 GEMM of `", stringify!($in), "` ([`sm90::Fp8Tile128`], \
-            [`BlockScaled`]): part s of every tile into rows `s m ..` of `partials`.")]
-        ///
-        /// # Safety
-        ///
-        /// The contract of [`sm90::gemm_with`] for [`sm90::Fp8Tile128`]; `scales` as
-        /// [`BlockScaled::new`] requires (one group); `partials` as the per-tensor split's.
-        #[kernel(launch_bounds(384, 1))]
-        pub unsafe fn $block(maps: Sm90Maps, problem: Problem, splits: u32, scales: BlockScales, partials: MatrixMut<f32>) {
-            let epilogue = StorePartial { partials, m: problem.m };
-            // SAFETY: this kernel's contract is the mainloop's, the policy's and the epilogue's.
-            unsafe {
-                let accumulate = BlockScaled::new(scales);
-                sm90::gemm_with::<Fp8Tile128<$in>, _, _, _, false>(maps.a, maps.b, problem, SplitK { splits }, epilogue, accumulate)
-            }
-        }
-
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl Fp8SplitK90 for $in {
-            type Tensor = $tensor;
-            type Block = $block;
-        }
-    )*};
-}
-
-sm90_fp8_split_k! {
-    splitk90_e4m3_tensor, splitk90_e4m3_block: E4m3;
-    splitk90_e5m2_tensor, splitk90_e5m2_block: E5m2;
+    gemm90_e4m3_bf16_tensor, gemm90_e4m3_bf16_block, grouped90_e4m3_bf16_block: E4m3 => bf16;
+    gemm90_e4m3_f32_tensor, gemm90_e4m3_f32_block, grouped90_e4m3_f32_block: E4m3 => f32;
+    gemm90_e5m2_bf16_tensor, gemm90_e5m2_bf16_block, grouped90_e5m2_bf16_block: E5m2 => bf16;
+    gemm90_e5m2_f32_tensor, gemm90_e5m2_f32_block, grouped90_e5m2_f32_block: E5m2 => f32;
 }

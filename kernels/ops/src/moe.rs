@@ -15,7 +15,8 @@
 //! | `moe_signal` | (`Announce::Combine`) | one block of `barrier::threads(size)` |
 //! | `moe_combine_reduce` | [`combine::reduce`] | any grid |
 //!
-//! The low-latency mode ([`low_latency`]), every step on the device:
+//! The low-latency mode ([`low_latency`]; rows of bf16 or FP8 with their scales, as the
+//! call says), every step on the device:
 //!
 //! | kernel | step | launch |
 //! |---|---|---|
@@ -173,9 +174,16 @@ pub unsafe fn moe_ll_route(ll: LlBufs, topk: *const i32, call: MoeCall) {
 ///
 /// The contract of [`low_latency::send`].
 #[kernel]
-pub unsafe fn moe_ll_send(team: Team, ll: LlBufs, x: *const bf16, topk: *const i32, call: MoeCall) {
+pub unsafe fn moe_ll_send(
+    team: Team,
+    ll: LlBufs,
+    x: *const u8,
+    scales: *const f32,
+    topk: *const i32,
+    call: MoeCall,
+) {
     // SAFETY: this kernel's contract is the step's.
-    unsafe { low_latency::send(team, ll, x, topk, call) }
+    unsafe { low_latency::send(team, ll, x, scales, topk, call) }
 }
 
 /// The low-latency counts ([`low_latency::signal_counts`]).

@@ -427,7 +427,7 @@ impl<'s> Ops<'s> {
             _ => (c_len, shape.m / team.size, "m / size x n"),
         };
         shape.check_in(call, a.len(), b.len(), c_rows)?;
-        Starts::of(&a, &b, Some(c)).check(call)?;
+        Starts::of(a, b, Some(c)).check(call)?;
         let path = self.path_for(call, options.kernel)?;
         let maps = match path {
             Path::Sm90 => Some(self.sm90_maps(call, stream, a, b, shape, 0)?),

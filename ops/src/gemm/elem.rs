@@ -20,8 +20,8 @@ use bytemuck::Pod;
 use rshmem_device::fp8::Fp8;
 use rshmem_device::hopper::wgmma::WgmmaElem;
 use rshmem_device::{bf16, f16, E4m3, E5m2};
-use rshmem_host::TmaType;
 use rshmem_gemm::sm90::Tile128;
+use rshmem_host::TmaType;
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Gemm90, SplitK90, SplitReduce};
 

@@ -196,7 +196,7 @@ impl<'s> Ops<'s> {
             }
             Fp8Scales::Block { a, b } => check_block(CALL, (a.len(), b.len()), (m, n, k, 1))?,
         }
-        Starts::of(&a, &b, Some(&c)).check(CALL)?;
+        Starts::of(a, b, Some(&c)).check(CALL)?;
         self.fp8_path(CALL)?;
         let module = loaded(&self.gemm90, "sm90")?;
         let problem = Problem { m, n, k };

@@ -344,7 +344,11 @@ impl<'s> Ops<'s> {
     fn grouped_sm90<C: Sm90Config, Out: GemmOut<C::In>>(
         &self,
         stream: &Stream<'_>,
-        (a, b, c): (SymRange<'_, C::In>, SymRange<'_, C::In>, SymRangeMut<'_, Out>),
+        (a, b, c): (
+            SymRange<'_, C::In>,
+            SymRange<'_, C::In>,
+            SymRangeMut<'_, Out>,
+        ),
         shape: GroupedShape,
         m: u32,
         arg: rshmem_gemm::GroupRows,

@@ -40,8 +40,8 @@ use rshmem_device::matrix::Matrix;
 use rshmem_gemm::sm90::Sm90Config;
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
 use rshmem_host::{
-    DeviceInfo, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, SymRange, SymRangeMut,
-    TensorMap, TiledSpec,
+    DeviceInfo, DeviceRange, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, SymRange,
+    SymRangeMut, TensorMap, TiledSpec,
 };
 
 /// A persistent launch over `tiles`: one block per multiprocessor of `info`, fewer when there
@@ -90,19 +90,20 @@ impl Boxes {
 /// `groups > 0` those of a grouped GEMM: `b` then holds `groups` matrices B stacked, and its
 /// map is 3-D (the groups outermost, boxes one group deep), so that each group's edges
 /// zero-fill as a plain B's do.
-pub(crate) fn encode_sm90<In: TmaElem>(
+pub(crate) fn encode_sm90<'a, In: TmaElem>(
     shmem: &Shmem,
-    a: SymRange<'_, In>,
-    b: SymRange<'_, In>,
+    a: impl Into<DeviceRange<'a, In>>,
+    b: impl Into<DeviceRange<'a, In>>,
     shape: GemmShape,
     groups: u32,
     boxes: Boxes,
 ) -> Result<[TensorMap; 2]> {
+    let (a, b) = (a.into(), b.into());
     let GemmShape { m, k, .. } = shape;
     let size = size_of::<In>() as u64;
     // A row-major `rows x cols` matrix (`layers` of them, one after the other, where 3-D),
     // boxes as the kernel reads them.
-    let encode = |buf: SymRange<'_, In>, rows: u32, cols: u32, layers: u32, box_2d: [u32; 2]| {
+    let encode = |buf: DeviceRange<'_, In>, rows: u32, cols: u32, layers: u32, box_2d: [u32; 2]| {
         let (cols, rows) = (u64::from(cols), u64::from(rows));
         let (dims, strides, box_dims) = if layers == 0 {
             (vec![cols, rows], vec![cols * size], box_2d.to_vec())

@@ -17,11 +17,11 @@ pub mod split_k;
 use crate::Ops;
 use elem::{GemmIn, GemmOut, TmaElem};
 use maps::MapKey;
-use rshmem_device::hopper::TensorMap as DevTensorMap;
-use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut};
-use rshmem_ops_kernels::gemm80::Gemm80;
 use plan::{GemmPlan, GemmTile};
+use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_gemm::sm90::{Sm90Config, Tile128, Tile256};
+use rshmem_host::{DeviceRange, DeviceRangeMut, Error, LaunchConfig, Module, Result, Stream};
+use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::{sm90, Gemm90};
 use shape::{BLayout, GemmOptions, GemmShape, Kernel, Starts, CALL};
 use split_k::SplitK;
@@ -46,9 +46,9 @@ impl<'s> Ops<'s> {
     pub fn gemm<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GemmShape,
     ) -> Result<()> {
         self.gemm_with(stream, a, b, c, shape, GemmOptions::default())
@@ -61,7 +61,9 @@ impl<'s> Ops<'s> {
     /// Each operand is a buffer (`&a`, `&mut c`) or a range of one (`a.range(off..)?`,
     /// `c.range_mut(off..)?`): the matrix starts at the range's first element. A and B must
     /// start 16-byte aligned (a multiple of 8 bf16/f16 elements into their buffers), C at a
-    /// multiple of two elements.
+    /// multiple of two elements. The GEMM reaches no peer, so its operands need not be
+    /// symmetric: memory allocated elsewhere on the PE's device comes in as a
+    /// [`DeviceRange`] / [`DeviceRangeMut`] (`from_raw_parts`, checked).
     ///
     /// Errors (nothing is launched): a shape with a zero extent, `k` not a multiple of 8, or
     /// `n` not one with [`BLayout::KN`]; a buffer shorter than the shape; an operand that
@@ -75,15 +77,19 @@ impl<'s> Ops<'s> {
     pub fn gemm_with<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GemmShape,
         options: GemmOptions,
     ) -> Result<()> {
-        let (a, b, c) = (a.into(), b.into(), c.into());
+        let (a, b, c): (
+            DeviceRange<'_, In>,
+            DeviceRange<'_, In>,
+            DeviceRangeMut<'_, Out>,
+        ) = (a.into(), b.into(), c.into());
         shape.check(a.len(), b.len(), c.len())?;
-        Starts::of(&a, &b, Some(&c)).check(CALL)?;
+        Starts::of(a, b, Some(&c)).check(CALL)?;
         let plan = self.plan_on(shape, options, stream.is_capturing())?;
         match plan.kernel {
             Kernel::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
@@ -108,11 +114,9 @@ impl<'s> Ops<'s> {
             reason: reason.into(),
         };
         match self.path(options.kernel)? {
-            Path::Sm80 if matches!(options.split_k, SplitK::Parts(p) if p > 1) => {
-                Err(unsupported(
-                    "with SplitK::Parts on the sm80 kernel: only the sm90 kernel splits K",
-                ))
-            }
+            Path::Sm80 if matches!(options.split_k, SplitK::Parts(p) if p > 1) => Err(unsupported(
+                "with SplitK::Parts on the sm80 kernel: only the sm90 kernel splits K",
+            )),
             Path::Sm80 if options.tile == GemmTile::N256 => Err(unsupported(
                 "with GemmTile::N256 on the sm80 kernel: its tiles are 128 x 128 \
                  (GemmTile::N128 or Auto)",
@@ -172,20 +176,19 @@ impl<'s> Ops<'s> {
     fn sm90<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
-        c: SymRangeMut<'_, Out>,
+        a: DeviceRange<'_, In>,
+        b: DeviceRange<'_, In>,
+        c: DeviceRangeMut<'_, Out>,
         shape: GemmShape,
         plan: GemmPlan,
     ) -> Result<()> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let problem = rshmem_gemm::Problem { m, n, k };
-        let mut c = c.matrix_mut(m, n)?;
+        let c = c.matrix_mut(m, n)?;
         if plan.split > 1 {
             let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
             let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
-            let c = c.as_matrix_mut();
             // SAFETY: the maps describe `a` and `b` of `In` with the 128 x 256 boxes the split
             // kernels read (as the plain launch below); `c` holds m x n; the parts from
             // `split_parts` (within the workspace and the k-steps).
@@ -207,9 +210,9 @@ impl<'s> Ops<'s> {
     fn sm90_tiled<C: Sm90Config, Out: GemmOut<C::In>>(
         &self,
         stream: &Stream<'_>,
-        a: SymRange<'_, C::In>,
-        b: SymRange<'_, C::In>,
-        c: rshmem_host::SymMatrixMut<'_, Out>,
+        a: DeviceRange<'_, C::In>,
+        b: DeviceRange<'_, C::In>,
+        c: rshmem_device::matrix::MatrixMut<Out>,
         shape: GemmShape,
     ) -> Result<()>
     where
@@ -242,12 +245,12 @@ impl<'s> Ops<'s> {
     /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n; `groups` of them stacked when
     /// `groups > 0`, a grouped GEMM's) as the default sm90 mainloop reads them: see
     /// [`Ops::sm90_maps_of`].
-    pub(crate) fn sm90_maps<In: GemmIn>(
+    pub(crate) fn sm90_maps<'a, In: GemmIn>(
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
         shape: GemmShape,
         groups: u32,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
@@ -261,16 +264,17 @@ impl<'s> Ops<'s> {
     /// records a graph, only a slot that already describes them, pinned for the graph's
     /// life); kernel arguments. `call` is the op the errors name.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn sm90_maps_of<In: TmaElem>(
+    pub(crate) fn sm90_maps_of<'a, In: TmaElem>(
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
         shape: GemmShape,
         groups: u32,
         boxes: launch::Boxes,
     ) -> Result<(*const DevTensorMap, *const DevTensorMap)> {
+        let (a, b) = (a.into(), b.into());
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         let key = MapKey {
@@ -313,9 +317,9 @@ impl<'s> Ops<'s> {
     fn sm80<In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: SymRange<'_, In>,
-        b: SymRange<'_, In>,
-        c: SymRangeMut<'_, Out>,
+        a: DeviceRange<'_, In>,
+        b: DeviceRange<'_, In>,
+        c: DeviceRangeMut<'_, Out>,
         shape: GemmShape,
     ) -> Result<()> {
         use rshmem_gemm::sm80;

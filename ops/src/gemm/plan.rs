@@ -37,11 +37,10 @@
 //! few tiles of a short K leave SMs idle that twice as many narrow tiles would fill. Large
 //! shapes keep 128 x 256 (`16 x 130` against `31 x 81.25` at 8192³).
 //!
-//! **Re-tuning.** `gemm_bench --tile 256` / `--tile 128` (`scripts/gemm_bench.py --tile
-//! 256,128`) times each configuration on the same data; `scripts/gemm_tile_fit.py` fits `step`
-//! and `fixed` per configuration to those rows by least squares over `(waves x k-steps,
-//! waves)` and prints the [`TILE_MODELS`] to paste here, with the rows where the fitted model
-//! still picks the slower tile. The unit test below pins the choices of a table of shapes, so a
+//! **Re-tuning.** `gemm_bench --tile 256` / `--tile 128` times each configuration on the same
+//! data (`scripts/gemm_bench.py --tile 256,128` over a table of shapes, each row beside cuBLAS);
+//! `step` and `fixed` per configuration are then a least-squares fit of those times over
+//! `(waves x k-steps, waves)`. The unit test below pins the choices of a table of shapes, so a
 //! change of the parameters shows which choices moved.
 //!
 //! **Split-K composes with it.** [`SplitK::Auto`] decides first, as it always did (on 128 x 256
@@ -205,22 +204,58 @@ mod tests {
     fn the_model_picks_the_tile_per_shape() {
         use GemmTile::{N128, N256};
         let table: &[((u32, u32, u32), GemmTile, &str)] = &[
-            ((8192, 8192, 8192), N256, "16 waves of wide tiles, 32 of narrow"),
+            (
+                (8192, 8192, 8192),
+                N256,
+                "16 waves of wide tiles, 32 of narrow",
+            ),
             ((4096, 4096, 4096), N256, "4 waves against 8"),
             ((2048, 2048, 2048), N256, "128 tiles: one wave"),
             ((8192, 1024, 8192), N256, "256 tiles: 2 waves, full"),
             ((4096, 6144, 12288), N256, "768 tiles: 6 waves against 12"),
             ((4096, 14336, 4096), N256, "1792 tiles: 14 waves against 28"),
             ((4224, 1024, 4096), N256, "132 tiles: exactly one wave"),
-            ((4352, 1024, 4096), N128, "136 tiles: 2 waves, 272 narrow: 3 x 0.625"),
-            ((5000, 1000, 4096), N128, "160 tiles: 2 waves, 320 narrow: 3"),
-            ((6000, 1000, 4096), N128, "188 tiles: 2 waves, 376 narrow: 3"),
-            ((7999, 999, 4096), N256, "252 tiles: 2 waves full; narrow: 4 waves"),
-            ((2048, 1100, 4096), N256, "80 tiles (N ragged: 1280 of 1100); narrow: 144, 2 waves"),
-            ((1024, 1100, 4096), N128, "40 wide tiles, one wave; narrow: 72, one wave"),
-            ((128, 4096, 4096), N128, "16 tiles, 32 narrow: one wave each (unsplit)"),
+            (
+                (4352, 1024, 4096),
+                N128,
+                "136 tiles: 2 waves, 272 narrow: 3 x 0.625",
+            ),
+            (
+                (5000, 1000, 4096),
+                N128,
+                "160 tiles: 2 waves, 320 narrow: 3",
+            ),
+            (
+                (6000, 1000, 4096),
+                N128,
+                "188 tiles: 2 waves, 376 narrow: 3",
+            ),
+            (
+                (7999, 999, 4096),
+                N256,
+                "252 tiles: 2 waves full; narrow: 4 waves",
+            ),
+            (
+                (2048, 1100, 4096),
+                N256,
+                "80 tiles (N ragged: 1280 of 1100); narrow: 144, 2 waves",
+            ),
+            (
+                (1024, 1100, 4096),
+                N128,
+                "40 wide tiles, one wave; narrow: 72, one wave",
+            ),
+            (
+                (128, 4096, 4096),
+                N128,
+                "16 tiles, 32 narrow: one wave each (unsplit)",
+            ),
             ((16, 100, 8192), N128, "one tile: N 100 fits the narrow one"),
-            ((1, 1, 8), N128, "one tile of one k-step: the narrow one's smaller fixed cost"),
+            (
+                (1, 1, 8),
+                N128,
+                "one tile of one k-step: the narrow one's smaller fixed cost",
+            ),
             ((256, 256, 64), N128, "2 wide tiles, 4 narrow: one wave"),
             ((16384, 16384, 16384), N256, "large"),
         ];
@@ -263,7 +298,10 @@ mod tests {
         assert_eq!(p(GemmTile::N128, SplitK::Auto, 8), plan(GemmTile::N128, 1));
         let e = p(GemmTile::N128, SplitK::Parts(4), 4).unwrap_err();
         assert!(e.contains("128 x 256 tiles only"), "{e}");
-        assert_eq!(p(GemmTile::N128, SplitK::Parts(1), 1), plan(GemmTile::N128, 1));
+        assert_eq!(
+            p(GemmTile::N128, SplitK::Parts(1), 1),
+            plan(GemmTile::N128, 1)
+        );
         // A capture records the unsplit kernel of the split's tile.
         let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 8), true, auto);
         assert_eq!(captured, plan(GemmTile::N256, 1));

@@ -10,7 +10,7 @@
 //! assert!(e.to_string().contains("k = 12"), "{e}");
 //! ```
 
-use rshmem_host::{Error, Pod, Result, SymRange, SymRangeMut};
+use rshmem_host::{DeviceRange, Error, Pod, Result};
 use std::mem::size_of;
 
 /// How B is laid out in memory. A is always M x K row-major and C M x N row-major (rows `k`
@@ -198,11 +198,12 @@ pub(crate) struct Starts {
 
 impl Starts {
     /// The starts of `a`, `b` and, where the call has one, `c`.
-    pub(crate) fn of<In: Pod, Out: Pod>(
-        a: &SymRange<'_, In>,
-        b: &SymRange<'_, In>,
-        c: Option<&SymRangeMut<'_, Out>>,
+    pub(crate) fn of<'a, In: Pod, Out: Pod + 'a>(
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: Option<impl Into<DeviceRange<'a, Out>>>,
     ) -> Self {
+        let (a, b, c) = (a.into(), b.into(), c.map(Into::into));
         Self {
             a: a.as_ptr() as u64,
             b: b.as_ptr() as u64,

@@ -138,7 +138,13 @@ impl<'s> Ops<'s> {
     ) -> Result<u32> {
         let Problem { m, n, k } = problem;
         let bytes = workspace_bytes(self.shmem.backend());
-        let p = parts_for(option, self.info.multiprocessors, (m, n, k), (bn, bk), bytes);
+        let p = parts_for(
+            option,
+            self.info.multiprocessors,
+            (m, n, k),
+            (bn, bk),
+            bytes,
+        );
         if p == 1 || !matches!(option, SplitK::Parts(_)) {
             return Ok(p);
         }

@@ -58,10 +58,75 @@ pub struct MoeLayout {
     pub rows: u32,
 }
 
-/// The received rows, of the payload's type.
-enum Recv<'s> {
+/// The received rows, of the payload's type (both modes' buffers hold them so).
+pub(super) enum Recv<'s> {
+    /// `rows × hidden` bf16.
     Bf16(SymBuffer<'s, bf16>),
+    /// `rows × hidden` e4m3 bytes, and `rows × ⌈hidden / 128⌉` f32 scales (their order is
+    /// the mode's).
     Fp8(SymBuffer<'s, u8>, SymBuffer<'s, f32>),
+}
+
+impl<'s> Recv<'s> {
+    /// Allocates `rows` received rows of `call`'s payload (collective).
+    pub(super) fn new(shmem: &'s Shmem, call: &MoeCall, rows: usize) -> Result<Self> {
+        let h = call.hidden as usize;
+        Ok(match call.scales {
+            0 => Recv::Bf16(shmem.alloc_zeroed(rows * h)?),
+            ns => Recv::Fp8(
+                shmem.alloc_zeroed(rows * h)?,
+                shmem.alloc_zeroed(rows * ns as usize)?,
+            ),
+        })
+    }
+
+    /// Bytes of symmetric memory they take.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            Recv::Bf16(x) => bytes(x),
+            Recv::Fp8(x, scales) => bytes(x) + bytes(scales),
+        }
+    }
+
+    /// The kernels' view: the rows as bytes, and the scales (null for bf16).
+    pub(super) fn device(&mut self) -> (*mut u8, *mut f32) {
+        match self {
+            Recv::Bf16(x) => (x.as_mut_ptr().cast(), std::ptr::null_mut()),
+            Recv::Fp8(x, scales) => (x.as_mut_ptr(), scales.as_mut_ptr()),
+        }
+    }
+
+    /// The bf16 rows, or the error `call` gives for FP8 ones.
+    pub(super) fn bf16(&self, call: &'static str) -> Result<&SymBuffer<'s, bf16>> {
+        match self {
+            Recv::Bf16(x) => Ok(x),
+            Recv::Fp8(..) => Err(wrong_payload(call, MoePayload::Fp8E4m3)),
+        }
+    }
+
+    /// The FP8 rows and scales, or the error `call` gives for bf16 ones.
+    pub(super) fn fp8(
+        &self,
+        call: &'static str,
+    ) -> Result<(&SymBuffer<'s, u8>, &SymBuffer<'s, f32>)> {
+        match self {
+            Recv::Fp8(x, scales) => Ok((x, scales)),
+            Recv::Bf16(_) => Err(wrong_payload(call, MoePayload::Bf16)),
+        }
+    }
+}
+
+/// Bytes of `x` on each PE.
+pub(super) fn bytes<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
+    x.len() * std::mem::size_of::<T>()
+}
+
+/// The error of `call`, made for the other payload than the buffers' `payload`.
+pub(super) fn wrong_payload(call: &'static str, payload: MoePayload) -> Error {
+    Error::InvalidArgument {
+        call,
+        message: format!("these buffers were made for {payload:?} rows (MoeConfig::payload)"),
+    }
 }
 
 /// The buffers of one MoE layer's dispatches and combines (see [`crate::moe`] for what each
@@ -189,13 +254,7 @@ impl<'s> MoeBuffers<'s> {
             meta_out: shmem.alloc_zeroed(r * n * w)?,
             combine_stage: shmem.alloc_zeroed(n * r * h)?,
             layout: shmem.alloc_zeroed(words)?,
-            recv: match config.payload {
-                MoePayload::Bf16 => Recv::Bf16(shmem.alloc_zeroed(cap * h)?),
-                MoePayload::Fp8E4m3 => Recv::Fp8(
-                    shmem.alloc_zeroed(cap * h)?,
-                    shmem.alloc_zeroed(cap * call.scales as usize)?,
-                ),
-            },
+            recv: Recv::new(shmem, &call, cap)?,
             recv_src: shmem.alloc_zeroed(cap * 2)?,
             recv_w: shmem.alloc_zeroed(cap)?,
             topk_check: shmem.alloc_zeroed(r * k)?,
@@ -215,56 +274,38 @@ impl<'s> MoeBuffers<'s> {
 
     /// Bytes of symmetric memory the buffers take on each PE.
     pub fn bytes(&self) -> usize {
-        fn b<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
-            x.len() * std::mem::size_of::<T>()
-        }
-        b(&self.flags)
-            + b(&self.counts_in)
-            + b(&self.staging)
-            + b(&self.meta)
-            + b(&self.combine_recv)
-            + b(&self.send_slot)
-            + b(&self.pos)
-            + b(&self.counts_out)
-            + b(&self.meta_out)
-            + b(&self.combine_stage)
-            + b(&self.layout)
-            + match &self.recv {
-                Recv::Bf16(x) => b(x),
-                Recv::Fp8(x, scales) => b(x) + b(scales),
-            }
-            + b(&self.recv_src)
-            + b(&self.recv_w)
-            + b(&self.topk_check)
+        bytes(&self.flags)
+            + bytes(&self.counts_in)
+            + bytes(&self.staging)
+            + bytes(&self.meta)
+            + bytes(&self.combine_recv)
+            + bytes(&self.send_slot)
+            + bytes(&self.pos)
+            + bytes(&self.counts_out)
+            + bytes(&self.meta_out)
+            + bytes(&self.combine_stage)
+            + bytes(&self.layout)
+            + self.recv.bytes()
+            + bytes(&self.recv_src)
+            + bytes(&self.recv_w)
+            + bytes(&self.topk_check)
     }
 
     /// The received bf16 rows (`capacity × hidden`; [`MoePayload::Bf16`]): after a dispatch,
     /// its [`MoeLayout`] says which are whose; padding rows are zero.
     pub fn recv_x(&self) -> Result<&SymBuffer<'s, bf16>> {
-        match &self.recv {
-            Recv::Bf16(x) => Ok(x),
-            Recv::Fp8(..) => Err(self.wrong_payload("MoeBuffers::recv_x")),
-        }
+        self.recv.bf16("MoeBuffers::recv_x")
     }
 
     /// The received FP8 rows (`capacity × hidden` bytes) and their scales (`capacity ×
     /// ⌈hidden / 128⌉`; [`MoePayload::Fp8E4m3`]), laid out as [`MoeBuffers::recv_x`]'s.
     pub fn recv_x_fp8(&self) -> Result<(&SymBuffer<'s, u8>, &SymBuffer<'s, f32>)> {
-        match &self.recv {
-            Recv::Fp8(x, scales) => Ok((x, scales)),
-            Recv::Bf16(_) => Err(self.wrong_payload("MoeBuffers::recv_x_fp8")),
-        }
+        self.recv.fp8("MoeBuffers::recv_x_fp8")
     }
 
     /// The error of a call for the other payload.
     pub(crate) fn wrong_payload(&self, call: &'static str) -> Error {
-        Error::InvalidArgument {
-            call,
-            message: format!(
-                "these buffers were made for {:?} rows (MoeConfig::payload)",
-                self.config.payload
-            ),
-        }
+        wrong_payload(call, self.config.payload)
     }
 
     /// Each received row's source, `[rank, token]` per row (`u32::MAX` twice for padding).
@@ -279,6 +320,7 @@ impl<'s> MoeBuffers<'s> {
 
     /// The kernels' view of the buffers.
     pub(crate) fn device(&mut self) -> MoeBufs {
+        let (recv_x, recv_scales) = self.recv.device();
         MoeBufs {
             flags: self.flags.as_mut_ptr(),
             counts_in: self.counts_in.as_mut_ptr(),
@@ -291,14 +333,8 @@ impl<'s> MoeBuffers<'s> {
             meta_out: self.meta_out.as_mut_ptr(),
             combine_stage: self.combine_stage.as_mut_ptr(),
             layout: self.layout.as_mut_ptr(),
-            recv_x: match &mut self.recv {
-                Recv::Bf16(x) => x.as_mut_ptr().cast(),
-                Recv::Fp8(x, _) => x.as_mut_ptr(),
-            },
-            recv_scales: match &mut self.recv {
-                Recv::Bf16(_) => std::ptr::null_mut(),
-                Recv::Fp8(_, scales) => scales.as_mut_ptr(),
-            },
+            recv_x,
+            recv_scales,
             recv_src: self.recv_src.as_mut_ptr(),
             recv_w: self.recv_w.as_mut_ptr(),
         }

@@ -7,7 +7,7 @@ use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut, Team};
 use rshmem_moe::call::{LayoutWords, NONE};
-use rshmem_moe::{barrier, route};
+use rshmem_moe::{barrier, route, MoeCall};
 use rshmem_ops_kernels::moe::{self as k, Announce};
 
 /// Refuses more tokens than the buffers hold.
@@ -37,13 +37,44 @@ pub(super) fn check_lengths(
     }
 }
 
-/// A dispatch's rows: elements (as bytes) and scales, with the ranges' lengths (in their
-/// elements: bf16 or bytes, f32).
-struct Rows {
-    x: *const u8,
+/// A dispatch's rows (either mode's): elements (as bytes) and scales, with the ranges'
+/// lengths (in their elements: bf16 or bytes, f32).
+pub(super) struct Rows {
+    pub(super) x: *const u8,
     x_len: usize,
-    scales: *const f32,
+    pub(super) scales: *const f32,
     scales_len: usize,
+}
+
+impl Rows {
+    /// bf16 rows.
+    pub(super) fn bf16(x: SymRange<'_, bf16>) -> Self {
+        Self {
+            x: x.as_ptr().cast(),
+            x_len: x.len(),
+            scales: std::ptr::null(),
+            scales_len: 0,
+        }
+    }
+
+    /// FP8 rows: e4m3 bytes and their scales.
+    pub(super) fn fp8(x: SymRange<'_, u8>, scales: SymRange<'_, f32>) -> Self {
+        Self {
+            x: x.as_ptr(),
+            x_len: x.len(),
+            scales: scales.as_ptr(),
+            scales_len: scales.len(),
+        }
+    }
+
+    /// [`check_lengths`]' items for `call`'s rows (its tokens, its payload).
+    pub(super) fn lengths(&self, call: &MoeCall) -> [(&'static str, usize, usize); 2] {
+        let (t, h) = (call.tokens as usize, call.hidden as usize);
+        [
+            ("x", self.x_len, t * h),
+            ("x_scales", self.scales_len, t * call.scales as usize),
+        ]
+    }
 }
 
 /// Threads of the grid-wide steps' blocks (at least `MAX_RANKS`: the steps whose threads
@@ -80,13 +111,7 @@ impl<'s> Ops<'s> {
         if bufs.config.payload != MoePayload::Bf16 {
             return Err(bufs.wrong_payload(CALL));
         }
-        let x = x.into();
-        let rows = Rows {
-            x: x.as_ptr().cast(),
-            x_len: x.len(),
-            scales: std::ptr::null(),
-            scales_len: 0,
-        };
+        let rows = Rows::bf16(x.into());
         self.dispatch(
             CALL,
             stream,
@@ -116,13 +141,7 @@ impl<'s> Ops<'s> {
         if bufs.config.payload != MoePayload::Fp8E4m3 {
             return Err(bufs.wrong_payload(CALL));
         }
-        let (x, scales) = (x.into(), x_scales.into());
-        let rows = Rows {
-            x: x.as_ptr(),
-            x_len: x.len(),
-            scales: scales.as_ptr(),
-            scales_len: scales.len(),
-        };
+        let rows = Rows::fp8(x.into(), x_scales.into());
         self.dispatch(
             CALL,
             stream,
@@ -159,14 +178,14 @@ impl<'s> Ops<'s> {
             ));
         }
         check_tokens(name, tokens, cfg.max_tokens)?;
-        let (t, kk, h) = (tokens as usize, cfg.top_k as usize, cfg.hidden as usize);
-        let scales_per_row = cfg.call(bufs.size, 0, 0).scales as usize;
+        let (t, kk) = (tokens as usize, cfg.top_k as usize);
+        let [x_len, scales_len] = rows.lengths(&cfg.call(bufs.size, tokens, 0));
         check_lengths(
             name,
             &format!("{tokens} tokens"),
             &[
-                ("x", rows.x_len, t * h),
-                ("x_scales", rows.scales_len, t * scales_per_row),
+                x_len,
+                scales_len,
                 ("topk_idx", topk.len(), t * kk),
                 ("topk_weights", weights.len(), t * kk),
             ],

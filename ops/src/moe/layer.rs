@@ -3,9 +3,9 @@
 //! [`Ops::moe_layer`], which queues `dispatch → gate/up GEMM + SwiGLU → down GEMM → combine`
 //! as kernels only (`rshmem_moe::layer` has the steps, the waits and why each is there).
 
-use super::buffers::{MoeConfig, MoePayload};
+use super::buffers::{bytes, MoeConfig, MoePayload};
 use super::calls::{check_lengths, check_tokens, THREADS};
-use super::low_latency::{bytes, LlShared};
+use super::low_latency::LlShared;
 use crate::gemm::grouped::tiles_bound;
 use crate::gemm::launch::{encode_sm90, Boxes};
 use crate::{BLayout, GemmShape, Ops};
@@ -97,6 +97,8 @@ pub struct MoeLayerBuffers<'s> {
     /// The low-latency mode's buffers the layer shares (not its staging: the rows land in
     /// their final rows).
     shared: LlShared<'s>,
+    /// The dispatched rows (bf16), in the low-latency layout.
+    recv_x: SymBuffer<'s, bf16>,
     count_flags: SymBuffer<'s, u64>,
     counts_all: SymBuffer<'s, u32>,
     entries: SymBuffer<'s, u32>,
@@ -167,7 +169,7 @@ impl<'s> MoeLayerBuffers<'s> {
     /// ([`MoeLayerBuffers::puts_to`]) hold its output for them instead (kept here for the
     /// put).
     pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
-        &self.shared.recv_x
+        &self.recv_x
     }
 
     /// Each dispatched row's source: `[rank, entry]`, the entry `t × top_k + kk` of that
@@ -213,6 +215,7 @@ impl<'s> MoeLayerBuffers<'s> {
     /// Bytes of symmetric memory the buffers take on each PE.
     pub fn bytes(&self) -> usize {
         self.shared.bytes()
+            + bytes(&self.recv_x)
             + bytes(&self.count_flags)
             + bytes(&self.counts_all)
             + bytes(&self.entries)
@@ -232,7 +235,10 @@ impl<'s> MoeLayerBuffers<'s> {
         let null = std::ptr::null_mut();
         LayerBufs {
             // The layer's rows land in their final rows: no staging.
-            ll: self.shared.device(null, null.cast(), null.cast()),
+            ll: self.shared.device(
+                (null, null.cast(), null.cast()),
+                (self.recv_x.as_mut_ptr().cast(), null.cast()),
+            ),
             count_flags: self.count_flags.as_mut_ptr(),
             counts_all: self.counts_all.as_mut_ptr(),
             entries: self.entries.as_mut_ptr(),
@@ -335,6 +341,7 @@ impl<'s> Ops<'s> {
                 })
                 .collect(),
             shared: LlShared::new(shmem, &call)?,
+            recv_x: shmem.alloc_zeroed(rows * config.hidden as usize)?,
             count_flags: shmem.alloc_zeroed(n)?,
             counts_all: shmem.alloc_zeroed(n * n * cw)?,
             entries: shmem.alloc_zeroed(call.experts as usize * r)?,
@@ -391,10 +398,9 @@ impl<'s> Ops<'s> {
         let groups = bufs.local();
         // The moe90 kernels run the default tile (`sm90::gemm`).
         let boxes = |shape: GemmShape| Boxes::of::<sm90::Tile256<bf16>>(shape.b_layout);
-        let recv_x = (&bufs.shared.recv_x).into();
+        let recv_x = &bufs.recv_x;
         let maps_1 = encode_sm90(self.shmem, recv_x, gate_up, first, groups, boxes(first))?;
-        let act = (&bufs.act).into();
-        let maps_2 = encode_sm90(self.shmem, act, down, second, groups, boxes(second))?;
+        let maps_2 = encode_sm90(self.shmem, &bufs.act, down, second, groups, boxes(second))?;
         let maps = self
             .shmem
             .alloc_from(&[maps_1[0], maps_1[1], maps_2[0], maps_2[1]])?;

@@ -1,11 +1,11 @@
 //! The low-latency mode's host side: [`MoeLlBuffers`], [`Ops::moe_ll_buffers`],
 //! [`Ops::moe_ll_dispatch`] (or its halves [`Ops::moe_ll_dispatch_send`] and
-//! [`Ops::moe_ll_dispatch_recv`]) and [`Ops::moe_ll_combine`] — kernels only, nothing waits on
-//! the host, so a dispatch and its combine record into a graph (`rshmem_moe::low_latency`
-//! has the steps and why no barrier is needed).
+//! [`Ops::moe_ll_dispatch_recv`]; `_fp8` for FP8 rows) and [`Ops::moe_ll_combine`] — kernels
+//! only, nothing waits on the host, so a dispatch and its combine record into a graph
+//! (`rshmem_moe::low_latency` has the steps and why no barrier is needed).
 
-use super::buffers::{MoeConfig, MoePayload};
-use super::calls::{check_lengths, check_tokens, THREADS};
+use super::buffers::{bytes, wrong_payload, MoeConfig, MoePayload, Recv};
+use super::calls::{check_lengths, check_tokens, Rows, THREADS};
 use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_host::{
@@ -29,20 +29,29 @@ enum Step {
 /// The buffers of one MoE layer's low-latency dispatches and combines (decode: a few hundred
 /// tokens per PE at most): fixed receive rows, `size × max_tokens` per local expert, with a
 /// count per expert on the device. Made by [`Ops::moe_ll_buffers`] on every PE of the team.
+///
+/// The received rows are the grouped GEMM's masked layout as they are: `m = local ×
+/// rows_per_expert` rows, group `j` its first `recv_count[j]` rows at `j × rows_per_expert`.
+/// bf16 rows ([`MoePayload::Bf16`]) go to [`Ops::grouped_gemm`] (`A = recv_x()`); FP8 ones
+/// ([`MoePayload::Fp8E4m3`]) to [`Ops::grouped_gemm_fp8`] with block scales (`A =
+/// recv_x_fp8().0` as e4m3, A's scales `recv_x_fp8().1`: `⌈hidden / 128⌉ × m`, M contiguous,
+/// the layout that GEMM takes for A).
 pub struct MoeLlBuffers<'s> {
     config: MoeConfig,
     team: Team,
     size: u32,
     step: Step,
     shared: LlShared<'s>,
-    staging: SymBuffer<'s, bf16>,
+    recv: Recv<'s>,
+    staging: SymBuffer<'s, u8>,
     meta: SymBuffer<'s, u32>,
     index: SymBuffer<'s, u32>,
 }
 
 /// The buffers the low-latency mode shares with the fused layer (`super::layer`, whose rows
-/// skip the staging): the flags and call counter, the routing's words, the fixed receive rows
-/// per local expert with their sources and counts, and the combine's rows.
+/// skip the staging): the flags and call counter, the routing's words, the sources and counts
+/// of the fixed receive rows per local expert, and the combine's rows. The received rows
+/// themselves are each owner's (of its payload).
 pub(super) struct LlShared<'s> {
     flags: SymBuffer<'s, u64>,
     counter: SymBuffer<'s, u64>,
@@ -50,20 +59,14 @@ pub(super) struct LlShared<'s> {
     send_slot: SymBuffer<'s, u32>,
     counts_out: SymBuffer<'s, u32>,
     bad_entry: SymBuffer<'s, u32>,
-    pub(super) recv_x: SymBuffer<'s, bf16>,
     pub(super) recv_src: SymBuffer<'s, u32>,
     pub(super) recv_count: SymBuffer<'s, u32>,
     pub(super) combine_recv: SymBuffer<'s, bf16>,
 }
 
-/// Bytes of `x` on each PE.
-pub(super) fn bytes<T: bytemuck::Pod>(x: &SymBuffer<'_, T>) -> usize {
-    x.len() * std::mem::size_of::<T>()
-}
-
 impl<'s> LlShared<'s> {
-    /// Allocates them (collective) for `call`'s shape over `n` ranks: `n × max_tokens` rows of
-    /// `hidden` per local expert.
+    /// Allocates them (collective) for `call`'s shape over `n` ranks (`n × max_tokens` rows
+    /// per local expert).
     pub(super) fn new(shmem: &'s Shmem, call: &MoeCall) -> Result<Self> {
         let (n, r, h, kk) = (
             call.size as usize,
@@ -79,7 +82,6 @@ impl<'s> LlShared<'s> {
             send_slot: shmem.alloc_zeroed(r * n)?,
             counts_out: shmem.alloc_zeroed(n * call.count_words() as usize)?,
             bad_entry: shmem.alloc_zeroed(1)?,
-            recv_x: shmem.alloc_zeroed(local * n * r * h)?,
             recv_src: shmem.alloc_zeroed(local * n * r * 2)?,
             recv_count: shmem.alloc_zeroed(local)?,
             combine_recv: shmem.alloc_zeroed(r * kk * h)?,
@@ -101,14 +103,18 @@ impl<'s> LlShared<'s> {
             + bytes(&self.send_slot)
             + bytes(&self.counts_out)
             + bytes(&self.bad_entry)
-            + bytes(&self.recv_x)
             + bytes(&self.recv_src)
             + bytes(&self.recv_count)
             + bytes(&self.combine_recv)
     }
 
-    /// The kernels' view, with the staging buffers (null where there are none).
-    pub(super) fn device(&mut self, staging: *mut bf16, meta: *mut u32, index: *mut u32) -> LlBufs {
+    /// The kernels' view, with the staging buffers (null where there are none) and the
+    /// received rows and scales (null for bf16).
+    pub(super) fn device(
+        &mut self,
+        (staging, meta, index): (*mut u8, *mut u32, *mut u32),
+        (recv_x, recv_scales): (*mut u8, *mut f32),
+    ) -> LlBufs {
         LlBufs {
             flags: self.flags.as_mut_ptr(),
             counter: self.counter.as_mut_ptr(),
@@ -119,7 +125,8 @@ impl<'s> LlShared<'s> {
             send_slot: self.send_slot.as_mut_ptr(),
             counts_out: self.counts_out.as_mut_ptr(),
             bad_entry: self.bad_entry.as_mut_ptr(),
-            recv_x: self.recv_x.as_mut_ptr(),
+            recv_x,
+            recv_scales,
             recv_src: self.recv_src.as_mut_ptr(),
             recv_count: self.recv_count.as_mut_ptr(),
             combine_recv: self.combine_recv.as_mut_ptr(),
@@ -138,10 +145,20 @@ impl<'s> MoeLlBuffers<'s> {
         (self.size * self.config.max_tokens) as usize
     }
 
-    /// The received rows: local expert `j`'s are rows `j × rows_per_expert ..`, the first
-    /// `recv_count[j]` of them valid (by source rank, then the source's token order).
-    pub fn recv_x(&self) -> &SymBuffer<'s, bf16> {
-        &self.shared.recv_x
+    /// The received bf16 rows ([`MoePayload::Bf16`]; `local × rows_per_expert × hidden`):
+    /// local expert `j`'s are rows `j × rows_per_expert ..`, the first `recv_count[j]` of
+    /// them valid (by source rank, then the source's token order).
+    pub fn recv_x(&self) -> Result<&SymBuffer<'s, bf16>> {
+        self.recv.bf16("MoeLlBuffers::recv_x")
+    }
+
+    /// The received FP8 rows ([`MoePayload::Fp8E4m3`]): e4m3 bytes laid out as
+    /// [`MoeLlBuffers::recv_x`]'s rows (`local × rows_per_expert × hidden`), and their scales
+    /// as [`Ops::grouped_gemm_fp8`] takes A's block scales: `⌈hidden / 128⌉ × m` f32, `m =
+    /// local × rows_per_expert`, M contiguous (row `r`'s scale of elements `128 kb ..` at `kb
+    /// × m + r`). Pass the bytes as e4m3 with `range(..)?.cast::<E4m3>()?`.
+    pub fn recv_x_fp8(&self) -> Result<(&SymBuffer<'s, u8>, &SymBuffer<'s, f32>)> {
+        self.recv.fp8("MoeLlBuffers::recv_x_fp8")
     }
 
     /// Each received row's source: `[rank, entry]`, the entry `t × top_k + kk` of that
@@ -165,16 +182,20 @@ impl<'s> MoeLlBuffers<'s> {
 
     /// Bytes of symmetric memory the buffers take on each PE.
     pub fn bytes(&self) -> usize {
-        self.shared.bytes() + bytes(&self.staging) + bytes(&self.meta) + bytes(&self.index)
+        self.shared.bytes()
+            + self.recv.bytes()
+            + bytes(&self.staging)
+            + bytes(&self.meta)
+            + bytes(&self.index)
     }
 
     fn device(&mut self) -> LlBufs {
-        let (staging, meta, index) = (
+        let staging = (
             self.staging.as_mut_ptr(),
             self.meta.as_mut_ptr(),
             self.index.as_mut_ptr(),
         );
-        self.shared.device(staging, meta, index)
+        self.shared.device(staging, self.recv.device())
     }
 
     /// The error of a call queued out of the dispatch → receive → combine order.
@@ -192,50 +213,42 @@ impl<'s> MoeLlBuffers<'s> {
 }
 
 impl<'s> Ops<'s> {
-    /// The low-latency buffers of an MoE layer of shape `config` (bf16 rows) over `team`:
-    /// every member calls it with the same `config` (the allocations are symmetric).
+    /// The low-latency buffers of an MoE layer of shape `config` (bf16 or FP8 rows, as
+    /// `config.payload` says) over `team`: every member calls it with the same `config` (the
+    /// allocations are symmetric).
     pub fn moe_ll_buffers(&self, team: Team, config: MoeConfig) -> Result<MoeLlBuffers<'s>> {
         const CALL: &str = "Ops::moe_ll_buffers";
-        let shmem = self.shmem;
-        let (Some(size), Some(_)) = (shmem.team_n_pes(team), shmem.team_my_pe(team)) else {
-            return Err(Error::InvalidArgument {
-                call: CALL,
-                message: format!(
-                    "team {team:?}: this PE is not a member of it, or does not hold it"
-                ),
-            });
-        };
-        config.check(CALL, size)?;
-        if config.payload != MoePayload::Bf16 {
-            return Err(Error::InvalidArgument {
-                call: CALL,
-                message: "the low-latency mode moves bf16 rows (MoePayload::Bf16)".into(),
-            });
-        }
+        let size = self.moe_team_size(CALL, team)?;
+        config.check(CALL, size as usize)?;
         self.moe_module(CALL)?;
-        let call = config.call(size as u32, 0, 0);
-        let (n, r, h, kk) = (
-            size,
+        let call = config.call(size, 0, 0);
+        let (n, r, kk) = (
+            size as usize,
             config.max_tokens as usize,
-            config.hidden as usize,
             config.top_k as usize,
         );
-        let local = call.local_experts() as usize;
-        let index = shmem.alloc_from(&(0..(r * kk) as u32).collect::<Vec<_>>())?;
+        let rows = call.local_experts() as usize * n * r;
+        // index[i] = i: the puts' source of the entry indices.
+        let index = self
+            .shmem
+            .alloc_from(&(0..(r * kk) as u32).collect::<Vec<_>>())?;
         Ok(MoeLlBuffers {
             config,
             team,
-            size: size as u32,
+            size,
             step: Step::Idle,
-            shared: LlShared::new(shmem, &call)?,
-            staging: shmem.alloc_zeroed(local * n * r * h)?,
-            meta: shmem.alloc_zeroed(local * n * r)?,
+            shared: LlShared::new(self.shmem, &call)?,
+            recv: Recv::new(self.shmem, &call, rows)?,
+            staging: self
+                .shmem
+                .alloc_zeroed(rows * call.staged_bytes() as usize)?,
+            meta: self.shmem.alloc_zeroed(rows)?,
             index,
         })
     }
 
-    /// Both halves of a low-latency dispatch: [`Ops::moe_ll_dispatch_send`], then
-    /// [`Ops::moe_ll_dispatch_recv`], on `stream`.
+    /// Both halves of a low-latency dispatch of bf16 rows: [`Ops::moe_ll_dispatch_send`],
+    /// then [`Ops::moe_ll_dispatch_recv`], on `stream`.
     pub fn moe_ll_dispatch<'a>(
         &self,
         stream: &Stream<'_>,
@@ -248,12 +261,28 @@ impl<'s> Ops<'s> {
         self.moe_ll_dispatch_recv(stream, ll)
     }
 
+    /// Both halves of a low-latency dispatch of FP8 rows: [`Ops::moe_ll_dispatch_send_fp8`],
+    /// then [`Ops::moe_ll_dispatch_recv`], on `stream`.
+    pub fn moe_ll_dispatch_fp8<'a>(
+        &self,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+        x: impl Into<SymRange<'a, u8>>,
+        x_scales: impl Into<SymRange<'a, f32>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        tokens: u32,
+    ) -> Result<()> {
+        self.moe_ll_dispatch_send_fp8(stream, ll, x, x_scales, topk_idx, tokens)?;
+        self.moe_ll_dispatch_recv(stream, ll)
+    }
+
     /// Queues the sends of a low-latency dispatch of this PE's `tokens` tokens (`x`: `tokens
     /// × hidden` bf16, `topk_idx`: `tokens × top_k` i32, `-1` for none): each valid entry's row
     /// to its expert's rank, with its count. Returns once queued; other work may be queued
     /// before [`Ops::moe_ll_dispatch_recv`], which waits for the rows, to overlap the
     /// transfer. Entries outside `-1 .. experts` are skipped ([`MoeLlBuffers::skipped_entry`]
-    /// says which): nothing here waits on the host. Collective over the buffers' team.
+    /// says which): nothing here waits on the host. Collective over the buffers' team; the
+    /// buffers are of [`MoePayload::Bf16`].
     pub fn moe_ll_dispatch_send<'a>(
         &self,
         stream: &Stream<'_>,
@@ -263,25 +292,75 @@ impl<'s> Ops<'s> {
         tokens: u32,
     ) -> Result<()> {
         const CALL: &str = "Ops::moe_ll_dispatch_send";
-        let (x, topk) = (x.into(), topk_idx.into());
-        if ll.step != Step::Idle {
-            return Err(ll.out_of_order(CALL, "the previous dispatch combined"));
-        }
+        let rows = Rows::bf16(x.into());
+        self.ll_send(
+            CALL,
+            MoePayload::Bf16,
+            stream,
+            ll,
+            rows,
+            topk_idx.into(),
+            tokens,
+        )
+    }
+
+    /// [`Ops::moe_ll_dispatch_send`] of FP8 rows ([`MoePayload::Fp8E4m3`]): `x` holds `tokens
+    /// × hidden` e4m3 bytes and `x_scales` `tokens × ⌈hidden / 128⌉` f32 scales (per token,
+    /// per 128 elements: `rshmem_ops::fp8::quantize(.., Blocks::PER_TOKEN)`); the bytes
+    /// arrive as sent, the scales in the FP8 grouped GEMM's layout
+    /// ([`MoeLlBuffers::recv_x_fp8`]).
+    pub fn moe_ll_dispatch_send_fp8<'a>(
+        &self,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+        x: impl Into<SymRange<'a, u8>>,
+        x_scales: impl Into<SymRange<'a, f32>>,
+        topk_idx: impl Into<SymRange<'a, i32>>,
+        tokens: u32,
+    ) -> Result<()> {
+        const CALL: &str = "Ops::moe_ll_dispatch_send_fp8";
+        let rows = Rows::fp8(x.into(), x_scales.into());
+        let payload = MoePayload::Fp8E4m3;
+        self.ll_send(CALL, payload, stream, ll, rows, topk_idx.into(), tokens)
+    }
+
+    /// Both sends: the checks (`payload` the call's), then the steps.
+    #[allow(clippy::too_many_arguments)]
+    fn ll_send(
+        &self,
+        name: &'static str,
+        payload: MoePayload,
+        stream: &Stream<'_>,
+        ll: &mut MoeLlBuffers<'s>,
+        rows: Rows,
+        topk: SymRange<'_, i32>,
+        tokens: u32,
+    ) -> Result<()> {
         let cfg = ll.config;
-        check_tokens(CALL, tokens, cfg.max_tokens)?;
-        let (t, h, kk) = (tokens as usize, cfg.hidden as usize, cfg.top_k as usize);
-        let items = [("x", x.len(), t * h), ("topk_idx", topk.len(), t * kk)];
-        check_lengths(CALL, &format!("{tokens} tokens"), &items)?;
-        let module = self.moe_module(CALL)?;
+        if cfg.payload != payload {
+            return Err(wrong_payload(name, cfg.payload));
+        }
+        if ll.step != Step::Idle {
+            return Err(ll.out_of_order(name, "the previous dispatch combined"));
+        }
+        check_tokens(name, tokens, cfg.max_tokens)?;
         let call = cfg.call(ll.size, tokens, 0);
+        let [x_len, scales_len] = rows.lengths(&call);
+        let topk_len = ("topk_idx", topk.len(), (tokens * cfg.top_k) as usize);
+        check_lengths(
+            name,
+            &format!("{tokens} tokens"),
+            &[x_len, scales_len, topk_len],
+        )?;
+        let module = self.moe_module(name)?;
         let (team, dev) = (ll.team, ll.device());
         let (_, wide) = self.moe_grids(ll.size);
         let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
         // SAFETY: every kernel's contract (rshmem_moe::low_latency): the buffers are this
-        // PE's of the call's shape (one collective allocation: the same addresses on every
-        // member); `x` and `topk` hold `tokens` rows (checked) in symmetric memory; the steps
-        // are queued in order, after the previous combine (checked); every member runs the
-        // same call (the rules).
+        // PE's of the call's shape and payload (one collective allocation: the same addresses
+        // on every member); `x`, its scales and `topk` hold `tokens` rows (checked) in
+        // symmetric memory; the steps are queued in order, after the previous combine
+        // (checked); every member runs the same call (the rules).
         unsafe {
             module.launch_on::<k::moe_ll_begin>(stream, LaunchConfig::new(1, 32), (dev,))?;
             module.launch_on::<k::moe_ll_route>(
@@ -292,7 +371,7 @@ impl<'s> Ops<'s> {
             module.launch_on::<k::moe_ll_send>(
                 stream,
                 wide(tokens),
-                (team, dev, x.as_ptr(), topk.as_ptr(), call),
+                (team, dev, rows.x, rows.scales, topk.as_ptr(), call),
             )?;
             let pairs = ll.size * call.local_experts();
             module.launch_on::<k::moe_ll_signal_counts>(

@@ -15,6 +15,7 @@
 #![allow(dead_code)]
 
 pub mod layer;
+pub mod ll;
 
 use rshmem::{bf16, Shmem, Team};
 use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops};
@@ -142,7 +143,7 @@ pub fn routing(case: &Case, seed: u64, round: u64, pe: usize, npes: usize) -> Ro
 }
 
 /// Token `t`'s row as bytes.
-fn row_bytes<'r>(cfg: &MoeConfig, r: &'r Routing, t: usize) -> &'r [u8] {
+pub fn row_bytes<'r>(cfg: &MoeConfig, r: &'r Routing, t: usize) -> &'r [u8] {
     let h = cfg.hidden as usize;
     match cfg.payload {
         MoePayload::Bf16 => bytemuck::cast_slice(&r.x16[t * h..(t + 1) * h]),
@@ -176,7 +177,11 @@ pub fn g(x: f32, j: u32) -> bf16 {
 }
 
 /// What rank `me` must receive: per local expert, its rows as (source rank, token, entry).
-fn expected_rows(cfg: &MoeConfig, all: &[Routing], me: usize) -> Vec<Vec<(usize, usize, usize)>> {
+pub fn expected_rows(
+    cfg: &MoeConfig,
+    all: &[Routing],
+    me: usize,
+) -> Vec<Vec<(usize, usize, usize)>> {
     let n = all.len();
     let local = cfg.experts as usize / n;
     let k = cfg.top_k as usize;
@@ -253,7 +258,7 @@ pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
 
 /// Checks this PE's combined tokens `got` (`max_tokens × hidden`, poisoned with −7 past its
 /// tokens) against `Σ weight × g` over each token's valid entries (module docs' bound).
-fn check_combined(
+pub fn check_combined(
     cfg: &MoeConfig,
     mine: &Routing,
     got: &[bf16],
@@ -312,118 +317,8 @@ pub fn check_sums(
     );
 }
 
-/// The low-latency mode: `rounds` dispatch + combine pairs of `case` (bf16) on fresh
-/// routings, eagerly, or with `graphs` as two recorded graphs (the dispatch, then the
-/// combine) launched once per round on new data. Every round checks the packed rows (by
-/// source rank, then token order), their sources and counts, and the combined tokens. With
-/// `bad`, PE 0's token 1 has an entry that is no expert: skipped, and reported.
-pub fn run_ll(
-    shmem: &Shmem,
-    ops: &Ops,
-    case: &Case,
-    rounds: u64,
-    graphs: bool,
-    bad: bool,
-) -> Outcome {
-    let (me, n) = (shmem.my_pe(), shmem.n_pes());
-    let cfg = case.config;
-    let (k, h, r) = (
-        cfg.top_k as usize,
-        cfg.hidden as usize,
-        cfg.max_tokens as usize,
-    );
-    let seed = crate::common::agreed_seed(shmem)?;
-    let mut ll = ops.moe_ll_buffers(Team::WORLD, cfg)?;
-    let stream = shmem.stream();
-    let local = cfg.experts as usize / n;
-    let per = ll.rows_per_expert();
-    let mut x = shmem.alloc_zeroed::<bf16>(r * h)?;
-    let mut topk = shmem.alloc_zeroed::<i32>(r * k)?;
-    let mut weights = shmem.alloc_zeroed::<f32>(r * k)?;
-    let mut out = shmem.alloc_zeroed::<bf16>(r * h)?;
-    let mut eo = shmem.alloc_zeroed::<bf16>(local * per * h)?;
-    // A graph records its calls' token count: every round has the first round's counts.
-    let tokens_of = |pe: usize| (case.tokens)(pe, n);
-    let mut graph_pair = None;
-    for round in 0..rounds {
-        let mut all: Vec<Routing> = (0..n).map(|pe| routing(case, seed, round, pe, n)).collect();
-        if bad && all[0].tokens > 1 {
-            all[0].topk[k] = cfg.experts as i32 + 5;
-        }
-        let mine = &all[me];
-        assert_eq!(mine.tokens, tokens_of(me));
-        x.copy_from_host(&padded(&mine.x16, r * h, bf16::from_f32(99.0)))?;
-        topk.copy_from_host(&padded(&mine.topk, r * k, 12345))?;
-        weights.copy_from_host(&padded(&mine.weights, r * k, 7.0))?;
-        out.copy_from_host(&vec![bf16::from_f32(-7.0); r * h])?;
-        let tokens = mine.tokens as u32;
-        if graphs && graph_pair.is_none() {
-            let dispatch =
-                stream.capture(|| ops.moe_ll_dispatch(&stream, &mut ll, &x, &topk, tokens))?;
-            let combine = stream
-                .capture(|| ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &weights, &mut out))?;
-            graph_pair = Some((dispatch, combine));
-        }
-        match &graph_pair {
-            // SAFETY: the recorded buffers (x, topk, the MoE buffers, eo, weights, out) live
-            // until the graphs are dropped below; every PE launches them in the same order.
-            Some((dispatch, _)) => unsafe { dispatch.launch(&stream)? },
-            None => ops.moe_ll_dispatch(&stream, &mut ll, &x, &topk, tokens)?,
-        }
-        // The packed rows against the routings.
-        let want = expected_rows(&cfg, &all, me);
-        let (recv_x, recv_src, counts) = (
-            ll.recv_x().to_vec()?,
-            ll.recv_src().to_vec()?,
-            ll.recv_count().to_vec()?,
-        );
-        let mut expert_out = vec![bf16::ZERO; local * per * h];
-        let mut rows = 0;
-        for (j, want_j) in want.iter().enumerate() {
-            assert_eq!(
-                counts[j] as usize,
-                want_j.len(),
-                "PE {me} round {round}: expert {j}'s rows"
-            );
-            for (i, &(s, t, kk)) in want_j.iter().enumerate() {
-                let row = j * per + i;
-                assert_eq!(
-                    (recv_src[2 * row], recv_src[2 * row + 1]),
-                    (s as u32, (t * k + kk) as u32),
-                    "PE {me} round {round}: expert {j} row {i}'s source"
-                );
-                assert_eq!(
-                    &recv_x[row * h..(row + 1) * h],
-                    &all[s].x16[t * h..(t + 1) * h],
-                    "PE {me} round {round}: expert {j} row {i}: rank {s}'s token {t}"
-                );
-                for e in 0..h {
-                    expert_out[row * h + e] = g(element(&cfg, &all[s], t, e), j as u32);
-                }
-            }
-            rows += want_j.len();
-        }
-        let skipped = ll.skipped_entry()?;
-        let expect_skip = (bad && me == 0 && mine.tokens > 1).then_some((1, 0));
-        assert_eq!(
-            skipped, expect_skip,
-            "PE {me} round {round}: the skipped entry"
-        );
-        eo.copy_from_host(&expert_out)?;
-        match &graph_pair {
-            // SAFETY: as for the dispatch graph.
-            Some((_, combine)) => unsafe { combine.launch(&stream)? },
-            None => ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &weights, &mut out)?,
-        }
-        check_combined(&cfg, mine, &out.to_vec()?, (me, n, round), rows);
-    }
-    drop(graph_pair);
-    shmem.barrier_all()?;
-    Ok(())
-}
-
 /// `v` followed by `fill` up to `len` elements (what lies past this PE's tokens: never read).
-fn padded<T: Copy>(v: &[T], len: usize, fill: T) -> Vec<T> {
+pub fn padded<T: Copy>(v: &[T], len: usize, fill: T) -> Vec<T> {
     let mut out = v.to_vec();
     out.resize(len, fill);
     out

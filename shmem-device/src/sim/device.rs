@@ -10,6 +10,11 @@ use super::rma;
 use super::scope::{in_scope, pe_sync};
 use crate::contract::{Dim3, MemScopeKind, Ordering, ScopeKind, Team};
 
+/// `a · b + c` rounded once, as the GPU's `fma.rn.f32`.
+pub(crate) fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}
+
 pub(crate) fn thread_idx() -> Dim3 {
     with("thread::thread_idx", |c| c.thread_idx)
 }

@@ -127,9 +127,22 @@ mod gpu {
                             && first_line.contains(&format!("PE {culprit} gives up")),
                         "{what}"
                     );
+                    // A waiter is ended by the launcher; under MPS its kernel may end first,
+                    // with the culprit's fault (MPS ends every process's kernels on the GPU
+                    // when one faults): then it is listed as that fault's consequence.
+                    let ended_with_it = format!("failed with PE {culprit}'s fault: under MPS");
                     for q in (0..npes).filter(|&q| q != culprit) {
+                        let listed = msg.lines().any(|l| {
+                            l.strip_prefix("(consequences: ").is_some_and(|l| {
+                                let pes = l.split(" failed").next().unwrap_or_default();
+                                pes.split(", ").any(|p| p == format!("PE {q}"))
+                            }) && (l.contains(&format!("failed waiting for PE {culprit}"))
+                                || l.contains(&ended_with_it))
+                        });
                         assert!(
-                            msg.contains(&format!("PE {q} failed: ended by the launcher")),
+                            listed
+                                && (msg.contains(&format!("PE {q} failed: ended by the launcher"))
+                                    || msg.contains(&format!("PE {q} failed: kernel "))),
                             "waiter PE {q} not listed as a consequence: {what}"
                         );
                     }

@@ -181,6 +181,36 @@ impl HeapBackend for GpuPe {
         unsafe { sh.stream.copy_to_device(addr, src) }.map_err(|e| sh.fault(e, StreamId::PE))?;
         sh.sync_stream(StreamId::PE)
     }
+
+    fn check_device_memory(&self, addr: u64, bytes: usize) -> std::result::Result<(), String> {
+        use cudarc::driver::sys::CUmemorytype::*;
+        let ctx = self.shared.ctx();
+        let mine = ctx.ordinal;
+        // The first and the last byte: an allocator that maps a tensor's pages separately
+        // (torch's expandable segments) makes one range of several driver allocations.
+        for (which, at) in [("first", addr), ("last", addr + bytes as u64 - 1)] {
+            let (ty, ordinal) = ctx.locate(at).map_err(|e| {
+                format!("the driver could not say where {at:#x} is: {}", e.message())
+            })?;
+            let place = match ty {
+                t if t == CU_MEMORYTYPE_DEVICE as u32 && usize::try_from(ordinal) == Ok(mine) => {
+                    continue
+                }
+                t if t == CU_MEMORYTYPE_DEVICE as u32 => format!("device memory of cuda:{ordinal}"),
+                t if t == CU_MEMORYTYPE_HOST as u32 => {
+                    "host memory (pinned), not device memory".into()
+                }
+                t if t == CU_MEMORYTYPE_UNIFIED as u32 => "unified (managed) memory".into(),
+                t if t == CU_MEMORYTYPE_ARRAY as u32 => "a CUDA array".into(),
+                _ => "host memory the driver does not know (not device memory)".into(),
+            };
+            return Err(format!(
+                "{bytes} bytes at {addr:#x}: the {which} byte ({at:#x}) is {place}; this PE's \
+                 GPU is cuda:{mine}: move the data there first"
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use super::super::cuda::{CudaError, Event, Stream};
 use super::state::{lock, GpuPe, PeShared};
-use crate::contract::{Error, Result, StreamBackend, StreamId};
+use crate::contract::{Error, GpuSharing, Result, StreamBackend, StreamId, MPS_SHARED_FAULT};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -70,6 +70,11 @@ impl PeShared {
         // a fault of the hardware (a bad access) leaves nothing, and the driver's code is all.
         let message = match self.mailbox.describe(&trapped) {
             Some(facts) => format!("{facts}{others}; the GPU context is unusable from here on"),
+            None if self.sharing == GpuSharing::Mps => format!(
+                "{trapped}{others}; the GPU context is unusable from here on (no thread of this \
+                 PE recorded a fault, and {MPS_SHARED_FAULT}: another PE's fault, if one was \
+                 recorded, is the cause; else compute-sanitizer shows the faulting access)"
+            ),
             None => format!(
                 "{trapped}{others}; the GPU context is unusable from here on \
                  (compute-sanitizer shows the faulting access)"

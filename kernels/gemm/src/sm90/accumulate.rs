@@ -27,8 +27,8 @@ pub trait Accumulate: Copy {
 
     /// The factors of k-step `kt` (of all K) for a consumer thread's two rows of C, `rows`
     /// (each below the problem's `m`: rows past it are clamped, their values never stored); called by
-    /// every consumer thread once per k-step of a promoted tile, before it waits for the
-    /// stage.
+    /// every consumer thread once per k-step of a promoted tile, two k-steps before the
+    /// step's stage is used (the loads' latency hides behind the wgmmas between).
     ///
     /// # Safety
     ///

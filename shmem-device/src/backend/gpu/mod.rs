@@ -36,6 +36,18 @@ mod ffi {
     }
 }
 
+/// `fma.rn.f32`: one FFMA, `a · b + c` rounded once.
+#[inline(always)]
+pub(crate) fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    let d: f32;
+    // SAFETY: register arithmetic.
+    unsafe {
+        core::arch::asm!("fma.rn.f32 {d}, {a}, {b}, {c};", d = out(reg32) d, a = in(reg32) a,
+            b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack))
+    };
+    d
+}
+
 #[inline(always)]
 pub(crate) fn thread_idx() -> Dim3 {
     // SAFETY: reading special registers has no preconditions.
