@@ -229,6 +229,24 @@ impl Context {
         Ok((ty, ordinal))
     }
 
+    /// Allocates, clears and frees a small buffer, then synchronises: work that reaches the
+    /// device, so that a context an MPS server handed out while still recovering from an
+    /// ended client fails here (and is retried) rather than inside NVSHMEM's init.
+    pub(crate) fn probe(&self) -> CudaResult<()> {
+        const BYTES: usize = 256;
+        self.bind()?;
+        // SAFETY: a fresh allocation of `BYTES`, cleared within its size and freed once,
+        // after the synchronisation that ends the clear.
+        unsafe {
+            let buf = result::malloc_sync(BYTES).call("cuMemAlloc")?;
+            let cleared = result::memset_d8_sync(buf, 0, BYTES)
+                .call("cuMemsetD8")
+                .and_then(|()| result::ctx::synchronize().call("cuCtxSynchronize"));
+            let freed = result::free_sync(buf).call("cuMemFree");
+            cleared.and(freed)
+        }
+    }
+
     /// Free device memory in bytes.
     pub(crate) fn free_memory(&self) -> CudaResult<usize> {
         self.bind()?;

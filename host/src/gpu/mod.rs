@@ -207,7 +207,7 @@ fn run_pe(
     }
     let device = local_rank % visible;
     // NVSHMEM adopts the context current on this thread at init.
-    let ctx = mps::while_recovering(mps, || cuda::Context::primary(device).map_err(Error::from))?;
+    let ctx = mps::context(mps, device)?;
 
     let lib = nvshmem.lib();
     match start {
@@ -260,7 +260,7 @@ pub(crate) fn attach(
         )));
     }
     let mps = npes > visible && mps::active();
-    let ctx = mps::while_recovering(mps, || cuda::Context::primary(device).map_err(Error::from))?;
+    let ctx = mps::context(mps, device)?;
     let uid = uid_from_bytes(uid)?;
     nv::init_with_uniqueid(nvshmem.lib(), pe, npes, &uid)?;
     let watch = Watch {

@@ -20,11 +20,13 @@
 //! nvidia-cuda-mps-control -d           # stop: echo quit | nvidia-cuda-mps-control
 //! ```
 
+use super::cuda;
 use crate::contract::{Error, Result};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The variable MPS clients read their share of the GPU's threads (and SMs) from.
@@ -257,6 +259,20 @@ pub(crate) fn explain(e: Error, mps: bool) -> Error {
 /// client is gone: on an H100 (2026-12-05) a 2-PE job started 0.4 s after such an end failed
 /// at `cuDevicePrimaryCtxRetain`, one started 1 s after ran.
 pub(crate) const RECOVERY: Duration = Duration::from_secs(3);
+
+/// Device `device`'s primary context for a PE, made current. Under MPS (`mps`) it is probed
+/// ([`cuda::Context::probe`]: a context handed out by a server still recovering from an ended
+/// client failed later, inside NVSHMEM's init, with "unspecified launch failure") and, with a
+/// failed probe, released and made again, [`while_recovering`].
+pub(crate) fn context(mps: bool, device: usize) -> Result<Arc<cuda::Context>> {
+    while_recovering(mps, || {
+        let ctx = cuda::Context::primary(device)?;
+        if mps {
+            ctx.probe()?;
+        }
+        Ok(ctx)
+    })
+}
 
 /// `attempt()` (a PE's context, made under MPS when `mps`) until it succeeds, fails with an
 /// error other than a recovering server's, or [`RECOVERY`] has passed; the last error

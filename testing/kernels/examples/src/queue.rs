@@ -158,8 +158,8 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
             }
             i += CHECK_RUN;
         }
-        for i in runs..N {
-            diff |= self[i].widen() ^ expected(i).widen();
+        for (i, w) in self.iter().enumerate().skip(runs) {
+            diff |= w.widen() ^ expected(i).widen();
         }
         (diff == 0).then_some(((key >> 32) as u32, key as u32))
     }
