@@ -13,7 +13,7 @@ mod common;
 mod moe_cases;
 
 use common::Outcome;
-use moe_cases::{Case, Draw};
+use moe_cases::{Case, Draw, Experts};
 use rshmem::{bf16, Shmem, Team};
 use rshmem_ops::{MoeConfig, MoePayload, Ops};
 
@@ -23,6 +23,7 @@ per_backend! {
     every_token_to_one_expert => [2, 3];
     only_rank0_receives => [3];
     fp8_rows_and_scales => [2, 3];
+    fp8_rows_through_the_grouped_gemm => [2, 3];
     bad_input_is_refused => [2];
     mismatched_shapes_are_an_error_not_a_hang => [2, 3];
 }
@@ -118,6 +119,32 @@ fn fp8_rows_and_scales(shmem: &Shmem) -> Outcome {
         draw: Draw::Random { none_in: 6 },
     };
     moe_cases::run(shmem, &ops, &case, 2)
+}
+
+fn fp8_rows_through_the_grouped_gemm(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    // hidden 144: K a multiple of 16 (the FP8 GEMM's), not of 128 (A's second scale block
+    // and B's second row and column of blocks are partial); padding rows inside the groups.
+    let random = Case {
+        config: MoeConfig {
+            experts: 2 * n,
+            top_k: 3,
+            hidden: 144,
+            max_tokens: 9,
+            align: 8,
+            payload: MoePayload::Fp8E4m3,
+        },
+        tokens: |pe, _| [9, 4, 0][pe % 3],
+        draw: Draw::Random { none_in: 6 },
+    };
+    moe_cases::run_with(shmem, &ops, &random, 2, Experts::Fp8Gemm)?;
+    // Every token to the last expert: one group holds every row, the others none.
+    let one = Case {
+        draw: Draw::ToLast,
+        ..random
+    };
+    moe_cases::run_with(shmem, &ops, &one, 1, Experts::Fp8Gemm)
 }
 
 fn bad_input_is_refused(shmem: &Shmem) -> Outcome {

@@ -53,7 +53,10 @@ class MoeBuffers:
 
     @property
     def recv_x_scales(self):
-        return self._tensor("x_scales", -(-self.config["hidden"] // 128))
+        """FP8 rows' scales, `⌈hidden / 128⌉ x capacity` f32 (row r's scale of K block kb at
+        `[kb, r]`): the FP8 grouped GEMM's layout for A over all the rows (`m = capacity`)."""
+        _, nbytes, _ = self._recv["x_scales"]
+        return self._tensor("x_scales", nbytes // 4 // -(-self.config["hidden"] // 128))
 
     @property
     def recv_src(self):

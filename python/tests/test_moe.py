@@ -71,6 +71,8 @@ def test_fp8_dispatch_delivers_the_bytes_and_scales_as_sent(npes):
         layout = rshmem.moe_dispatch(bufs, x, idx, w, x_scales=scales)
         rows = sum(layout.expert_rows)
         got_x = np.asarray(bufs.recv_x_fp8).reshape(-1, HIDDEN)
+        # The FP8 grouped GEMM's layout for A: ⌈hidden/128⌉ x capacity.
+        assert tuple(bufs.recv_x_scales.shape) == (-(-HIDDEN // 128), bufs.capacity())
         got_s = np.asarray(bufs.recv_x_scales).reshape(-1)
         # Each received row is one some PE sent: its scale says which token of which PE.
         seen = set()

@@ -293,7 +293,7 @@ impl LayoutWords {
 /// | `combine_stage` (symmetric: a put source) | `size × R × H` f32 | the partials before they are sent back |
 /// | `layout` | [`LayoutWords::words`] | this PE's receive layout |
 /// | `recv_x` | `capacity` rows of `data_bytes` | the received rows, grouped by local expert, padded with zero rows |
-/// | `recv_scales` | `capacity × scales` f32 | their scales (none for bf16 rows) |
+/// | `recv_scales` | `scales × capacity` f32 | their scales, row `r`'s of K block `kb` at `kb × capacity + r` (the FP8 grouped GEMM's layout for A; none for bf16 rows) |
 /// | `recv_src` | `capacity × 2` | each row's source rank and token ([`NONE`] for padding) |
 /// | `recv_w` | `capacity` | each row's router weight (0 for padding) |
 #[repr(C)]

@@ -332,6 +332,9 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
     let got = unsafe { Received::of(&bufs, &call) };
     let words = got.words;
     let (data, ns) = (call.data_bytes() as usize, call.scales as usize);
+    // Scales in the FP8 grouped GEMM's layout for A over all `capacity` rows: row `r`'s
+    // scale of K block `kb` at `kb × capacity + r`.
+    let capacity = call.capacity() as usize;
     let mut i = thread::block_idx_x();
     let first = thread::thread_idx_x() == 0;
     while i < got.count + call.local_experts() {
@@ -347,8 +350,8 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
                         call.receive_staged(
                             bufs.staging.add(token.at * call.staged_bytes() as usize),
                             bufs.recv_x.add(row * data),
-                            bufs.recv_scales.wrapping_add(row * ns),
-                            1,
+                            bufs.recv_scales.wrapping_add(row),
+                            capacity,
                         );
                         if first {
                             bufs.recv_src.add(2 * row).write(token.s);
@@ -366,13 +369,13 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
                 let rows = bufs.layout.add(words.expert_rows + j).read();
                 for row in base + rows..base + rows.next_multiple_of(call.align) {
                     let out = bufs.recv_x.add(row as usize * data);
-                    let scales = bufs.recv_scales.add(row as usize * ns);
+                    let scales = bufs.recv_scales.wrapping_add(row as usize);
                     let mut e = thread::thread_idx_x() as usize;
                     while e < data + ns {
                         if e < data {
                             out.add(e).write(0);
                         } else {
-                            scales.add(e - data).write(0.0);
+                            scales.add((e - data) * capacity).write(0.0);
                         }
                         e += thread::block_dim_x() as usize;
                     }

@@ -18,7 +18,8 @@ pub enum MoePayload {
     Bf16,
     /// `hidden` FP8 e4m3 elements (as bytes) and one f32 scale per 128 of them, `x[t][i] ≈
     /// e4m3(bytes[t][i]) × scales[t][i / 128]` ([`crate::Ops::moe_dispatch_fp8`]): half the
-    /// bytes on the link; the rows land as they were sent, scales beside them.
+    /// bytes on the link; the rows land as they were sent, their scales in the FP8 grouped
+    /// GEMM's layout for A.
     Fp8E4m3,
 }
 
@@ -297,8 +298,12 @@ impl<'s> MoeBuffers<'s> {
         self.recv.bf16("MoeBuffers::recv_x")
     }
 
-    /// The received FP8 rows (`capacity × hidden` bytes) and their scales (`capacity ×
-    /// ⌈hidden / 128⌉`; [`MoePayload::Fp8E4m3`]), laid out as [`MoeBuffers::recv_x`]'s.
+    /// The received FP8 rows (`capacity × hidden` bytes, laid out as [`MoeBuffers::recv_x`]'s;
+    /// [`MoePayload::Fp8E4m3`]) and their scales, `⌈hidden / 128⌉ × capacity` f32, M
+    /// contiguous (row `r`'s scale of elements `128 kb ..` at `kb × capacity + r`): A's block
+    /// scales of [`crate::Ops::grouped_gemm_fp8`] over all `capacity` rows, so the experts
+    /// run on the rows as they are, with `GroupRows::Offsets { m: capacity, .. }` and each
+    /// expert's rows ending at its offset plus its rows (docs/moe.md).
     pub fn recv_x_fp8(&self) -> Result<(&SymBuffer<'s, u8>, &SymBuffer<'s, f32>)> {
         self.recv.fp8("MoeBuffers::recv_x_fp8")
     }

@@ -124,8 +124,8 @@ impl<'s> Ops<'s> {
     }
 
     /// [`Ops::moe_dispatch`] of FP8 rows ([`MoePayload::Fp8E4m3`]): `x` holds `tokens ×
-    /// hidden` e4m3 bytes and `x_scales` `tokens × ⌈hidden / 128⌉` f32 scales; both arrive as
-    /// sent ([`MoeBuffers::recv_x_fp8`]).
+    /// hidden` e4m3 bytes and `x_scales` `tokens × ⌈hidden / 128⌉` f32 scales; the rows arrive
+    /// as sent, the scales in the FP8 grouped GEMM's layout ([`MoeBuffers::recv_x_fp8`]).
     #[allow(clippy::too_many_arguments)]
     pub fn moe_dispatch_fp8<'a>(
         &self,

@@ -14,11 +14,15 @@
 
 #![allow(dead_code)]
 
+pub mod fp8;
 pub mod layer;
 pub mod ll;
 
-use rshmem::{bf16, Shmem, Team};
-use rshmem_ops::{MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops};
+use rshmem::device::fp8::E4m3;
+use rshmem::{bf16, Shmem, Stream, SymBuffer, Team};
+use rshmem_ops::{
+    BLayout, Fp8Scales, GroupRows, GroupedShape, MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops,
+};
 
 pub type Outcome = Result<(), rshmem::BoxError>;
 
@@ -46,6 +50,16 @@ pub enum Draw {
     /// Every token lists expert 0 in its first two entries (a router never does: the fused
     /// layer skips what its rows cannot hold, and reports it).
     Twice,
+}
+
+/// What the experts are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Experts {
+    /// `moe_cases::g` of each received row, on the host.
+    Host,
+    /// One FP8 grouped GEMM over the received rows as they are (FP8 rows; `hidden` a
+    /// multiple of 16), checked as [`fp8`] says.
+    Fp8Gemm,
 }
 
 /// A case: the layer's shape, each PE's token count, and how entries are drawn.
@@ -201,7 +215,18 @@ pub fn expected_rows(
 
 /// Runs `rounds` dispatch + combine calls of `case` on fresh routings over the world and
 /// checks each (see the module docs).
-pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
+pub fn run<'s>(shmem: &'s Shmem, ops: &Ops<'s>, case: &Case, rounds: u64) -> Outcome {
+    run_with(shmem, ops, case, rounds, Experts::Host)
+}
+
+/// [`run`], the experts' output made as `experts` says.
+pub fn run_with<'s>(
+    shmem: &'s Shmem,
+    ops: &Ops<'s>,
+    case: &Case,
+    rounds: u64,
+    experts: Experts,
+) -> Outcome {
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
     let cfg = case.config;
     let (k, h) = (cfg.top_k as usize, cfg.hidden as usize);
@@ -219,6 +244,12 @@ pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
     let mut weights = shmem.alloc_zeroed::<f32>(r * k)?;
     let mut out = shmem.alloc_zeroed::<bf16>(r * h)?;
     let mut eo = shmem.alloc_zeroed::<bf16>(bufs.capacity() * h)?;
+    let expert_w = match experts {
+        Experts::Fp8Gemm => Some(fp8::Weights::new(shmem, &cfg, seed)?),
+        Experts::Host => None,
+    };
+    let mut ends = shmem.alloc_zeroed::<u32>(cfg.experts as usize / n)?;
+    let mut worst = 0f64;
     for round in 0..rounds {
         let all: Vec<Routing> = (0..n).map(|pe| routing(case, seed, round, pe, n)).collect();
         let mine = &all[me];
@@ -245,15 +276,69 @@ pub fn run(shmem: &Shmem, ops: &Ops, case: &Case, rounds: u64) -> Outcome {
             }
         };
         let (expert_out, want_rows) = check_dispatch(shmem, &bufs, &layout, &all, round)?;
-        eo.copy_from_host(&padded(
-            &expert_out,
-            bufs.capacity() * h,
-            bf16::from_f32(55.0),
-        ))?;
+        match &expert_w {
+            Some(w) => experts_fp8(ops, &stream, &bufs, &layout, w, &mut ends, &mut eo)?,
+            None => eo.copy_from_host(&padded(
+                &expert_out,
+                bufs.capacity() * h,
+                bf16::from_f32(55.0),
+            ))?,
+        }
         ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out)?;
-        check_combined(&cfg, mine, &out.to_vec()?, (me, n, round), want_rows);
+        let got = out.to_vec()?;
+        match &expert_w {
+            Some(w) => {
+                let what = format!("PE {me} round {round}, {want_rows} rows received");
+                let backend = shmem.backend();
+                worst = worst.max(fp8::check_fp8_experts(backend, &cfg, mine, w, &got, &what));
+            }
+            None => check_combined(&cfg, mine, &got, (me, n, round), want_rows),
+        }
+    }
+    if expert_w.is_some() {
+        println!("PE {me}: FP8 experts, worst error {worst:.3} of the bound");
     }
     Ok(())
+}
+
+/// The experts as one FP8 grouped GEMM over the rows `bufs` received, as they are: the
+/// offsets layout of `layout` (each expert's rows end at its offset plus its rows; the
+/// padding before them joins its group and computes zeros), over all `capacity` rows (the
+/// scales' layout), into `eo`.
+fn experts_fp8<'s>(
+    ops: &Ops<'s>,
+    stream: &Stream<'_>,
+    bufs: &MoeBuffers<'s>,
+    layout: &MoeLayout,
+    w: &fp8::Weights<'s>,
+    ends: &mut SymBuffer<'s, u32>,
+    eo: &mut SymBuffer<'s, bf16>,
+) -> rshmem::Result<()> {
+    let cfg = bufs.config();
+    let e: Vec<u32> = layout
+        .expert_offsets
+        .iter()
+        .zip(&layout.expert_rows)
+        .map(|(o, r)| o + r)
+        .collect();
+    ends.copy_from_host(&e)?;
+    let (x, scales) = bufs.recv_x_fp8()?;
+    let shape = GroupedShape {
+        groups: e.len() as u32,
+        n: cfg.hidden,
+        k: cfg.hidden,
+        b_layout: BLayout::NK,
+    };
+    let rows = GroupRows::Offsets {
+        ends: (&*ends).into(),
+        m: bufs.capacity() as u32,
+    };
+    let scales = Fp8Scales::Block {
+        a: scales.into(),
+        b: (&w.scales).into(),
+    };
+    let a = x.range(..)?.cast::<E4m3>()?;
+    ops.grouped_gemm_fp8::<E4m3, bf16>(stream, a, &w.b, eo, shape, rows, scales)
 }
 
 /// Checks this PE's combined tokens `got` (`max_tokens × hidden`, poisoned with −7 past its
@@ -378,6 +463,13 @@ fn check_dispatch(
         }
     };
     let db = recv_x.len() / bufs.capacity();
+    // The FP8 grouped GEMM's layout for A over all the rows: K block `kb` of row `r` at
+    // `kb × capacity + r`.
+    let scales_of = |row: usize| -> Vec<f32> {
+        (0..sr)
+            .map(|kb| recv_scales[kb * bufs.capacity() + row])
+            .collect()
+    };
     assert_eq!(
         db,
         h * if cfg.payload == MoePayload::Bf16 {
@@ -410,7 +502,7 @@ fn check_dispatch(
                 );
             }
             assert_eq!(
-                &recv_scales[row * sr..(row + 1) * sr],
+                scales_of(row),
                 &src.scales[t * sr..(t + 1) * sr],
                 "{}",
                 ctx(&format!("expert {j} row {i}'s scales"))
@@ -434,9 +526,7 @@ fn check_dispatch(
         for row in base + rows.len()..base + rows.len().next_multiple_of(align) {
             assert!(
                 recv_x[row * db..(row + 1) * db].iter().all(|&v| v == 0)
-                    && recv_scales[row * sr..(row + 1) * sr]
-                        .iter()
-                        .all(|&v| v == 0.0),
+                    && scales_of(row).iter().all(|&v| v == 0.0),
                 "{}",
                 ctx("padding")
             );
