@@ -4,8 +4,9 @@ and unpermute, on the GPU machine, in one run.
 
 For each shape (hidden 7168, top-8 of 256 experts; hidden 4096, top-2 of 8) and token count
 (128, 4096 per PE), the Rust binary checks a dispatch + combine round trip (identity experts)
-and times both steps (normal mode; low-latency too at 128 tokens, with bf16 rows and with FP8
-e4m3 rows + one f32 scale per 128 elements, `low_latency_fp8`), printing JSON rows. With one
+and times both steps (normal mode; low-latency too at 128 tokens; each with bf16 rows and with
+FP8 e4m3 rows + one f32 scale per 128 elements, `normal_fp8` and `low_latency_fp8`), printing
+JSON rows. With one
 GPU and one PE the rshmem rows are the local path (every expert on this PE: how close the
 routing, packing and weighted sum run to HBM bandwidth). torch's peer at one rank: the
 permute (`argsort` of the entries by expert, `index_select` of the rows) and the unpermute
@@ -65,7 +66,7 @@ def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters, layer=0,
         pass
     cmd = [binary, "--tokens", str(tokens), "--hidden", str(hidden), "--experts", str(experts),
            "--top-k", str(top_k), "--iters", str(iters)] + (["--ll"] if ll else []) \
-        + (["--fp8"] if ll and fp8 else []) \
+        + (["--fp8"] if fp8 else []) \
         + (["--layer", str(layer)] if layer else [])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     rows = []
@@ -128,7 +129,7 @@ def main():
     ap.add_argument("--npes", type=int, default=1)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-layer", action="store_true", help="skip the fused layer's rows")
-    ap.add_argument("--no-fp8", action="store_true", help="skip the low-latency mode's FP8 rows")
+    ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 rows (normal and low-latency modes)")
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)),
                     help="token counts per PE, comma-separated (default %(default)s)")
     args = ap.parse_args()
@@ -147,7 +148,7 @@ def main():
             base = torch_row(tokens, hidden, experts, top_k, args.iters)
             for r in got + [base]:
                 entries = tokens * top_k
-                row_bytes = hidden + 4 * -(-hidden // 128) if r.get("mode") == "low_latency_fp8" else 2 * hidden
+                row_bytes = hidden + 4 * -(-hidden // 128) if r.get("mode", "").endswith("_fp8") else 2 * hidden
                 r["roofline_dispatch_us"] = 2 * entries * row_bytes / HBM * 1e6
                 print(json.dumps(r), flush=True)
             rows += got + [base]

@@ -12,17 +12,18 @@
 //!    (the normal mode: `hidden × 2` per (token, destination PE); the low-latency mode: per
 //!    valid entry) over the time.
 //!
-//! With `--fp8` (and `--ll`) the low-latency mode runs again with FP8 rows
-//! (`moe_ll_dispatch_fp8`: the rows quantised to e4m3 per token and 128 channels on the
-//! host, `hidden + 4 ⌈hidden / 128⌉` bytes per entry on the links; the combine's rows bf16):
-//! the identity expert there is the received rows dequantised on the host (`expert_out =
-//! bf16(byte × scale)`), so the check is `out[t] = (Σ_valid w) · x̂[t]`, `x̂` the dequantised
-//! row, within `2⁻⁸·|ref| + (1 + 2⁻⁸)·2⁻⁸·Σ w|x̂| + 2⁻²⁰·Σ w|x̂|` (the expert rows' bf16
-//! rounding on top of the bf16 check's); row `"mode":"low_latency_fp8"`.
+//! With `--fp8` each mode runs again with FP8 rows (`moe_dispatch_fp8`, and with `--ll`
+//! `moe_ll_dispatch_fp8`: the rows quantised to e4m3 per token and 128 channels on the host,
+//! `hidden + 4 ⌈hidden / 128⌉` bytes per row on the links; the combine's rows bf16): the
+//! identity expert there is the received rows dequantised on the host (`expert_out =
+//! bf16(byte × scale)`, the scales in the FP8 grouped GEMM's layout in both modes), so the
+//! check is `out[t] = (Σ_valid w) · x̂[t]`, `x̂` the dequantised row, within `2⁻⁸·|ref| + (1 +
+//! 2⁻⁸)·2⁻⁸·Σ w|x̂| + 2⁻²⁰·Σ w|x̂|` (the expert rows' bf16 rounding on top of the bf16
+//! check's); rows `"mode":"normal_fp8"` and `"mode":"low_latency_fp8"`.
 //!
 //! ```text
 //! RSHMEM_BACKEND=gpu RSHMEM_NPES=1 NVSHMEM_SYMMETRIC_SIZE=16G moe_bench \
-//!     --tokens 4096 --hidden 7168 --experts 256 --top-k 8 [--ll [--fp8]] [--iters 20]
+//!     --tokens 4096 --hidden 7168 --experts 256 --top-k 8 [--ll] [--fp8] [--iters 20]
 //! ```
 //!
 //! With `--layer I` it also runs the fused layer (`Ops::moe_layer`, experts of intermediate
@@ -48,9 +49,7 @@ use anyhow::{ensure, Result};
 use rshmem::{bf16, Shmem, SymBuffer, Team};
 use rshmem_ops::fp8::{self, Blocks};
 use rshmem_ops::moe::interleave_gate_up;
-use rshmem_ops::{
-    BLayout, GroupRows, GroupedShape, MoeConfig, MoeLayerConfig, MoeLlBuffers, MoePayload, Ops,
-};
+use rshmem_ops::{BLayout, GroupRows, GroupedShape, MoeConfig, MoeLayerConfig, MoePayload, Ops};
 use std::time::Instant;
 
 struct Args {
@@ -76,7 +75,7 @@ fn parse() -> Result<Args> {
         iters: 20,
     };
     common::parse_args(
-        "--tokens T --hidden H --experts E --top-k K [--ll [--fp8]] [--layer INTERMEDIATE] [--iters I]",
+        "--tokens T --hidden H --experts E --top-k K [--ll] [--fp8] [--layer INTERMEDIATE] [--iters I]",
         &["--ll", "--fp8"],
         |name, value| {
             match (name, value) {
@@ -96,10 +95,6 @@ fn parse() -> Result<Args> {
     ensure!(
         a.iters > 0 && a.top_k <= a.experts,
         "--iters >= 1 and --top-k <= --experts"
-    );
-    ensure!(
-        !a.fp8 || a.ll,
-        "--fp8 runs the low-latency mode's FP8 rows: give --ll too"
     );
     Ok(a)
 }
@@ -167,7 +162,7 @@ fn main() -> Result<()> {
             Ok(())
         };
         // FP8 rows: the identity expert of the dequantised rows x̂, rounded to bf16.
-        let check_fp8 = |got: &[bf16], x_hat: &[f64]| -> Result<()> {
+        let check_fp8 = |got: &[bf16], x_hat: &[f64], mode: &str| -> Result<()> {
             for i in 0..t {
                 let ws: f64 = w_host[i * k..(i + 1) * k].iter().map(|&v| v as f64).sum();
                 for e in 0..h {
@@ -176,7 +171,7 @@ fn main() -> Result<()> {
                     let rows = ws * xv.abs() / 256.0;
                     let bound = want.abs() / 256.0 + rows * (1.0 + 1.0 / 256.0) + ws * xv.abs() / (1u64 << 20) as f64;
                     let v = got[i * h + e].to_f64();
-                    ensure!((v - want).abs() <= bound, "PE {me}, low-latency FP8: out[{i}][{e}] = {v}, want {want}");
+                    ensure!((v - want).abs() <= bound, "PE {me}, {mode}: out[{i}][{e}] = {v}, want {want}");
                 }
             }
             Ok(())
@@ -246,19 +241,47 @@ fn main() -> Result<()> {
                 row("low_latency", d, c, entries * h * 2, entries * h * 2);
             }
         }
-        if a.fp8 {
+        // FP8 rows: the same tokens quantised, in each mode that runs.
+        // x̂: the rows as the FP8 bytes and scales say, in f64.
+        let sr = h.div_ceil(128);
+        let q = a.fp8.then(|| {
             let q = fp8::quantize(&x_host, t, h, Blocks::PER_TOKEN);
+            let x_hat: Vec<f64> =
+                (0..t * h).map(|i| fp8::to_f32(q.bytes[i]) as f64 * q.scales[i / h * sr + i % h / 128] as f64).collect();
+            (q, x_hat)
+        });
+        let cfg8 = MoeConfig { payload: MoePayload::Fp8E4m3, ..cfg };
+        if let Some((q, x_hat)) = &q {
             let (x8, scales) = (shmem.alloc_from(&q.bytes)?, shmem.alloc_from(&q.scales)?);
-            let cfg8 = MoeConfig { payload: MoePayload::Fp8E4m3, ..cfg };
+            let mut bufs = ops.moe_buffers(Team::WORLD, cfg8)?;
+            let mut layout = ops.moe_dispatch_fp8(&stream, &mut bufs, &x8, &scales, &topk, &w, t as u32)?;
+            let mut eo = shmem.alloc_zeroed::<bf16>(bufs.capacity() * h)?;
+            let (bytes, scales8) = bufs.recv_x_fp8()?;
+            eo.copy_from_host(&dequantised_rows(&bytes.to_vec()?, &scales8.to_vec()?, h))?;
+            ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out)?;
+            check_fp8(&out.to_vec()?, x_hat, "normal FP8")?;
+            let (mut d_us, mut c_us) = (Vec::new(), Vec::new());
+            for _ in 0..a.iters {
+                d_us.push(timed(&mut || {
+                    layout = ops.moe_dispatch_fp8(&stream, &mut bufs, &x8, &scales, &topk, &w, t as u32)?;
+                    Ok(())
+                })?);
+                c_us.push(timed(&mut || ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out))?);
+            }
+            let (d, c) = (median(d_us), median(c_us));
+            if me == 0 {
+                row("normal_fp8", d, c, pairs * (h + 4 * sr), pairs * h * 4);
+            }
+        }
+        if let (Some((q, x_hat)), true) = (&q, a.ll) {
+            let (x8, scales) = (shmem.alloc_from(&q.bytes)?, shmem.alloc_from(&q.scales)?);
             let mut ll = ops.moe_ll_buffers(Team::WORLD, cfg8)?;
             let mut eo = shmem.alloc_zeroed::<bf16>(local * ll.rows_per_expert() * h)?;
             ops.moe_ll_dispatch_fp8(&stream, &mut ll, &x8, &scales, &topk, t as u32)?;
-            eo.copy_from_host(&dequantised_rows(&ll)?)?;
+            let (bytes, scales8) = ll.recv_x_fp8()?;
+            eo.copy_from_host(&dequantised_rows(&bytes.to_vec()?, &scales8.to_vec()?, h))?;
             ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &w, &mut out)?;
-            let sr = h.div_ceil(128);
-            let x_hat: Vec<f64> =
-                (0..t * h).map(|i| fp8::to_f32(q.bytes[i]) as f64 * q.scales[i / h * sr + i % h / 128] as f64).collect();
-            check_fp8(&out.to_vec()?, &x_hat)?;
+            check_fp8(&out.to_vec()?, x_hat, "low-latency FP8")?;
             let (mut d_us, mut c_us) = (Vec::new(), Vec::new());
             for _ in 0..a.iters {
                 d_us.push(timed(&mut || ops.moe_ll_dispatch_fp8(&stream, &mut ll, &x8, &scales, &topk, t as u32))?);
@@ -284,24 +307,18 @@ fn main() -> Result<()> {
     .map_err(anyhow::Error::from)
 }
 
-/// The identity expert of FP8 rows: every received row of `ll` dequantised (`byte × scale`,
-/// the scales in the grouped GEMM's layout) and rounded to bf16, row for row as its
-/// `recv_x_fp8`; rows past each expert's count stay zero.
-fn dequantised_rows(ll: &MoeLlBuffers<'_>) -> Result<Vec<bf16>> {
-    let h = ll.config().hidden as usize;
-    let (bytes, scales) = ll.recv_x_fp8()?;
-    let (bytes, scales, counts) = (bytes.to_vec()?, scales.to_vec()?, ll.recv_count().to_vec()?);
-    let (per, m) = (ll.rows_per_expert(), counts.len() * ll.rows_per_expert());
-    let mut rows = vec![bf16::ZERO; m * h];
-    for (j, &count) in counts.iter().enumerate() {
-        for r in j * per..j * per + count as usize {
-            for e in 0..h {
-                let v = fp8::to_f32(bytes[r * h + e]) * scales[e / 128 * m + r];
-                rows[r * h + e] = bf16::from_f32(v);
-            }
-        }
-    }
-    Ok(rows)
+/// The identity expert of FP8 rows, either mode's: every received row (`bytes`, `m × h`)
+/// dequantised (`byte × scale`, the scales `⌈h / 128⌉ × m` in the grouped GEMM's layout) and
+/// rounded to bf16, row for row; padding rows are zero bytes and scales, and rows no expert
+/// holds are never read by the combine.
+fn dequantised_rows(bytes: &[u8], scales: &[f32], h: usize) -> Vec<bf16> {
+    let m = bytes.len() / h;
+    (0..m * h)
+        .map(|i| {
+            let (r, e) = (i / h, i % h);
+            bf16::from_f32(fp8::to_f32(bytes[i]) * scales[e / 128 * m + r])
+        })
+        .collect()
 }
 
 /// This PE's tokens on the host.

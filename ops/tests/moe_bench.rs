@@ -1,5 +1,5 @@
 //! `moe_bench` (the binary `scripts/moe_bench.py` drives on GPUs) on the simulator: both modes
-//! (and the low-latency mode's FP8 rows) check their identity-expert round trip before
+//! (and both modes' FP8 rows) check their identity-expert round trip before
 //! timing, on 1 and 2 PEs; the fused layer
 //! checks three tokens against f64 before timing, on 1 PE (the GPU goal's case; the layer's
 //! multi-PE cases are `moe_layer.rs`'s).
@@ -29,9 +29,15 @@ fn both_modes_check_then_time() {
         }
         let out = common::run_example_sim("moe_bench", npes, &args);
         let modes: &[&str] = if npes == 1 {
-            &["normal", "low_latency", "low_latency_fp8", "layer"]
+            &[
+                "normal",
+                "low_latency",
+                "normal_fp8",
+                "low_latency_fp8",
+                "layer",
+            ]
         } else {
-            &["normal", "low_latency", "low_latency_fp8"]
+            &["normal", "low_latency", "normal_fp8", "low_latency_fp8"]
         };
         for mode in modes {
             let row = out
