@@ -158,14 +158,8 @@ fn normal<'s>(
         inp.weights,
         inp.tokens as u32,
     )?;
-    // Expert j's rows end at offsets[j] + rows[j]; the padding before them (zero rows) joins
-    // its group and computes zeros that the combine never reads.
-    let e: Vec<u32> = layout
-        .expert_offsets
-        .iter()
-        .zip(&layout.expert_rows)
-        .map(|(o, r)| o + r)
-        .collect();
+    // The padding before an expert's rows (zero rows) joins its group.
+    let e = layout.group_ends();
     ends.copy_from_host(&e)?;
     let m = e.last().copied().unwrap_or(0);
     let shape = GroupedShape {

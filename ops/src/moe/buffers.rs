@@ -59,6 +59,26 @@ pub struct MoeLayout {
     pub rows: u32,
 }
 
+impl MoeLayout {
+    /// The local experts' rows as a grouped GEMM's groups by offsets (`GroupRows::Offsets`'
+    /// `ends`): expert `j`'s group ends at its offset plus its rows, so the zero padding before
+    /// an expert's rows joins its group (and computes zero rows the combine never reads).
+    ///
+    /// ```
+    /// # use rshmem_ops::MoeLayout;
+    /// let layout = MoeLayout { epoch: 1, tokens: 5, tokens_received: 5, expert_offsets: vec![0, 8],
+    ///     expert_rows: vec![3, 4], rows: 16 };
+    /// assert_eq!(layout.group_ends(), [3, 12]);
+    /// ```
+    pub fn group_ends(&self) -> Vec<u32> {
+        self.expert_offsets
+            .iter()
+            .zip(&self.expert_rows)
+            .map(|(o, r)| o + r)
+            .collect()
+    }
+}
+
 /// The received rows, of the payload's type (both modes' buffers hold them so).
 pub(super) enum Recv<'s> {
     /// `rows × hidden` bf16.

@@ -302,8 +302,7 @@ pub fn run_with<'s>(
 }
 
 /// The experts as one FP8 grouped GEMM over the rows `bufs` received, as they are: the
-/// offsets layout of `layout` (each expert's rows end at its offset plus its rows; the
-/// padding before them joins its group and computes zeros), over all `capacity` rows (the
+/// offsets layout of `layout` (`MoeLayout::group_ends`), over all `capacity` rows (the
 /// scales' layout), into `eo`.
 fn experts_fp8<'s>(
     ops: &Ops<'s>,
@@ -315,12 +314,7 @@ fn experts_fp8<'s>(
     eo: &mut SymBuffer<'s, bf16>,
 ) -> rshmem::Result<()> {
     let cfg = bufs.config();
-    let e: Vec<u32> = layout
-        .expert_offsets
-        .iter()
-        .zip(&layout.expert_rows)
-        .map(|(o, r)| o + r)
-        .collect();
+    let e = layout.group_ends();
     ends.copy_from_host(&e)?;
     let (x, scales) = bufs.recv_x_fp8()?;
     let shape = GroupedShape {
