@@ -153,9 +153,9 @@ impl MoeCall {
     }
 
     /// Copies the staged row `src` (what [`MoeCall::push_staged`] left) into a received row:
-    /// its elements to `x` (`data_bytes`), its scales (if any) to `scales[i × scale_step]`
-    /// — step 1 for a row's scales side by side, the rows' count for the GEMM's layout where
-    /// a K block's scales of every row are contiguous. Every thread of the block calls it.
+    /// its elements to `x` (`data_bytes`), its scales (if any) to `scales[i × scale_step]`,
+    /// `scale_step` the received rows' count (the FP8 grouped GEMM's layout for A, where a K
+    /// block's scales of every row are contiguous). Every thread of the block calls it.
     ///
     /// # Safety
     ///
