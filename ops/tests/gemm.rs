@@ -778,7 +778,7 @@ fn grouped_errors_name_the_problem(shmem: &Shmem) -> Outcome {
         &["`b` has 384", "4 x 8 x 16 = 512"],
     )?;
     let few = GroupRows::Offsets {
-        ends: sizes.range(..2)?,
+        ends: sizes.range(..2)?.into(),
         m: 64,
     };
     expect(
@@ -1244,6 +1244,54 @@ fn memory_that_is_not_symmetric(shmem: &Shmem) -> Outcome {
                 "this PE's GPU is cuda:",
             ],
         )?,
+    }
+    // The grouped GEMM on raw ranges too (rows, both groups' B, the ends, C): B stacked
+    // twice, so both groups' rows give the plain GEMM's C. Host vectors on the simulator,
+    // symmetric buffers by address on GPUs.
+    let bb: Vec<bf16> = b.iter().chain(&b).copied().collect();
+    let ends = [20u32, m];
+    let (gbb, gends) = (shmem.alloc_from(&bb)?, shmem.alloc_from(&ends)?);
+    let sim = shmem.backend() == Backend::Sim;
+    let (pa, pb, pe) = match sim {
+        true => (a.as_ptr(), bb.as_ptr(), ends.as_ptr()),
+        false => (ga.as_ptr(), gbb.as_ptr(), gends.as_ptr()),
+    };
+    let grouped = GroupedShape {
+        groups: 2,
+        n,
+        k,
+        b_layout: BLayout::NK,
+    };
+    for &kernel in &kernels {
+        c.fill(f32::NAN);
+        gc.copy_from_host(&vec![f32::NAN; want.len() + TAIL])?;
+        let pc = match sim {
+            true => c.as_mut_ptr(),
+            false => gc.as_mut_ptr(),
+        };
+        // SAFETY: as above (`to_vec` or the simulator's synchronous launch ends the GEMM
+        // before the memory is read or dropped).
+        let (ra, rb, re, rc) = unsafe {
+            (
+                DeviceRange::from_raw_parts(shmem, pa, a.len())?,
+                DeviceRange::from_raw_parts(shmem, pb, bb.len())?,
+                DeviceRange::from_raw_parts(shmem, pe, ends.len())?,
+                DeviceRangeMut::from_raw_parts(shmem, pc, want.len())?,
+            )
+        };
+        let rows = GroupRows::Offsets { ends: re, m };
+        ops.grouped_gemm_with(
+            &stream,
+            ra,
+            rb,
+            rc,
+            grouped,
+            rows,
+            GemmOptions::kernel(kernel),
+        )?;
+        shmem.synchronize()?;
+        let got = if sim { c.clone() } else { gc.to_vec()? };
+        check(&got, &format!("grouped, raw ranges, {kernel:?}"))?;
     }
     // The constructor's own checks, everywhere.
     // SAFETY: each is refused before the memory is used.

@@ -425,8 +425,8 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
         b: (&s).into(),
     };
     let block = |a: usize, b: usize| Fp8Scales::Block {
-        a: s.range(..a).unwrap(),
-        b: s.range(..b).unwrap(),
+        a: s.range(..a).unwrap().into(),
+        b: s.range(..b).unwrap().into(),
     };
     let run = |c: &mut SymBuffer<'_, f32>, shape, scales| {
         ops.gemm_fp8::<E4m3, f32>(&stream, &a, &b, c, shape, scales)
@@ -458,7 +458,7 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
         &["B's block scales have 5", "2 x 3 = 6"],
     )?;
     let empty = Fp8Scales::Tensor {
-        a: s.range(..0)?,
+        a: s.range(..0)?.into(),
         b: (&s).into(),
     };
     expect(

@@ -76,7 +76,7 @@ def grouped_gemm(a, b, out, offsets=None, counts=None, b_layout="nk", kernel="au
     on the device: `offsets` (G cumulative ends, i32 or u32, torch._grouped_mm's `offs`: group
     g has rows `offsets[g-1]:offsets[g]` of `a`, m x k), or `counts` (the masked layout: `a`
     is G x max_m x k, group g's first `counts[g]` rows). Rows in no group are not written.
-    Symmetric tensors. Returns `out`."""
+    Any contiguous tensors of this PE's device, as for `gemm`. Returns `out`."""
     pe, call = _runtime.current(), "rshmem.grouped_gemm"
     groups, n, k, rows = _grouped(a, b, offsets, counts, b_layout, call)
     _native.grouped_gemm(pe, tensor_arg(a, "a", call), tensor_arg(b, "b", call), tensor_arg(out, "out", call),
@@ -98,7 +98,8 @@ def gemm_fp8(a, b, out, scale_a, scale_b, scaling=None, stream=None):
     accumulation, out f32 or bf16; sm_90 kernels only. `scaling="tensor"`: one f32 each,
     `out = scale_a · scale_b · (a · bᵀ)`; `"block"` (DeepSeek-V3): `scale_a` ⌈k/128⌉ x m (M
     contiguous), `scale_b` ⌈n/128⌉ x ⌈k/128⌉. None: "tensor" when both scales hold one
-    element, else "block". Symmetric tensors. Returns `out`."""
+    element, else "block". Any contiguous tensors of this PE's device, as for `gemm`. Returns
+    `out`."""
     pe, call = _runtime.current(), "rshmem.gemm_fp8"
     m, n, k = gemm_shape(a, b, "nk", call)
     block = _scaling(scale_a, scale_b, scaling, call) == "block"
@@ -111,7 +112,8 @@ def gemm_fp8(a, b, out, scale_a, scale_b, scaling=None, stream=None):
 def grouped_gemm_fp8(a, b, out, scale_a, scale_b, offsets=None, counts=None, stream=None):
     """The grouped FP8 GEMM with block scales: as `grouped_gemm` (b G x n x k), each group's B
     with its own ⌈n/128⌉ x ⌈k/128⌉ scales (`scale_b` G of them stacked), `scale_a` ⌈k/128⌉ x m
-    over all of a's rows. Returns `out`."""
+    over all of a's rows. Any contiguous tensors of this PE's device, as for `gemm`. Returns
+    `out`."""
     pe, call = _runtime.current(), "rshmem.grouped_gemm_fp8"
     groups, n, k, rows = _grouped(a, b, offsets, counts, "nk", call)
     _native.grouped_gemm_fp8(pe, tensor_arg(a, "a", call), tensor_arg(b, "b", call),

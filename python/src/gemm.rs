@@ -1,7 +1,8 @@
-//! The GEMM family from Python: `gemm` (on any memory of the PE's device: symmetric tensors,
-//! torch tensors, numpy arrays on the simulator), the grouped GEMM (offsets or masked
-//! layout), and the FP8 GEMMs (per-tensor or block scales; grouped with block scales). The
-//! Python layer reads the shapes off the tensors; rshmem checks everything before queueing.
+//! The GEMM family from Python: `gemm`, the grouped GEMM (offsets or masked layout), and the
+//! FP8 GEMMs (per-tensor or block scales; grouped with block scales), every operand on any
+//! memory of the PE's device (symmetric tensors, torch tensors, numpy arrays on the
+//! simulator: the GEMMs reach no peer). The Python layer reads the shapes off the tensors;
+//! rshmem checks everything before queueing.
 
 use crate::args::{Sym, TensorArg};
 use crate::dtype::{with_fp8_types, with_gemm_types, DType};
@@ -9,7 +10,7 @@ use crate::error::{arg, OrRaise};
 use crate::ops::{on_stream, same};
 use crate::Pe;
 use pyo3::prelude::*;
-use rshmem_host::SymRange;
+use rshmem_host::{DeviceRange, Shmem};
 use rshmem_ops::{
     BLayout, Fp8Scales, GemmOptions, GemmShape, GroupRows, GroupedShape, Kernel, SplitK,
 };
@@ -84,9 +85,9 @@ fn gemm(
 struct Rows(TensorArg, u32, bool);
 
 impl Rows {
-    /// The sizes on the heap (u32 or i32 bits), as the GEMM's `GroupRows`.
+    /// The sizes (u32 or i32 bits), as the GEMM's `GroupRows`.
     fn find(&self, pe: &Pe, call: &str) -> PyResult<Sym> {
-        let sizes = Sym::find(&pe.core, call, "sizes", &self.0)?;
+        let sizes = Sym::find_local(&pe.core, call, "sizes", &self.0)?;
         if !matches!(sizes.dtype, DType::U32 | DType::I32) {
             return Err(arg(format!(
                 "{call}: the group sizes are {}: they are u32 or i32 (torch._grouped_mm's \
@@ -97,7 +98,7 @@ impl Rows {
         Ok(sizes)
     }
 
-    fn group_rows<'a>(&self, sizes: SymRange<'a, u32>) -> GroupRows<'a> {
+    fn group_rows<'a>(&self, sizes: DeviceRange<'a, u32>) -> GroupRows<'a> {
         match self.2 {
             false => GroupRows::Offsets {
                 ends: sizes,
@@ -138,28 +139,30 @@ fn grouped_gemm(
         b_layout: self::b_layout(CALL, b_layout)?,
     };
     let options = GemmOptions::kernel(self::kernel(CALL, kernel)?);
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
+    let find = |what, t: &TensorArg| Sym::find_local(&pe.core, CALL, what, t);
     let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);
     let sizes = rows.find(pe, CALL)?;
     let dtype = same(CALL, &a, &b)?;
     on_stream(py, pe, stream, |live, s| {
-        let sizes = sizes.range::<u32>()?;
+        let sh = live.shmem();
+        let sizes = sizes.device::<u32>(sh)?;
         with_gemm_types!(CALL, dtype, c.dtype, In, Out => live
             .ops
-            .grouped_gemm_with(s, a.range::<In>()?, b.range::<In>()?, c.range_mut::<Out>()?, shape, rows.group_rows(sizes), options)
+            .grouped_gemm_with(s, a.device::<In>(sh)?, b.device::<In>(sh)?, c.device_mut::<Out>(sh)?, shape, rows.group_rows(sizes), options)
             .or_raise())
     })
 }
 
 /// The scales of an FP8 GEMM: f32 tensors, per tensor (one each) or block.
-fn scales<'a>(
+fn scales(
     call: &str,
-    (sa, sb): (&'a Sym, &'a Sym),
+    shmem: &Shmem,
+    (sa, sb): (&Sym, &Sym),
     block: bool,
 ) -> PyResult<Fp8Scales<'static>> {
     sa.expect(call, DType::F32, "a scale")?;
     sb.expect(call, DType::F32, "a scale")?;
-    let (a, b) = (sa.range::<f32>()?, sb.range::<f32>()?);
+    let (a, b) = (sa.device::<f32>(shmem)?, sb.device::<f32>(shmem)?);
     Ok(match block {
         true => Fp8Scales::Block { a, b },
         false => Fp8Scales::Tensor { a, b },
@@ -186,16 +189,17 @@ fn gemm_fp8(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.gemm_fp8";
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
+    let find = |what, t: &TensorArg| Sym::find_local(&pe.core, CALL, what, t);
     let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);
     let (sa, sb) = (find("scale_a", &scale_a)?, find("scale_b", &scale_b)?);
     let dtype = same(CALL, &a, &b)?;
     let shape = GemmShape::new(m, n, k, BLayout::NK);
     on_stream(py, pe, stream, |live, s| {
-        let scales = scales(CALL, (&sa, &sb), block)?;
+        let sh = live.shmem();
+        let scales = scales(CALL, sh, (&sa, &sb), block)?;
         with_fp8_types!(CALL, dtype, c.dtype, In, Out => live
             .ops
-            .gemm_fp8::<In, Out>(s, a.range::<In>()?, b.range::<In>()?, c.range_mut::<Out>()?, shape, scales)
+            .gemm_fp8::<In, Out>(s, a.device::<In>(sh)?, b.device::<In>(sh)?, c.device_mut::<Out>(sh)?, shape, scales)
             .or_raise())
     })
 }
@@ -219,7 +223,7 @@ fn grouped_gemm_fp8(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.grouped_gemm_fp8";
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
+    let find = |what, t: &TensorArg| Sym::find_local(&pe.core, CALL, what, t);
     let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);
     let (sa, sb) = (find("scale_a", &scale_a)?, find("scale_b", &scale_b)?);
     let sizes = rows.find(pe, CALL)?;
@@ -231,10 +235,14 @@ fn grouped_gemm_fp8(
         b_layout: BLayout::NK,
     };
     on_stream(py, pe, stream, |live, s| {
-        let (scales, sizes) = (scales(CALL, (&sa, &sb), true)?, sizes.range::<u32>()?);
+        let sh = live.shmem();
+        let (scales, sizes) = (
+            scales(CALL, sh, (&sa, &sb), true)?,
+            sizes.device::<u32>(sh)?,
+        );
         with_fp8_types!(CALL, dtype, c.dtype, In, Out => live
             .ops
-            .grouped_gemm_fp8::<In, Out>(s, a.range::<In>()?, b.range::<In>()?, c.range_mut::<Out>()?, shape, rows.group_rows(sizes), scales)
+            .grouped_gemm_fp8::<In, Out>(s, a.device::<In>(sh)?, b.device::<In>(sh)?, c.device_mut::<Out>(sh)?, shape, rows.group_rows(sizes), scales)
             .or_raise())
     })
 }

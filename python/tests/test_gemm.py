@@ -220,8 +220,10 @@ def test_grouped_gemm_errors():
         # rshmem's own: one size per group.
         with pytest.raises(rshmem.ArgumentError, match="group sizes have 1 elements, but 2"):
             rshmem.grouped_gemm(a, b, c, offsets=offs[:1])
-        with pytest.raises(rshmem.ArgumentError, match="not on PE 0's symmetric heap"):
-            rshmem.grouped_gemm(np.zeros((8, 16), np.float16), b, c, offsets=offs)
+        # Ordinary memory is taken, and checked as the GEMM checks it: a misaligned start.
+        raw = np.zeros(8 * 16 + 1, np.float16)[1:].reshape(8, 16)
+        with pytest.raises(rshmem.ArgumentError, match="`a` starts.*16-byte aligned"):
+            rshmem.grouped_gemm(raw, rshmem.empty((2, 8, 16), "f16"), c, offsets=offs)
 
     run(pe_main, 1)
 
@@ -290,6 +292,54 @@ def test_grouped_gemm_fp8_offsets():
     (c,) = run(pe_main, 1)
     want = np.concatenate([2.0 * av[:3] @ bv[0].T, 0.5 * av[3:] @ bv[1].T])
     np.testing.assert_array_equal(c, want)
+
+
+def test_grouped_and_fp8_gemms_on_ordinary_arrays():
+    """The grouped and FP8 GEMMs reach no peer either: every operand (rows, weights, sizes,
+    scales, out) may be an ordinary numpy array (host memory on the simulator), and the
+    results are those of symmetric tensors, bit for bit."""
+    groups, n, k, m = 2, 16, 32, 7
+    av, a_codes = fp8_operand((m, k), 61, "fp8_e4m3")
+    bv, b_codes = fp8_operand((groups, n, k), 62, "fp8_e4m3")
+    a16 = data(0, m * k, seed=63) / 8
+    b16 = data(1, groups * n * k, seed=64) / 8
+    ends = [3, 7]
+
+    def pe_main():
+        out = {}
+        # bf16 grouped GEMM: ordinary rows, weights, offsets and out; then symmetric ones.
+        a = rshmem.typed(f32_to_bf16(a16).reshape(m, k), "bf16")
+        b = rshmem.typed(f32_to_bf16(b16).reshape(groups, n, k), "bf16")
+        c = np.full((m, n), np.nan, np.float32)
+        rshmem.grouped_gemm(a, b, c, offsets=np.array(ends, np.int32))
+        out["grouped"] = c
+        sa_, sb_ = rshmem.empty((m, k), "bf16"), rshmem.empty((groups, n, k), "bf16")
+        fill(sa_, a16)
+        fill(sb_, b16)
+        offs, cs = rshmem.empty(groups, "i32"), rshmem.empty((m, n), "f32")
+        offs[...] = ends
+        rshmem.grouped_gemm(sa_, sb_, cs, offsets=offs)
+        out["grouped_sym"] = cs.copy()
+        # FP8, per tensor and grouped with block scales: every operand ordinary.
+        a8 = rshmem.typed(a_codes, "fp8_e4m3")
+        b8 = rshmem.typed(b_codes[0], "fp8_e4m3")
+        c8 = np.zeros((m, n), np.float32)
+        rshmem.gemm_fp8(a8, b8, c8, np.array([0.5], np.float32), np.array([4.0], np.float32))
+        out["fp8"] = c8
+        g8 = np.zeros((m, n), np.float32)
+        rshmem.grouped_gemm_fp8(a8, rshmem.typed(b_codes, "fp8_e4m3"), g8, np.ones((1, m), np.float32),
+                                np.array([[[2.0]], [[0.5]]], np.float32), offsets=np.array(ends, np.uint32))
+        out["grouped_fp8"] = g8
+        return out
+
+    (got,) = run(pe_main, 1)
+    np.testing.assert_array_equal(got["grouped"], got["grouped_sym"])
+    a = rounded(a16, "bf16").reshape(m, k)
+    b = rounded(b16, "bf16").reshape(groups, n, k)
+    want = grouped_reference(a, b, ends, "nk")
+    np.testing.assert_allclose(got["grouped"], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_array_equal(got["fp8"], 2.0 * (av @ bv[0].T))
+    np.testing.assert_array_equal(got["grouped_fp8"], np.concatenate([2.0 * av[:3] @ bv[0].T, 0.5 * av[3:] @ bv[1].T]))
 
 
 def test_gemm_fp8_errors():

@@ -51,7 +51,7 @@ use super::{loaded, Path};
 use crate::Ops;
 use rshmem_gemm::sm90::{BlockScales, Fp8Tile128, Fp8Tile256, Sm90Config, BM, THREADS};
 use rshmem_gemm::{Problem, Sm90Maps};
-use rshmem_host::{Error, LaunchConfig, Result, Stream, SymRange, SymRangeMut};
+use rshmem_host::{DeviceRange, DeviceRangeMut, Error, LaunchConfig, Result, Stream};
 use rshmem_ops_kernels::gemm90::Fp8Gemm90;
 
 /// The calls the errors name.
@@ -68,17 +68,17 @@ pub enum Fp8Scales<'a> {
     /// One scale per operand: `C = a[0] b[0] (A · Bᵀ)`, read when the kernel runs.
     Tensor {
         /// A's scale (its first element).
-        a: SymRange<'a, f32>,
+        a: DeviceRange<'a, f32>,
         /// B's scale (its first element).
-        b: SymRange<'a, f32>,
+        b: DeviceRange<'a, f32>,
     },
     /// DeepSeek-V3's block scales: A's `⌈k / 128⌉ x m` (M contiguous), B's `⌈n / 128⌉ x
     /// ⌈k / 128⌉` (row-major; `groups` of them for a grouped GEMM).
     Block {
         /// A's scales, one per row and 128 of K.
-        a: SymRange<'a, f32>,
+        a: DeviceRange<'a, f32>,
         /// B's scales, one per 128 x 128 block.
-        b: SymRange<'a, f32>,
+        b: DeviceRange<'a, f32>,
     },
 }
 
@@ -147,7 +147,13 @@ fn check_block(
 }
 
 /// The kernel argument of block scales for `m x n x k`.
-fn block_arg(a: &SymRange<'_, f32>, b: &SymRange<'_, f32>, m: u32, n: u32, k: u32) -> BlockScales {
+fn block_arg(
+    a: &DeviceRange<'_, f32>,
+    b: &DeviceRange<'_, f32>,
+    m: u32,
+    n: u32,
+    k: u32,
+) -> BlockScales {
     BlockScales {
         a: a.as_ptr(),
         a_ld: m,
@@ -173,9 +179,9 @@ impl<'s> Ops<'s> {
     pub fn gemm_fp8<'a, In: Fp8In, Out: Fp8Out<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GemmShape,
         scales: Fp8Scales<'a>,
     ) -> Result<()> {
@@ -239,9 +245,9 @@ impl<'s> Ops<'s> {
     pub fn grouped_gemm_fp8<'a, In: Fp8In, Out: Fp8Out<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GroupedShape,
         rows: GroupRows<'a>,
         scales: Fp8Scales<'a>,
@@ -291,8 +297,8 @@ impl<'s> Ops<'s> {
         &self,
         call: &'static str,
         stream: &Stream<'_>,
-        a: SymRange<'_, C::In>,
-        b: SymRange<'_, C::In>,
+        a: DeviceRange<'_, C::In>,
+        b: DeviceRange<'_, C::In>,
         shape: GemmShape,
         groups: u32,
         tiles: u32,

@@ -31,7 +31,7 @@ use super::{loaded, Path};
 use crate::Ops;
 use rshmem_gemm::sm90::{Sm90Config, Tile128, Tile256, BM};
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
-use rshmem_host::{Error, Pod, Result, Stream, SymRange, SymRangeMut};
+use rshmem_host::{DeviceRange, DeviceRangeMut, Error, Pod, Result, Stream};
 use rshmem_ops_kernels::gemm80::Gemm80;
 use rshmem_ops_kernels::gemm90::Gemm90;
 
@@ -76,7 +76,7 @@ pub enum GroupRows<'a> {
     /// `ends[g - 1] .. ends[g]` (group 0's from row 0) of A's and C's `m` rows.
     Offsets {
         /// The cumulative ends, one per group.
-        ends: SymRange<'a, u32>,
+        ends: DeviceRange<'a, u32>,
         /// Rows of A and C.
         m: u32,
     },
@@ -84,7 +84,7 @@ pub enum GroupRows<'a> {
     /// computed (a low-latency MoE dispatch's layout: `MoeLlBuffers`' counts).
     Masked {
         /// Rows per group, one count per group.
-        counts: SymRange<'a, u32>,
+        counts: DeviceRange<'a, u32>,
         /// Rows each group has room for (> 0).
         max_m: u32,
     },
@@ -104,7 +104,7 @@ impl GroupRows<'_> {
     }
 
     /// The sizes buffer, and the kernels' `masked_rows`.
-    fn sizes(&self) -> (&SymRange<'_, u32>, u32) {
+    fn sizes(&self) -> (&DeviceRange<'_, u32>, u32) {
         match self {
             GroupRows::Offsets { ends, .. } => (ends, 0),
             GroupRows::Masked { counts, max_m } => (counts, *max_m),
@@ -155,9 +155,9 @@ impl<'s> Ops<'s> {
     pub(crate) fn grouped_checks<In: Pod, Out: Pod>(
         &self,
         call: &'static str,
-        a: &SymRange<'_, In>,
-        b: &SymRange<'_, In>,
-        c: &SymRangeMut<'_, Out>,
+        a: &DeviceRange<'_, In>,
+        b: &DeviceRange<'_, In>,
+        c: &DeviceRangeMut<'_, Out>,
         shape: GroupedShape,
         rows: &GroupRows<'_>,
     ) -> Result<Option<(u32, rshmem_gemm::GroupRows)>> {
@@ -215,9 +215,9 @@ impl<'s> Ops<'s> {
     pub fn grouped_gemm<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GroupedShape,
         rows: GroupRows<'a>,
     ) -> Result<()> {
@@ -241,9 +241,9 @@ impl<'s> Ops<'s> {
     pub fn grouped_gemm_with<'a, In: GemmIn, Out: GemmOut<In>>(
         &self,
         stream: &Stream<'_>,
-        a: impl Into<SymRange<'a, In>>,
-        b: impl Into<SymRange<'a, In>>,
-        c: impl Into<SymRangeMut<'a, Out>>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GroupedShape,
         rows: GroupRows<'a>,
         options: GemmOptions,
@@ -341,9 +341,9 @@ impl<'s> Ops<'s> {
         &self,
         stream: &Stream<'_>,
         (a, b, c): (
-            SymRange<'_, C::In>,
-            SymRange<'_, C::In>,
-            SymRangeMut<'_, Out>,
+            DeviceRange<'_, C::In>,
+            DeviceRange<'_, C::In>,
+            DeviceRangeMut<'_, Out>,
         ),
         shape: GroupedShape,
         m: u32,
