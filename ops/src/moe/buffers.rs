@@ -322,8 +322,8 @@ impl<'s> MoeBuffers<'s> {
     /// [`MoePayload::Fp8E4m3`]) and their scales, `⌈hidden / 128⌉ × capacity` f32, M
     /// contiguous (row `r`'s scale of elements `128 kb ..` at `kb × capacity + r`): A's block
     /// scales of [`crate::Ops::grouped_gemm_fp8`] over all `capacity` rows, so the experts
-    /// run on the rows as they are, with `GroupRows::Offsets { m: capacity, .. }` and each
-    /// expert's rows ending at its offset plus its rows (docs/moe.md).
+    /// run on the rows as they are, with `GroupRows::Offsets { m: capacity, .. }` and the
+    /// ends of [`MoeLayout::group_ends`] (docs/moe.md).
     pub fn recv_x_fp8(&self) -> Result<(&SymBuffer<'s, u8>, &SymBuffer<'s, f32>)> {
         self.recv.fp8("MoeBuffers::recv_x_fp8")
     }
