@@ -17,9 +17,9 @@
 
 use super::{scales_per_row, Routing};
 use rshmem::device::fp8::E4m3;
-use rshmem::{bf16, Backend, Shmem, SymBuffer};
+use rshmem::{bf16, Backend, Shmem, Stream, SymBuffer};
 use rshmem_ops::fp8::{self, Blocks, Quantized};
-use rshmem_ops::MoeConfig;
+use rshmem_ops::{BLayout, Fp8Scales, GroupRows, GroupedShape, MoeConfig, Ops};
 
 /// Expert `e`'s weight for `seed`, `h x h` (out x in), quantised per 128 x 128 block: bf16
 /// values over 2⁻⁶..2² (signs mixed, some zeros), the same on every PE.
@@ -52,9 +52,11 @@ fn gamma(n: u32, u: f64) -> f64 {
 /// This PE's local experts' weights as the FP8 grouped GEMM takes them (B, `local` x h x h,
 /// and its block scales), and every expert's, dequantised (for the reference).
 pub struct Weights<'s> {
-    pub b: SymBuffer<'s, E4m3>,
-    pub scales: SymBuffer<'s, f32>,
+    b: SymBuffer<'s, E4m3>,
+    scales: SymBuffer<'s, f32>,
     deq: Vec<Vec<f64>>,
+    local: u32,
+    hidden: u32,
 }
 
 impl<'s> Weights<'s> {
@@ -80,7 +82,34 @@ impl<'s> Weights<'s> {
             b: shmem.alloc_from(&b)?,
             scales: shmem.alloc_from(&scales)?,
             deq,
+            local: local as u32,
+            hidden: h as u32,
         })
+    }
+
+    /// The experts as one FP8 grouped GEMM over received rows as they are: `x` the e4m3
+    /// bytes, `scales` A's block scales in the GEMM's layout, groups as `rows` says (one per
+    /// local expert), into `eo`.
+    pub fn run(
+        &self,
+        ops: &Ops<'s>,
+        stream: &Stream<'_>,
+        (x, scales): (&SymBuffer<'s, u8>, &SymBuffer<'s, f32>),
+        rows: GroupRows<'_>,
+        eo: &mut SymBuffer<'s, bf16>,
+    ) -> rshmem::Result<()> {
+        let shape = GroupedShape {
+            groups: self.local,
+            n: self.hidden,
+            k: self.hidden,
+            b_layout: BLayout::NK,
+        };
+        let scales = Fp8Scales::Block {
+            a: scales.into(),
+            b: (&self.scales).into(),
+        };
+        let a = x.range(..)?.cast::<E4m3>()?;
+        ops.grouped_gemm_fp8::<E4m3, bf16>(stream, a, &self.b, eo, shape, rows, scales)
     }
 }
 

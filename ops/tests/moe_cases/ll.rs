@@ -17,11 +17,8 @@ use super::{
     check_combined, element, expected_rows, g, padded, routing, row_bytes, scales_per_row, Case,
     Outcome, Routing,
 };
-use rshmem::device::fp8::E4m3;
 use rshmem::{bf16, Shmem, Stream, SymBuffer, Team};
-use rshmem_ops::{
-    BLayout, Fp8Scales, GroupRows, GroupedShape, MoeConfig, MoeLlBuffers, MoePayload, Ops,
-};
+use rshmem_ops::{GroupRows, MoeConfig, MoeLlBuffers, MoePayload, Ops};
 
 /// How a case runs.
 #[derive(Clone, Copy, Debug)]
@@ -117,7 +114,8 @@ fn dispatch<'s>(
     }
 }
 
-/// The experts as one FP8 grouped GEMM over `ll`'s received rows, into `eo`.
+/// The experts as one FP8 grouped GEMM over `ll`'s received rows: the masked layout of its
+/// device counts.
 fn experts_fp8<'s>(
     ops: &Ops<'s>,
     stream: &Stream<'_>,
@@ -125,24 +123,11 @@ fn experts_fp8<'s>(
     w: &Weights<'s>,
     eo: &mut SymBuffer<'s, bf16>,
 ) -> rshmem::Result<()> {
-    let cfg = ll.config();
-    let (x, scales) = ll.recv_x_fp8()?;
-    let shape = GroupedShape {
-        groups: ll.recv_count().len() as u32,
-        n: cfg.hidden,
-        k: cfg.hidden,
-        b_layout: BLayout::NK,
-    };
     let rows = GroupRows::Masked {
         counts: ll.recv_count().into(),
         max_m: ll.rows_per_expert() as u32,
     };
-    let scales = Fp8Scales::Block {
-        a: scales.into(),
-        b: (&w.scales).into(),
-    };
-    let a = x.range(..)?.cast::<E4m3>()?;
-    ops.grouped_gemm_fp8::<E4m3, bf16>(stream, a, &w.b, eo, shape, rows, scales)
+    w.run(ops, stream, ll.recv_x_fp8()?, rows, eo)
 }
 
 /// Checks the rows `ll` received against `all`'s routings (module docs); returns the

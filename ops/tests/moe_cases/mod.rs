@@ -18,11 +18,8 @@ pub mod fp8;
 pub mod layer;
 pub mod ll;
 
-use rshmem::device::fp8::E4m3;
 use rshmem::{bf16, Shmem, Stream, SymBuffer, Team};
-use rshmem_ops::{
-    BLayout, Fp8Scales, GroupRows, GroupedShape, MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops,
-};
+use rshmem_ops::{GroupRows, MoeBuffers, MoeConfig, MoeLayout, MoePayload, Ops};
 
 pub type Outcome = Result<(), rshmem::BoxError>;
 
@@ -313,26 +310,12 @@ fn experts_fp8<'s>(
     ends: &mut SymBuffer<'s, u32>,
     eo: &mut SymBuffer<'s, bf16>,
 ) -> rshmem::Result<()> {
-    let cfg = bufs.config();
-    let e = layout.group_ends();
-    ends.copy_from_host(&e)?;
-    let (x, scales) = bufs.recv_x_fp8()?;
-    let shape = GroupedShape {
-        groups: e.len() as u32,
-        n: cfg.hidden,
-        k: cfg.hidden,
-        b_layout: BLayout::NK,
-    };
+    ends.copy_from_host(&layout.group_ends())?;
     let rows = GroupRows::Offsets {
         ends: (&*ends).into(),
         m: bufs.capacity() as u32,
     };
-    let scales = Fp8Scales::Block {
-        a: scales.into(),
-        b: (&w.scales).into(),
-    };
-    let a = x.range(..)?.cast::<E4m3>()?;
-    ops.grouped_gemm_fp8::<E4m3, bf16>(stream, a, &w.b, eo, shape, rows, scales)
+    w.run(ops, stream, bufs.recv_x_fp8()?, rows, eo)
 }
 
 /// Checks this PE's combined tokens `got` (`max_tokens × hidden`, poisoned with −7 past its
