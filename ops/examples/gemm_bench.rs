@@ -180,15 +180,13 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let options = GemmOptions::kernel(args.kernel)
         .split_k(args.split_k)
         .tile(args.tile);
+    let rows = GroupRows::Offsets {
+        ends: (&ends).into(),
+        m: shape.m,
+    };
     let run = || match groups {
         0 => ops.gemm_with(&stream, &a, &b, &mut c, shape, options),
-        _ => {
-            let rows = GroupRows::Offsets {
-                ends: (&ends).into(),
-                m: shape.m,
-            };
-            ops.grouped_gemm_with(&stream, &a, &b, &mut c, grouped, rows, options)
-        }
+        _ => ops.grouped_gemm_with(&stream, &a, &b, &mut c, grouped, rows, options),
     };
     let (median, min) = time(shmem, args, run)?;
     std::fs::write(args.dir.join("c.bin"), bytemuck::cast_slice(&c.to_vec()?))?;
@@ -196,13 +194,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     // What the call ran: its kernel, tile and split of K (the grouped GEMM never splits).
     let plan = match groups {
         0 => ops.gemm_plan(shape, options)?,
-        _ => {
-            let rows = GroupRows::Offsets {
-                ends: (&ends).into(),
-                m: shape.m,
-            };
-            ops.grouped_gemm_plan(grouped, &rows, options)?
-        }
+        _ => ops.grouped_gemm_plan(grouped, &rows, options)?,
     };
     let (split, tile) = (plan.split, plan.tile.bn());
     println!(

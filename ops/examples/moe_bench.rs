@@ -241,20 +241,22 @@ fn main() -> Result<()> {
                 row("low_latency", d, c, entries * h * 2, entries * h * 2);
             }
         }
-        // FP8 rows: the same tokens quantised, in each mode that runs.
-        // x̂: the rows as the FP8 bytes and scales say, in f64.
+        // FP8 rows: the same tokens quantised (bytes and scales on the heap, once for both
+        // modes), and x̂, the rows as the bytes and scales say, in f64.
         let sr = h.div_ceil(128);
-        let q = a.fp8.then(|| {
-            let q = fp8::quantize(&x_host, t, h, Blocks::PER_TOKEN);
-            let x_hat: Vec<f64> =
-                (0..t * h).map(|i| fp8::to_f32(q.bytes[i]) as f64 * q.scales[i / h * sr + i % h / 128] as f64).collect();
-            (q, x_hat)
-        });
+        let fp8_rows = match a.fp8 {
+            true => {
+                let q = fp8::quantize(&x_host, t, h, Blocks::PER_TOKEN);
+                let x_hat: Vec<f64> =
+                    (0..t * h).map(|i| fp8::to_f32(q.bytes[i]) as f64 * q.scales[i / h * sr + i % h / 128] as f64).collect();
+                Some((shmem.alloc_from(&q.bytes)?, shmem.alloc_from(&q.scales)?, x_hat))
+            }
+            false => None,
+        };
         let cfg8 = MoeConfig { payload: MoePayload::Fp8E4m3, ..cfg };
-        if let Some((q, x_hat)) = &q {
-            let (x8, scales) = (shmem.alloc_from(&q.bytes)?, shmem.alloc_from(&q.scales)?);
+        if let Some((x8, scales, x_hat)) = &fp8_rows {
             let mut bufs = ops.moe_buffers(Team::WORLD, cfg8)?;
-            let mut layout = ops.moe_dispatch_fp8(&stream, &mut bufs, &x8, &scales, &topk, &w, t as u32)?;
+            let mut layout = ops.moe_dispatch_fp8(&stream, &mut bufs, x8, scales, &topk, &w, t as u32)?;
             let mut eo = shmem.alloc_zeroed::<bf16>(bufs.capacity() * h)?;
             let (bytes, scales8) = bufs.recv_x_fp8()?;
             eo.copy_from_host(&dequantised_rows(&bytes.to_vec()?, &scales8.to_vec()?, h))?;
@@ -263,7 +265,7 @@ fn main() -> Result<()> {
             let (mut d_us, mut c_us) = (Vec::new(), Vec::new());
             for _ in 0..a.iters {
                 d_us.push(timed(&mut || {
-                    layout = ops.moe_dispatch_fp8(&stream, &mut bufs, &x8, &scales, &topk, &w, t as u32)?;
+                    layout = ops.moe_dispatch_fp8(&stream, &mut bufs, x8, scales, &topk, &w, t as u32)?;
                     Ok(())
                 })?);
                 c_us.push(timed(&mut || ops.moe_combine(&stream, &mut bufs, &layout, &eo, &mut out))?);
@@ -273,18 +275,17 @@ fn main() -> Result<()> {
                 row("normal_fp8", d, c, pairs * (h + 4 * sr), pairs * h * 4);
             }
         }
-        if let (Some((q, x_hat)), true) = (&q, a.ll) {
-            let (x8, scales) = (shmem.alloc_from(&q.bytes)?, shmem.alloc_from(&q.scales)?);
+        if let (Some((x8, scales, x_hat)), true) = (&fp8_rows, a.ll) {
             let mut ll = ops.moe_ll_buffers(Team::WORLD, cfg8)?;
             let mut eo = shmem.alloc_zeroed::<bf16>(local * ll.rows_per_expert() * h)?;
-            ops.moe_ll_dispatch_fp8(&stream, &mut ll, &x8, &scales, &topk, t as u32)?;
+            ops.moe_ll_dispatch_fp8(&stream, &mut ll, x8, scales, &topk, t as u32)?;
             let (bytes, scales8) = ll.recv_x_fp8()?;
             eo.copy_from_host(&dequantised_rows(&bytes.to_vec()?, &scales8.to_vec()?, h))?;
             ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &w, &mut out)?;
             check_fp8(&out.to_vec()?, x_hat, "low-latency FP8")?;
             let (mut d_us, mut c_us) = (Vec::new(), Vec::new());
             for _ in 0..a.iters {
-                d_us.push(timed(&mut || ops.moe_ll_dispatch_fp8(&stream, &mut ll, &x8, &scales, &topk, t as u32))?);
+                d_us.push(timed(&mut || ops.moe_ll_dispatch_fp8(&stream, &mut ll, x8, scales, &topk, t as u32))?);
                 c_us.push(timed(&mut || ops.moe_ll_combine(&stream, &mut ll, &eo, &topk, &w, &mut out))?);
             }
             let (d, c) = (median(d_us), median(c_us));
