@@ -25,6 +25,9 @@ struct Manifest<'a> {
     /// Kernel name → its parameter list as written.
     signatures: std::collections::BTreeMap<&'a str, &'a str>,
     targets: Vec<ManifestTarget>,
+    /// The simulator library, where one was built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sim_library: Option<String>,
 }
 
 #[derive(serde::Serialize)]
@@ -66,6 +69,7 @@ fn manifest(out: &Output) -> Manifest<'_> {
                 cubin: t.cubin.as_ref().map(|c| beside(c, &out.manifest)),
             })
             .collect(),
+        sim_library: out.sim_library.as_ref().map(|l| beside(l, &out.manifest)),
     }
 }
 
@@ -127,6 +131,7 @@ mod tests {
             ],
             image_rs: "/o/rshmem-image-k.rs".into(),
             manifest: "/o/rshmem-image-k.json".into(),
+            sim_library: Some("/o/libk.sim.so".into()),
         };
         let src = source(&out);
         assert!(src.contains("CRATE: &str = \"k\""), "{src}");
@@ -141,6 +146,7 @@ mod tests {
         assert_eq!(json["signatures"]["a"], "x: *mut f32");
         assert_eq!(json["targets"][1]["cubin"], serde_json::Value::Null);
         assert_eq!(json["targets"][0]["sm"], 90);
+        assert_eq!(json["sim_library"], "libk.sim.so");
         assert_eq!(
             json["targets"][0]["ptx"], "k.sm_90.ptx",
             "beside the manifest: relative"

@@ -81,6 +81,7 @@ pub struct Builder {
     features: Option<Vec<String>>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
+    sim_library: bool,
 }
 
 /// The code built for one architecture.
@@ -113,6 +114,8 @@ pub struct Output {
     /// the PTX and cubin files), what a program loads at run time (`rshmem.load_kernels` in
     /// Python).
     pub manifest: PathBuf,
+    /// The simulator library, where [`Builder::sim_library`] asked for one.
+    pub sim_library: Option<PathBuf>,
 }
 
 impl Builder {
@@ -133,6 +136,7 @@ impl Builder {
             features: None,
             out_dir: None,
             target_dir: None,
+            sim_library: false,
         }
     }
 
@@ -208,6 +212,17 @@ impl Builder {
         self
     }
 
+    /// Also builds the kernel crate for the host as a simulator library (off by default):
+    /// `lib<name>.sim.so` beside the image, named in its manifest (`sim_library`), which a
+    /// program that was not compiled with the kernel crate loads to run its kernels on the
+    /// simulator (Python's `rshmem.load_kernels`; `rshmem_host::SimLibrary`). It is a second
+    /// nested build, a release build for the host in `<target>/sim`, and works only with the
+    /// `rshmem-device` source and rustc of the program that loads it.
+    pub fn sim_library(mut self, on: bool) -> Self {
+        self.sim_library = on;
+        self
+    }
+
     /// Builds every architecture. See the crate documentation.
     pub fn build(self) -> Result<Output> {
         let plan = plan::Plan::new(&self)?;
@@ -249,6 +264,10 @@ impl Builder {
                 );
             }
         }
+        let sim_library = match self.sim_library {
+            true => Some(sim_library(&plan, &tc)?),
+            false => None,
+        };
         let image_rs = plan.out_dir.join(format!("rshmem-image-{}.rs", plan.name));
         let manifest = plan
             .out_dir
@@ -261,8 +280,23 @@ impl Builder {
             targets,
             image_rs,
             manifest,
+            sim_library,
         };
         image::write(&output)?;
         Ok(output)
     }
+}
+
+/// Builds `plan`'s simulator library and puts it beside the image, replacing any earlier one
+/// by a rename (a running program may have the old one loaded).
+fn sim_library(plan: &plan::Plan, tc: &Toolchain) -> Result<PathBuf> {
+    let built = nested::sim_library(tc, plan, &plan.target_root.join("sim"))?;
+    let (prefix, suffix) = (std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    let dest = plan
+        .out_dir
+        .join(format!("{prefix}{}.sim{suffix}", plan.name));
+    let part = dest.with_extension("part");
+    std::fs::copy(&built, &part).map_err(error::io(format!("writing {}", part.display())))?;
+    std::fs::rename(&part, &dest).map_err(error::io(format!("writing {}", dest.display())))?;
+    Ok(dest)
 }

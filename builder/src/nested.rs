@@ -4,7 +4,8 @@
 //!
 //! The nested cargo runs with `RUSTC_BOOTSTRAP=1` (for `-Zbuild-std=core`) and
 //! `-Ctarget-cpu=<arch>`, set for it alone, and without the variables that describe the outer
-//! build ([`OUTER_ENV`]).
+//! build ([`OUTER_ENV`]). The simulator library ([`sim_library`]) is a second nested build,
+//! for the host.
 
 use crate::arch::Arch;
 use crate::error::{io, Error, Result};
@@ -104,6 +105,40 @@ pub(crate) fn watch(nested: &Nested) {
     }
 }
 
+/// Builds `plan`'s kernel crate for the host as a `cdylib` that exports each kernel's host
+/// code (`--cfg rshmem_sim_export`, see `rshmem_device::sim::SimExport`) into `target_dir`,
+/// and returns the library's path.
+pub(crate) fn sim_library(tc: &Toolchain, plan: &Plan, target_dir: &Path) -> Result<PathBuf> {
+    let manifest = plan.manifest.as_path();
+    let mut cmd = cargo(
+        tc,
+        plan,
+        target_dir,
+        &["rustc", "--lib", "--release", "--crate-type", "cdylib"],
+    );
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", "--cfg\x1frshmem_sim_export");
+    let out = cmd.output().map_err(io(format!(
+        "running {} for the simulator library",
+        tc.cargo.display()
+    )))?;
+    let report = Report::read(tc, manifest, &String::from_utf8_lossy(&out.stdout));
+    if !out.status.success() {
+        return Err(Error::Compile {
+            krate: manifest.to_path_buf(),
+            arch: "the simulator library (host)".into(),
+            diagnostics: failure_text(report.diagnostics, &String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    report.own_cdylib.ok_or_else(|| Error::Tool {
+        tool: "cargo rustc (simulator library)".into(),
+        message: format!(
+            "cargo reported no `*{}` of {} (is it a library crate?)",
+            std::env::consts::DLL_SUFFIX,
+            manifest.display()
+        ),
+    })
+}
+
 /// The nested `cargo build` command, its environment cleaned of the outer build's.
 fn command(tc: &Toolchain, plan: &Plan, target_dir: &Path, arch: Arch) -> Command {
     let mut flags = vec![format!("-Ctarget-cpu={arch}")];
@@ -113,20 +148,34 @@ fn command(tc: &Toolchain, plan: &Plan, target_dir: &Path, arch: Arch) -> Comman
     if plan.checked {
         flags.extend(["--cfg".into(), "rshmem_checked".into()]);
     }
+    let mut cmd = cargo(
+        tc,
+        plan,
+        target_dir,
+        &[
+            "build",
+            "--lib",
+            "--release",
+            "--target",
+            "nvptx64-nvidia-cuda",
+            "-Zbuild-std=core",
+        ],
+    );
+    cmd.env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
+    cmd
+}
+
+/// A nested cargo command on `plan`'s kernel crate (`args` first), reporting in JSON, with
+/// the kernel crate's features and the environment cleaned of the outer build's.
+fn cargo(tc: &Toolchain, plan: &Plan, target_dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(&tc.cargo);
-    cmd.args([
-        "build",
-        "--lib",
-        "--release",
-        "--target",
-        "nvptx64-nvidia-cuda",
-        "-Zbuild-std=core",
-    ])
-    .arg("--manifest-path")
-    .arg(&plan.manifest)
-    .arg("--target-dir")
-    .arg(target_dir)
-    .arg("--message-format=json-render-diagnostics");
+    cmd.args(args)
+        .arg("--manifest-path")
+        .arg(&plan.manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .arg("--message-format=json-render-diagnostics");
     if let Some(features) = &plan.features {
         cmd.arg("--no-default-features");
         if !features.is_empty() {
@@ -142,9 +191,7 @@ fn command(tc: &Toolchain, plan: &Plan, target_dir: &Path, arch: Arch) -> Comman
             cmd.env_remove(&k);
         }
     }
-    cmd.env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
-        .env("RUSTC", &tc.rustc)
+    cmd.env("RUSTC", &tc.rustc)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd
@@ -155,6 +202,8 @@ fn command(tc: &Toolchain, plan: &Plan, target_dir: &Path, arch: Arch) -> Comman
 struct Report {
     rlibs: Vec<PathBuf>,
     own_rlib: Option<PathBuf>,
+    /// The kernel crate's host `cdylib` (a simulator library build).
+    own_cdylib: Option<PathBuf>,
     local_packages: Vec<PathBuf>,
     /// rustc's rendered diagnostics.
     diagnostics: String,
@@ -200,13 +249,17 @@ impl Report {
                 }
             }
         }
+        let own = || mp.canonicalize().unwrap_or(mp.clone()) == manifest_canon;
         for f in &msg.filenames {
+            if f.ends_with(std::env::consts::DLL_SUFFIX) && own() {
+                self.own_cdylib = Some(PathBuf::from(f));
+            }
             let f = hashed_rlib(PathBuf::from(f), &msg.filenames);
             if f.extension().is_some_and(|e| e == "rlib")
                 && f.components()
                     .any(|c| c.as_os_str() == "nvptx64-nvidia-cuda")
             {
-                if mp.canonicalize().unwrap_or(mp.clone()) == manifest_canon {
+                if own() {
                     self.own_rlib = Some(f.clone());
                 }
                 self.rlibs.push(f);

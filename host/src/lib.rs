@@ -45,7 +45,7 @@
 //! * **the safe API**: [`run`]/[`Job`] (`job.rs`, which picks the [`Backend`] and wraps each
 //!   PE's backend in its [`Shmem`]), [`SymBuffer`], [`Module`], [`Stream`], [`Graph`]
 //!   (`graph.rs`, over the capture's bookkeeping in `capture.rs`), [`TeamHandle`],
-//!   [`SymQueue`].
+//!   [`SymQueue`], [`SimLibrary`] (kernels the simulator loads at run time).
 //!
 //! Inside the GPU backend, as in cudarc: `gpu::nvshmem::sys` (raw symbols) →
 //! `gpu::nvshmem::result` (checked calls returning [`Error`]) → `gpu::pe`.
@@ -71,6 +71,7 @@ mod module;
 mod queue;
 mod select;
 mod shmem;
+mod sim_library;
 pub mod stream;
 mod stream_ops;
 mod sym_buffer;
@@ -94,6 +95,7 @@ pub use queue::{
 };
 pub use select::Backend;
 pub use shmem::Shmem;
+pub use sim_library::SimLibrary;
 pub use stream::{Stream, StreamKey};
 pub use sym_buffer::SymBuffer;
 pub use sym_matrix::{SymMatrix, SymMatrixMut};

@@ -122,8 +122,8 @@ impl<'s> Module<'s> {
     /// Launches the kernel named `kernel` with arguments made at run time, on `stream`: for
     /// bindings of other languages, which check `args` against the kernel's
     /// [`signature`](KernelImage::signature) themselves. `sim` is the kernel's host code
-    /// (`rshmem_device::kernel::run_sim_params::<K>`), which the simulator needs and GPUs
-    /// ignore: on the simulator a kernel runs only where the program was compiled with it.
+    /// ([`SimEntry::of::<K>`](SimEntry::of) where the program was compiled with it, or from a
+    /// [`SimLibrary`](crate::SimLibrary)), which the simulator needs and GPUs ignore.
     ///
     /// # Safety
     ///
@@ -156,9 +156,10 @@ impl<'s> Module<'s> {
             return Err(Error::Launch {
                 kernel: name,
                 message: format!(
-                    "the simulator runs a kernel as host code compiled into this program, and \
-                     this program has none for `{name}` of image `{}`: run it on a GPU, or \
-                     build the program with the kernel crate as a dependency",
+                    "the simulator runs a kernel as host code, and this program has none for \
+                     `{name}` of image `{}`: run it on a GPU, build the program with the kernel \
+                     crate as a dependency, or build the image's simulator library \
+                     (rshmem_builder::Builder::sim_library) and load it (SimLibrary)",
                     self.image.name
                 ),
             });

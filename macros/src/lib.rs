@@ -134,6 +134,8 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
     }
     let name = &sig.ident;
     let name_str = name.to_string();
+    // `rshmem_device::sim::SIM_SYMBOL_PREFIX` and the name: what a simulator library exports.
+    let export_symbol = format!("rshmem_sim_kernel_{name_str}");
     let inputs = &sig.inputs;
     let (arg_names, arg_types): (Vec<_>, Vec<_>) = inputs
         .iter()
@@ -216,6 +218,9 @@ fn expand(func: ItemFn, bounds: Option<Bounds>) -> syn::Result<proc_macro2::Toke
         #[doc = #doc_type]
         #[allow(non_camel_case_types)]
         #vis struct #name {}
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        ::rshmem_device::__sim_export!(#name, #export_symbol);
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl ::rshmem_device::Kernel for #name {

@@ -2,7 +2,8 @@
 your kernel crate (the `rshmem-image-<crate>.json` it writes beside the image) on this PE;
 `kernels.launch(name, grid, block, *args)` launches a kernel by name, its arguments checked
 against the kernel's parameter list (count, pointer element types, value ranges) before
-anything is queued: tensors for pointers, Python numbers for values."""
+anything is queued: tensors for pointers, Python numbers for values. On the simulator the
+kernels run from the image's simulator library (`Builder::sim_library(true)`)."""
 
 import numbers
 
@@ -30,6 +31,12 @@ class Kernels:
     @property
     def name(self):
         return self._native.name
+
+    @property
+    def sim_library(self):
+        """On the simulator, the library the kernels run from (the kernel crate built for the
+        host: `Builder::sim_library`), else `None`."""
+        return self._native.sim_library
 
     def signatures(self):
         """`{kernel: "x: *mut f32, n: u32"}`: each kernel's parameter list as written."""

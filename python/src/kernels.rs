@@ -8,9 +8,10 @@
 //! takes a Python number in its range; other types (views, user structs) cannot be passed
 //! from Python, and a launch of such a kernel is refused naming the parameter.
 //!
-//! On the simulator a kernel runs as host code compiled into this extension: the examples'
-//! kernels are (feature `example-kernels`); others are refused with the reason. GPUs need no
-//! host code.
+//! On the simulator a kernel runs as host code: from the image's simulator library where the
+//! manifest names one (`Builder::sim_library`: the kernel crate built for the host, loaded
+//! here), else compiled into this extension (the examples' kernels, feature
+//! `example-kernels`); others are refused with the reason. GPUs need no host code.
 
 use crate::args::TensorArg;
 use crate::dtype::DType;
@@ -19,7 +20,10 @@ use crate::ops::on_stream;
 use crate::pe::PeCore;
 use crate::Pe;
 use pyo3::prelude::*;
-use rshmem_host::{KernelImage, LaunchConfig, Module, RawKernelArgs, SimEntry, TargetImage};
+use rshmem_host::{
+    Backend, KernelImage, LaunchConfig, Module, RawKernelArgs, SimEntry, SimLibrary, TargetImage,
+};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The manifest format this reader takes (rshmem-builder's `image.rs`).
@@ -34,6 +38,9 @@ struct Manifest {
     #[serde(default)]
     signatures: std::collections::BTreeMap<String, String>,
     targets: Vec<ManifestTarget>,
+    /// The simulator library (`Builder::sim_library`), relative to the manifest.
+    #[serde(default)]
+    sim_library: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -49,8 +56,9 @@ fn forever<T: ?Sized>(value: Box<T>) -> &'static T {
     Box::leak(value)
 }
 
-/// Reads the image of the manifest at `path` (its files' relative paths are relative to it).
-fn read_image(path: &str) -> PyResult<KernelImage> {
+/// Reads the image of the manifest at `path` (its files' relative paths are relative to it),
+/// and the path of its simulator library where it names one.
+fn read_image(path: &str) -> PyResult<(KernelImage, Option<PathBuf>)> {
     let dir = std::path::Path::new(path)
         .parent()
         .unwrap_or(std::path::Path::new("."));
@@ -103,13 +111,15 @@ fn read_image(path: &str) -> PyResult<KernelImage> {
         .into_iter()
         .map(|(k, s)| (leak(k), leak(s)))
         .collect();
-    Ok(KernelImage {
+    let sim_library = m.sim_library.as_deref().map(file);
+    let image = KernelImage {
         name: leak(m.name),
         nvshmem_version: m.nvshmem_version,
         kernels: forever(kernels.into_boxed_slice()),
         signatures: forever(signatures.into_boxed_slice()),
         targets: forever(targets.into_boxed_slice()),
-    })
+    };
+    Ok((image, sim_library))
 }
 
 /// One kernel parameter as Python sees it.
@@ -259,12 +269,11 @@ fn sim_kernels() -> Vec<(&'static str, &'static str, SimEntry)> {
     let mut table: Vec<(&'static str, &'static str, SimEntry)> = Vec::new();
     #[cfg(feature = "example-kernels")]
     {
-        use rshmem_device::kernel::run_sim_params;
         use rshmem_device::Kernel;
         use rshmem_examples_image::{bandwidth, gelu, hello, launch, ring};
         macro_rules! entries {
             ($($k:ty),*) => {$(
-                table.push((<$k>::NAME, <$k>::SIGNATURE, run_sim_params::<$k> as SimEntry));
+                table.push((<$k>::NAME, <$k>::SIGNATURE, SimEntry::of::<$k>()));
             )*};
         }
         entries!(
@@ -285,6 +294,9 @@ pub struct Kernels {
     core: Arc<PeCore>,
     module: Mutex<Option<Module<'static>>>,
     image: KernelImage,
+    /// On the simulator, each kernel's host code from the image's simulator library.
+    loaded: Vec<(&'static str, SimEntry)>,
+    sim_library: Option<PathBuf>,
 }
 
 impl Drop for Kernels {
@@ -296,14 +308,20 @@ impl Drop for Kernels {
 /// Loads the image of the manifest at `path` on `pe`.
 #[pyfunction]
 fn load_kernels(py: Python<'_>, pe: &Pe, path: &str) -> PyResult<Kernels> {
-    let image = read_image(path)?;
+    let (image, sim_library) = read_image(path)?;
     let core = pe.core.clone();
-    let module = py.detach(|| {
+    let sim_library = sim_library.filter(|_| core.backend == Backend::Sim);
+    let (module, loaded) = py.detach(|| {
         core.with_live(|live| {
+            let loaded = match &sim_library {
+                Some(lib) => sim_entries(&image, lib)?,
+                None => Vec::new(),
+            };
             let module = live.shmem().load(&image).or_raise()?;
             // SAFETY: the module borrows the `Shmem`; `Kernels` drops it under the PE's state,
             // before the `Shmem`.
-            Ok(unsafe { std::mem::transmute::<Module<'_>, Module<'static>>(module) })
+            let module = unsafe { std::mem::transmute::<Module<'_>, Module<'static>>(module) };
+            Ok((module, loaded))
         })
     })?;
     core.retain();
@@ -311,7 +329,20 @@ fn load_kernels(py: Python<'_>, pe: &Pe, path: &str) -> PyResult<Kernels> {
         core,
         module: Mutex::new(Some(module)),
         image,
+        loaded,
+        sim_library,
     })
+}
+
+/// Every kernel's host code from the simulator library at `path`, each checked against the
+/// image's parameter list.
+fn sim_entries(image: &KernelImage, path: &Path) -> PyResult<Vec<(&'static str, SimEntry)>> {
+    let lib = SimLibrary::open(path).or_raise()?;
+    image
+        .kernels
+        .iter()
+        .map(|&k| Ok((k, lib.kernel(k, image.signature(k)).or_raise()?)))
+        .collect()
 }
 
 /// A launch argument from Python: a tensor or a number.
@@ -383,6 +414,13 @@ impl Kernels {
     #[getter]
     fn name(&self) -> &'static str {
         self.image.name
+    }
+
+    /// The simulator library the kernels run from on the simulator (`None` on GPUs, or
+    /// where the manifest names none).
+    #[getter]
+    fn sim_library(&self) -> Option<String> {
+        self.sim_library.as_ref().map(|p| p.display().to_string())
     }
 
     /// `{kernel: parameter list}`.
@@ -461,11 +499,17 @@ impl Kernels {
                 Param::Value(s) => push_value(&mut raw, pname, *s, value).map_err(bad)?,
             }
         }
-        let sim = sim_kernels()
+        let library = self
+            .loaded
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, e)| *e);
+        let linked = sim_kernels()
             .into_iter()
             .find(|(k, _, _)| *k == name)
-            .map(|(_, sig, entry)| (sig, entry));
-        if let Some((sig, _)) = sim {
+            .map(|(_, sig, entry)| (sig, entry))
+            .filter(|_| library.is_none());
+        if let Some((sig, _)) = linked {
             if sig != signature {
                 return Err(RshmemError::new_err(format!(
                     "{call}: the image says `{name}({signature})`, but the host code compiled into \
@@ -486,10 +530,11 @@ impl Kernels {
         on_stream(py, &pe, stream, |_, s| {
             let module = self.module.lock().unwrap_or_else(|p| p.into_inner());
             let module = module.as_ref().expect("a loaded module");
+            let sim = library.or(linked.map(|(_, e)| e));
             // SAFETY: the arguments were checked against the kernel's parameter list (count,
-            // pointer element types, value ranges); what the pointers address is the caller's
-            // contract, as for every launch (documented in docs/python.md).
-            unsafe { module.launch_raw_on(s, name, config, &raw, sim.map(|(_, e)| e)) }.or_raise()
+            // pointer element types, value ranges), as was the host code's; what the pointers
+            // address is the caller's contract, as for every launch (docs/python.md).
+            unsafe { module.launch_raw_on(s, name, config, &raw, sim) }.or_raise()
         })
     }
 }
@@ -503,8 +548,19 @@ fn example_manifest() -> Option<&'static str> {
     None
 }
 
+/// The manifest of the stand-in user image (`testing/kernels/user`, for tests): kernels this
+/// extension is not compiled with, with a simulator library.
+#[pyfunction]
+fn user_manifest() -> Option<&'static str> {
+    #[cfg(feature = "example-kernels")]
+    return Some(rshmem_examples_image::USER_MANIFEST);
+    #[cfg(not(feature = "example-kernels"))]
+    None
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Kernels>()?;
     m.add_function(wrap_pyfunction!(load_kernels, m)?)?;
-    m.add_function(wrap_pyfunction!(example_manifest, m)?)
+    m.add_function(wrap_pyfunction!(example_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(user_manifest, m)?)
 }

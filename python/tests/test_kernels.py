@@ -1,6 +1,7 @@
 """Your own kernels from Python: the examples' image loaded from its manifest (the file
 rshmem-builder writes beside every image), kernels launched by name, arguments checked
-against each kernel's recorded parameter list."""
+against each kernel's recorded parameter list; and a user's image whose kernels the
+extension was not compiled with, run on the simulator from its simulator library."""
 
 import numpy as np
 import pytest
@@ -62,5 +63,52 @@ def test_arguments_are_checked_against_the_signature():
             k.launch("queue_push", 1, 32, buf, buf, 4)
         with pytest.raises(rshmem.ArgumentError, match="not a tensor"):
             k.launch("hello_fill", 1, 32, "buf", 4)
+
+    run(pe_main, 1)
+
+
+USER_MANIFEST = rshmem._native.user_manifest()
+
+
+def test_your_own_kernels_run_from_their_simulator_library(npes):
+    """`testing/kernels/user` is not compiled into the extension: on the simulator its kernels
+    run only from the library the builder made beside the image."""
+    def pe_main():
+        k = rshmem.load_kernels(USER_MANIFEST)
+        rng = np.random.default_rng()
+        x = rng.standard_normal(1000).astype(np.float32)
+        y0 = rng.standard_normal(1000).astype(np.float32)
+        y = y0.copy()
+        k.launch("axpy", 8, 128, x, y, 1000, 3.0)
+        me, n = rshmem.my_pe(), rshmem.n_pes()
+        src = rshmem.empty(37, "i64")
+        src[:] = me * 1000 + np.arange(37)
+        dst = rshmem.zeros(37, "i64")
+        rshmem.barrier_all()
+        k.launch("shift", 1, 32, src, dst, 37, cooperative=True)
+        vals = rng.integers(-1000, 1000, 96).astype(np.int32)
+        total = np.zeros(1, np.int32)
+        k.launch("block_sum", 1, 96, vals, total, shared_mem=4 * 96)
+        rshmem.synchronize()
+        shifted = dst.copy()
+        rshmem.barrier_all()
+        return k.sim_library, x, y0, y, shifted, vals, int(total[0])
+
+    results = run(pe_main, npes)
+    for pe, (lib, x, y0, y, shifted, vals, total) in enumerate(results):
+        assert lib.endswith("librshmem-user-kernels.sim.so")
+        np.testing.assert_array_equal(y, np.float32(3.0) * x + y0)
+        assert shifted.tolist() == [((pe - 1) % npes) * 1000 + i for i in range(37)]
+        assert total == int(vals.sum())
+
+
+def test_a_panic_in_your_kernel_names_it_and_its_message():
+    def pe_main():
+        k = rshmem.load_kernels(USER_MANIFEST)
+        with pytest.raises(rshmem.RshmemError, match=r"fail_on.*PE 0.*panicked: fail_on: PE 0 fails on purpose"):
+            k.launch("fail_on", 1, 32, 0)
+            rshmem.synchronize()
+        with pytest.raises(rshmem.ArgumentError, match=r"2 argument\(s\) given, the kernel takes 1 \(pe: i32\)"):
+            k.launch("fail_on", 1, 32, 0, 1)
 
     run(pe_main, 1)

@@ -114,11 +114,48 @@ impl<K: Kernel> CallArgs for BoundArgs<K> {
     }
 }
 
-/// A kernel's host code for launches whose arguments are made at run time:
-/// `rshmem_device::kernel::run_sim_params::<K>`, which reads `K`'s arguments from one pointer
-/// per parameter and runs its body as the current simulated thread. Only the simulator calls
-/// it.
-pub type SimEntry = unsafe fn(&[*const c_void]);
+/// A kernel's host code for launches whose arguments are made at run time, which reads the
+/// kernel's arguments from one pointer per parameter and runs its body as the current
+/// simulated thread. Only the simulator calls it.
+#[derive(Clone, Copy)]
+pub enum SimEntry {
+    /// Compiled into this program: `rshmem_device::kernel::run_sim_params::<K>`
+    /// ([`SimEntry::of`]).
+    Linked(unsafe fn(&[*const c_void])),
+    /// From a simulator library loaded at run time ([`SimLibrary`](crate::SimLibrary)).
+    Loaded(&'static rshmem_device::sim::SimExport),
+}
+
+impl SimEntry {
+    /// The host code of kernel `K`, compiled into this program.
+    pub fn of<K: rshmem_device::Kernel>() -> Self {
+        Self::Linked(rshmem_device::kernel::run_sim_params::<K>)
+    }
+
+    /// Runs the kernel's body as the current simulated thread.
+    ///
+    /// # Safety
+    ///
+    /// As `rshmem_device::kernel::run_sim_params`: `params` are the kernel's arguments.
+    pub(crate) unsafe fn run(self, params: &[*const c_void]) {
+        match self {
+            // SAFETY: forwarded from this function's contract.
+            Self::Linked(run) => unsafe { run(params) },
+            // SAFETY: forwarded; the library's fingerprint was checked when it was loaded.
+            Self::Loaded(export) => unsafe { export.run(params) },
+        }
+    }
+}
+
+impl std::fmt::Debug for SimEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Linked(_) => f.write_str("SimEntry::Linked"),
+            // SAFETY: a loaded library stays loaded.
+            Self::Loaded(e) => write!(f, "SimEntry::Loaded({:?})", unsafe { e.name.get() }),
+        }
+    }
+}
 
 /// A kernel's arguments as values made at run time (by another language's bindings), for
 /// [`Module::launch_raw_on`](crate::Module::launch_raw_on): each a [`KernelArg`] of at most 8
@@ -192,9 +229,9 @@ impl CallArgs for RawCall {
         for (ptr, slot) in ptrs.iter_mut().zip(&self.args.slots[..self.args.count]) {
             *ptr = (slot as *const u64).cast();
         }
-        // SAFETY: forwarded from this function's contract; `entry` is the kernel's
-        // `run_sim_params`, and each pointer is to its argument's bytes.
-        unsafe { entry(&ptrs[..self.args.count]) }
+        // SAFETY: forwarded from this function's contract; `entry` is the kernel's host code,
+        // and each pointer is to its argument's bytes.
+        unsafe { entry.run(&ptrs[..self.args.count]) }
     }
 
     fn boxed(&self) -> Box<dyn CallArgs + Send> {

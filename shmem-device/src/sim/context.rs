@@ -55,6 +55,25 @@ impl<'l> ThreadCtx<'l> {
         Installed(())
     }
 
+    /// The current context as an address (null outside a simulated thread), for the copy of
+    /// this crate inside a simulator library ([`super::export`]).
+    pub fn current_addr() -> *const core::ffi::c_void {
+        CURRENT.with(Cell::get).cast()
+    }
+
+    /// Makes the context at `addr` current until the guard drops: a simulator library's copy
+    /// of this crate running a thread the loading program's copy set up.
+    ///
+    /// # Safety
+    ///
+    /// `addr` is [`ThreadCtx::current_addr`] of the same host thread, read by a copy of this
+    /// crate with the same layout (same source and rustc: [`super::export::ABI`]), and that
+    /// context outlives the guard.
+    pub unsafe fn install_addr(addr: *const core::ffi::c_void) -> Installed {
+        CURRENT.with(|c| c.set(addr.cast()));
+        Installed(())
+    }
+
     pub fn world(&self) -> &'l World {
         self.launch.world
     }

@@ -74,7 +74,7 @@
 //! * `mem` (atomic byte copies), `sym_heap` (one PE's heap), `barrier` (group barriers);
 //! * `world` (every PE of the run: heaps, teams, rendezvous, failures);
 //! * `launch` (one launch's state), `context` (the current simulated thread), `run` (running
-//!   a grid);
+//!   a grid), `export` (kernels of a simulator library, loaded at run time);
 //! * `scope` (calls made by a warp or block, PE-wide meetings);
 //! * the device side, one file per family: `device` (threads, ordering, byte-wise RMA),
 //!   `rma`, `amo`, `atomic`, `wait`, `coll`, `team`, `warp`, `printf` — what
@@ -101,6 +101,7 @@ pub(crate) mod coll;
 mod context;
 pub(crate) mod cvt;
 pub(crate) mod device;
+mod export;
 pub(crate) mod hopper;
 mod host;
 mod launch;
@@ -117,6 +118,7 @@ mod warp;
 mod world;
 
 pub use coll::{Coll, Reducible};
+pub use export::{SimExport, Text, ABI as SIM_ABI, SYMBOL_PREFIX as SIM_SYMBOL_PREFIX};
 pub use hopper::encode_tensor_map;
 pub use host::HostOpError;
 pub use launch::{LaunchFailure, LaunchSpec};

@@ -2,7 +2,8 @@
 //!
 //! The kernels of rshmem's examples (`testing/kernels/examples`, re-exported: the launchable `Kernel`
 //! types, which the simulator runs on the host) and [`IMAGE`], their PTX and cubin built by
-//! this package's `build.rs`.
+//! this package's `build.rs`; and [`USER_IMAGE`], a stand-in for a user's image that no test
+//! is compiled with (`testing/kernels/user`), with its simulator library.
 //!
 //! `rshmem` lists this package as a dev-dependency, so its examples, integration tests and
 //! doctests launch these kernels while a build of the library — what applications depend on —
@@ -33,3 +34,14 @@ pub static IMAGE: rshmem_host::KernelImage =
 /// The same image as the JSON manifest rshmem-builder wrote beside it: what a program loads
 /// at run time (the Python bindings' `rshmem.load_kernels`, whose tests use this one).
 pub const MANIFEST: &str = concat!(env!("OUT_DIR"), "/rshmem-image-rshmem-example-kernels.json");
+
+/// The image of `testing/kernels/user`, whose kernels no test is compiled with: on the
+/// simulator they run from [`USER_SIM_LIBRARY`] (`rshmem_host::SimLibrary`).
+pub static USER_IMAGE: rshmem_host::KernelImage =
+    rshmem_host::include_kernels!("rshmem-user-kernels");
+
+/// Its manifest (which names the simulator library).
+pub const USER_MANIFEST: &str = concat!(env!("OUT_DIR"), "/rshmem-image-rshmem-user-kernels.json");
+
+/// Its simulator library (`rshmem_builder::Builder::sim_library`).
+pub const USER_SIM_LIBRARY: &str = concat!(env!("OUT_DIR"), "/librshmem-user-kernels.sim.so");
