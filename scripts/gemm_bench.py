@@ -39,7 +39,8 @@ the same bound. Rows go to $OUT/gemm_bench_grouped.json.
 each shape twice: per-tensor scales beside torch._scaled_mm(use_fast_accum=True) (rshmem's
 per-tensor kernel accumulates in the tensor cores too), and DeepSeek-V3 block scales (1 x 128 of
 A, 128 x 128 of B) beside torch._scaled_mm with the same blockwise scales where this torch takes
-them (else the row says why: older torch, or K not a multiple of 128); then the grouped
+them (else the row says why: older torch, or K not a multiple of 128), once per --split setting
+(Ops::gemm_fp8_with: decode-sized M splits K under auto); then the grouped
 block-scaled GEMM on GROUPED_CASES. Operands: fresh torch.randn bf16 quantised here (amax / 448
 per block; torch's float8_e4m3fn conversion), written as bytes with their f32 scales; C is
 checked against torch.matmul of the dequantised operands in float32 (max |c - ref| / max |ref|
@@ -82,6 +83,8 @@ FP8_SHAPES = [
     (1999, 3001, 2064),
     (128, 8192, 8192),
     (16, 4096, 4096),
+    (1, 8192, 8192),
+    (256, 4096, 14336),
 ]
 
 # Grouped cases: (name, rows per group, N, K). DeepSeek-V3's experts (hidden 7168, expert
@@ -304,7 +307,7 @@ def scaled_mm_ms(calls):
     return cuda_median_ms(lambda: [fn() for fn in calls]), None
 
 
-def run_fp8(binary, m, n, k, block, tmp, sizes=None):
+def run_fp8(binary, m, n, k, block, tmp, sizes=None, split="auto"):
     """One FP8 row: rshmem's time and check, torch._scaled_mm's time (plain), or the grouped GEMM
     (block scales, `sizes` rows per group) beside a loop of per-group torch._scaled_mm."""
     g = len(sizes) if sizes else 1
@@ -325,9 +328,10 @@ def run_fp8(binary, m, n, k, block, tmp, sizes=None):
     write(tmp, "b.bin", b8.view(torch.uint8))
     write(tmp, "sa.bin", sa_file)
     write(tmp, "sb.bin", sb)
-    row = {"m": m, "n": n, "k": k, "fp8": "block" if block else "tensor", "groups": g if sizes else 0}
+    row = {"m": m, "n": n, "k": k, "fp8": "block" if block else "tensor", "groups": g if sizes else 0,
+           "split_asked": split}
     cmd = [binary, "--dir", tmp, "--m", str(m), "--n", str(n), "--k", str(k),
-           "--fp8", "block" if block else "tensor"]
+           "--fp8", "block" if block else "tensor", "--split", split]
     ends = None
     if sizes:
         ends = [sum(sizes[: i + 1]) for i in range(g)]
@@ -380,18 +384,20 @@ def fp8_main(args):
     shapes = FP8_SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    cases = [(s, blk, None) for s in shapes for blk in (False, True)]
-    cases += [((sum(sz), n, k), True, sz) for _, sz, n, k in GROUPED_CASES]
-    rows = run_all(cases, lambda c, tmp: run_fp8(args.bin, *c[0], c[1], tmp, c[2]))
-    print_header(f"{'shape (MxNxK)':>20} {'scales':>7} {'groups':>6} {'rust us':>9} {'torch us':>9} "
+    # Each plain shape with every split setting (the grouped GEMM never splits).
+    cases = [(s, blk, None, sp) for s in shapes for blk in (False, True) for sp in args.split.split(",")]
+    cases += [((sum(sz), n, k), True, sz, "auto") for _, sz, n, k in GROUPED_CASES]
+    rows = run_all(cases, lambda c, tmp: run_fp8(args.bin, *c[0], c[1], tmp, c[2], c[3]))
+    print_header(f"{'shape (MxNxK)':>20} {'scales':>7} {'groups':>6} {'split':>9} {'rust us':>9} {'torch us':>9} "
                  f"{'rust TF/s':>10} {'torch/rust':>10} {'max rel err':>12} {'pass':>5}")
     for r in rows:
         shape = f"{r['m']}x{r['n']}x{r['k']}"
+        split = f"{r['split_asked']}:{r.get('split', '?')}"
         if "error" in r:
-            print(f"{shape:>20} {r['fp8']:>7} {r['groups']:>6}  error: {r['error']}")
+            print(f"{shape:>20} {r['fp8']:>7} {r['groups']:>6} {split:>9}  error: {r['error']}")
             continue
         t = r.get("torch_ms")
-        print(f"{shape:>20} {r['fp8']:>7} {r['groups']:>6} {1e3 * r['median_ms']:>9.1f} "
+        print(f"{shape:>20} {r['fp8']:>7} {r['groups']:>6} {split:>9} {1e3 * r['median_ms']:>9.1f} "
               f"{(1e3 * t if t else float('nan')):>9.1f} {r['tflops']:>10.1f} "
               f"{(t / r['median_ms'] if t else float('nan')):>10.2f} {r['max_rel_err']:>12.2e} "
               f"{str(r['pass']):>5}" + (f"  torch: {r['torch_error']}" if "torch_error" in r else ""))

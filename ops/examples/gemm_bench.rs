@@ -23,8 +23,8 @@
 //! `--fp8 tensor|block` runs the FP8 GEMM instead (`Ops::gemm_fp8`, e4m3, bf16 output; with
 //! `--ends` the grouped one, block scales): `a.bin` and `b.bin` hold e4m3 bytes, `sa.bin` and
 //! `sb.bin` the f32 scales in the layouts of `rshmem_ops::gemm::fp8` (per tensor one each;
-//! block: A's `⌈k/128⌉ x m`, M contiguous, B's `⌈n/128⌉ x ⌈k/128⌉` per group); the JSON line
-//! then has `fp8`.
+//! block: A's `⌈k/128⌉ x m`, M contiguous, B's `⌈n/128⌉ x ⌈k/128⌉` per group); `--split`
+//! applies to the plain one (`Ops::gemm_fp8_with`); the JSON line then has `fp8` and `split`.
 //!
 //! `--pad-bytes P` allocates P bytes of the symmetric heap before A, B and C, which moves them
 //! (and so their L2 slices and DRAM channels): a GEMM's speed differs by placement alone.
@@ -35,6 +35,9 @@
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::device::E4m3;
 use rshmem::{bf16, Pod, Shmem};
+use rshmem_gemm::sm90::{Fp8Tile128, Fp8Tile256};
+use rshmem_gemm::Problem;
+use rshmem_ops::gemm::split_k;
 use rshmem_ops::{
     BLayout, Fp8Scales, GemmOptions, GemmShape, GemmTile, GroupRows, GroupedShape, Kernel, Ops,
     SplitK,
@@ -271,7 +274,9 @@ fn bench_fp8(shmem: &Shmem, ops: &Ops<'_>, args: &Args, block: bool) -> Result<(
         b_layout: BLayout::NK,
     };
     let (median, min) = time(shmem, args, || match &args.ends {
-        None => ops.gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, shape, scales),
+        None => {
+            ops.gemm_fp8_with::<E4m3, bf16>(&stream, &a, &b, &mut c, shape, scales, args.split_k)
+        }
         Some(_) => {
             let rows = GroupRows::Offsets {
                 ends: (&ends).into(),
@@ -282,10 +287,23 @@ fn bench_fp8(shmem: &Shmem, ops: &Ops<'_>, args: &Args, block: bool) -> Result<(
     })?;
     std::fs::write(args.dir.join("c.bin"), bytemuck::cast_slice(&c.to_vec()?))?;
     let info = ops.device_info();
+    // The parts of K the call ran (the grouped GEMM never splits).
+    let problem = Problem {
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+    };
+    let bytes = split_k::workspace_bytes(shmem.backend());
+    let sms = info.multiprocessors;
+    let split = match (&args.ends, block) {
+        (Some(_), _) => 1,
+        (None, false) => split_k::parts_of::<Fp8Tile256<E4m3>>(args.split_k, sms, problem, bytes),
+        (None, true) => split_k::parts_of::<Fp8Tile128<E4m3>>(args.split_k, sms, problem, bytes),
+    };
     println!(
-        "{{\"m\": {m}, \"n\": {n}, \"k\": {k}, \"groups\": {}, \"fp8\": \"{}\", \"backend\": \"{:?}\", \
-         \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \"median_ms\": {median:.4}, \
-         \"min_ms\": {min:.4}, \"tflops\": {:.2}}}",
+        "{{\"m\": {m}, \"n\": {n}, \"k\": {k}, \"groups\": {}, \"fp8\": \"{}\", \"split\": {split}, \
+         \"backend\": \"{:?}\", \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \
+         \"median_ms\": {median:.4}, \"min_ms\": {min:.4}, \"tflops\": {:.2}}}",
         args.ends.as_ref().map_or(0, |e| e.len()),
         if block { "block" } else { "tensor" },
         shmem.backend(),

@@ -2,7 +2,8 @@
 //! simulator, or an sm_90 GPU) against an f64 reference of the *dequantised* inputs: odd M and
 //! N (not multiples of 128), K multiples of 16 but not of 128, e4m3 and e5m2, per-tensor and
 //! block scales, f32 and bf16 outputs, the grouped GEMM with empty groups in both row layouts,
-//! a graph that picks up new scales, and the errors. Inputs are fresh random bf16 values over
+//! a graph that picks up new scales, split K (forced parts and `SplitK::Auto` on decode-sized
+//! shapes, both scalings, bit-identical runs, graphs), and the errors. Inputs are fresh random bf16 values over
 //! several binades, quantised by `rshmem_ops::fp8` (the host helper under test too); C is
 //! poisoned, and what the GEMM must not write (rows in no group, elements past C) must stay
 //! poisoned.
@@ -18,6 +19,10 @@
 //!   in the tensor cores, then its scale factor (`s_a s_b`, one rounding) multiplies it and
 //!   the product is added to the f32 sums (two roundings), `⌈k / 128⌉` times:
 //!   `n = k_in + ⌈k / 128⌉ + 2`, rounded up to `k_in + ⌈k / 128⌉ + 3`;
+//! * split K in `p` parts: each part is one of the sums above over its own K (scaled, or
+//!   promoted with its own blocks' scales), and the reduction adds the `p` parts in f32: `p - 1`
+//!   more additions, so `n` grows by `p - 1` (per tensor: the tensor cores' sums are shorter,
+//!   never longer);
 //! * a bf16 C adds its own rounding, half an ulp: `2⁻⁸ (|ref| + bound)`.
 //!
 //! That is the simulator's arithmetic (and the GPU's for the promotions, in f32 registers).
@@ -33,8 +38,13 @@ mod common;
 use common::Outcome;
 use rshmem::device::fp8::{E4m3, E5m2};
 use rshmem::{bf16, Backend, Error, Pod, Shmem, SymBuffer};
+use rshmem_gemm::sm90::{Fp8Tile128, Fp8Tile256};
+use rshmem_gemm::Problem;
 use rshmem_ops::fp8::{self, Blocks, Quantized};
-use rshmem_ops::{BLayout, Fp8In, Fp8Out, Fp8Scales, GemmShape, GroupRows, GroupedShape, Ops};
+use rshmem_ops::gemm::split_k;
+use rshmem_ops::{
+    BLayout, Fp8In, Fp8Out, Fp8Scales, GemmShape, GroupRows, GroupedShape, Ops, SplitK,
+};
 
 per_backend! {
     block_scales_odd_shapes => [1];
@@ -42,6 +52,8 @@ per_backend! {
     grouped_block_scales_and_empty_groups => [1];
     tensor_scales_are_read_when_the_graph_runs => [1];
     errors_name_the_problem => [1];
+    split_k_both_scalings => [1];
+    split_k_in_graphs_and_its_errors => [1];
 }
 
 /// Output types, read back as f64, with their rounding on top of the f32 result.
@@ -151,7 +163,7 @@ fn check_c<F: Fp8In, O: Out>(
     ops: &Operands<F>,
     c: &[O],
     (m, n, k): (usize, usize, usize),
-    scaling: Scaling,
+    (scaling, parts): (Scaling, u32),
     group_of: impl Fn(usize) -> Option<usize>,
     what: &str,
 ) -> Result<f64, String> {
@@ -163,8 +175,8 @@ fn check_c<F: Fp8In, O: Out>(
     let tc = tensor_core_unit(backend);
     let kb = k.div_ceil(128) as u32;
     let gam = match scaling {
-        Scaling::Tensor => gamma(k as u32, tc) + gamma(2, u),
-        Scaling::Block => gamma(k.min(128) as u32, tc) + gamma(kb + 3, u),
+        Scaling::Tensor => gamma(k as u32, tc) + gamma(parts + 1, u),
+        Scaling::Block => gamma(k.min(128) as u32, tc) + gamma(kb + parts + 2, u),
     };
     let mut worst = 0.0f64;
     for row in 0..m {
@@ -203,14 +215,49 @@ fn check_c<F: Fp8In, O: Out>(
     Ok(worst)
 }
 
-/// One plain FP8 GEMM of `F` into `O`, checked; C is followed by poison that must stay.
+/// The parts `split` gives an FP8 GEMM of `m x n x k` with `scaling` on `ops`' device.
+fn parts_of<F: Fp8In>(
+    backend: Backend,
+    ops: &Ops<'_>,
+    (m, n, k): (usize, usize, usize),
+    scaling: Scaling,
+    split: SplitK,
+) -> u32 {
+    let sms = ops.device_info().multiprocessors;
+    let bytes = split_k::workspace_bytes(backend);
+    let p = Problem {
+        m: m as u32,
+        n: n as u32,
+        k: k as u32,
+    };
+    match scaling {
+        Scaling::Tensor => split_k::parts_of::<Fp8Tile256<F>>(split, sms, p, bytes),
+        Scaling::Block => split_k::parts_of::<Fp8Tile128<F>>(split, sms, p, bytes),
+    }
+}
+
+/// One plain FP8 GEMM of `F` into `O` (`gemm_fp8`, or `gemm_fp8_with` where `split` is
+/// given), checked; C is followed by poison that must stay. Returns C.
 fn run_plain<F: Fp8In, O: Out + Fp8Out<F>>(
     shmem: &Shmem,
     ops: &Ops<'_>,
     (m, n, k): (usize, usize, usize),
     scaling: Scaling,
 ) -> Outcome {
-    let q = Operands::<F>::new(m, n, k, 1, scaling, seed());
+    run_split::<F, O>(shmem, ops, (m, n, k), scaling, None, seed()).map(|_| ())
+}
+
+/// [`run_plain`] with K split as `split` says (`None`: `gemm_fp8`'s default), on operands of
+/// `seed`.
+fn run_split<F: Fp8In, O: Out + Fp8Out<F>>(
+    shmem: &Shmem,
+    ops: &Ops<'_>,
+    (m, n, k): (usize, usize, usize),
+    scaling: Scaling,
+    split: Option<SplitK>,
+    seed: u64,
+) -> Result<Vec<O>, Box<dyn std::error::Error + Send + Sync>> {
+    let q = Operands::<F>::new(m, n, k, 1, scaling, seed);
     let a = shmem.alloc_from(q.a.values())?;
     let b = shmem.alloc_from(&q.b_values())?;
     let (sa, sb) = match scaling {
@@ -231,10 +278,21 @@ fn run_plain<F: Fp8In, O: Out + Fp8Out<F>>(
         },
     };
     let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
-    ops.gemm_fp8::<F, O>(&shmem.stream(), &a, &b, &mut c, shape, scales)?;
+    let stream = shmem.stream();
+    match split {
+        None => ops.gemm_fp8::<F, O>(&stream, &a, &b, &mut c, shape, scales)?,
+        Some(s) => ops.gemm_fp8_with::<F, O>(&stream, &a, &b, &mut c, shape, scales, s)?,
+    }
     let c = c.to_vec()?;
+    let parts = parts_of::<F>(
+        shmem.backend(),
+        ops,
+        (m, n, k),
+        scaling,
+        split.unwrap_or_default(),
+    );
     let what = format!(
-        "{m}x{n}x{k} {} -> {} {scaling:?}",
+        "{m}x{n}x{k} {} -> {} {scaling:?}, {parts} part(s) of K",
         <F as fp8::Fp8>::NAME,
         std::any::type_name::<O>()
     );
@@ -243,7 +301,7 @@ fn run_plain<F: Fp8In, O: Out + Fp8Out<F>>(
         &q,
         &c,
         (m, n, k),
-        scaling,
+        (scaling, parts),
         |_| Some(0),
         &what,
     )?;
@@ -252,7 +310,7 @@ fn run_plain<F: Fp8In, O: Out + Fp8Out<F>>(
         "{what}: a store past C"
     );
     println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
-    Ok(())
+    Ok(c[..m * n].to_vec())
 }
 
 fn block_scales_odd_shapes(shmem: &Shmem) -> Outcome {
@@ -309,7 +367,7 @@ fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
         &q,
         &c.to_vec()?,
         (m, n, k),
-        Scaling::Block,
+        (Scaling::Block, 1),
         group_of,
         "grouped offsets e4m3 -> f32",
     )?;
@@ -354,7 +412,7 @@ fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
             &q,
             &c.to_vec()?,
             (m, n, k),
-            Scaling::Block,
+            (Scaling::Block, 1),
             group_of,
             &what,
         )?;
@@ -496,5 +554,165 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
     if shmem.backend() == Backend::Gpu && ops.device_info().sm != 90 {
         expect(run(&mut c, nk(8, 8, 32), tensor), &["FP8", "sm_90"])?;
     }
+    Ok(())
+}
+
+/// Forced parts of K for both scalings, formats and outputs (parts of whole and partial
+/// k-blocks), `SplitK::Auto` where the tiles are fewer than the SMs, and the same bits from a
+/// second run of the same split.
+fn split_k_both_scalings(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let forced = |p| Some(SplitK::Parts(p));
+    // Per tensor: 9 k-steps of 128 in 3 parts; 5 (the last 16 of K) in 4.
+    run_split::<E4m3, f32>(
+        shmem,
+        &ops,
+        (17, 300, 1040),
+        Scaling::Tensor,
+        forced(3),
+        seed(),
+    )?;
+    run_split::<E5m2, bf16>(
+        shmem,
+        &ops,
+        (5, 70, 528),
+        Scaling::Tensor,
+        forced(4),
+        seed(),
+    )?;
+    // Block scales: 6 k-blocks in 5 parts; 8 in 8 (one block each).
+    run_split::<E4m3, bf16>(
+        shmem,
+        &ops,
+        (9, 130, 656),
+        Scaling::Block,
+        forced(5),
+        seed(),
+    )?;
+    run_split::<E5m2, f32>(
+        shmem,
+        &ops,
+        (3, 257, 1024),
+        Scaling::Block,
+        forced(8),
+        seed(),
+    )?;
+    // Auto: one tile and 8 k-steps on the simulator's two SMs splits in two.
+    let shape = (16, 100, 1024);
+    for scaling in [Scaling::Tensor, Scaling::Block] {
+        let auto = parts_of::<E4m3>(shmem.backend(), &ops, shape, scaling, SplitK::Auto);
+        if shmem.backend() == Backend::Sim && auto < 2 {
+            return Err(format!("Auto did not split {shape:?} ({scaling:?})").into());
+        }
+        let s = seed();
+        let first = run_split::<E4m3, bf16>(shmem, &ops, shape, scaling, Some(SplitK::Auto), s)?;
+        let again = run_split::<E4m3, bf16>(shmem, &ops, shape, scaling, Some(SplitK::Auto), s)?;
+        let same = first
+            .iter()
+            .zip(&again)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        if !same {
+            return Err(format!("{shape:?} {scaling:?}: two runs of one split differ").into());
+        }
+    }
+    Ok(())
+}
+
+/// In a capture `SplitK::Auto` records the unsplit kernel (one operation, the right C, the
+/// workspace untouched by the graph) and forced parts are refused; parts beyond the k-steps
+/// or the workspace are refused naming the limit.
+fn split_k_in_graphs_and_its_errors(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.new_stream()?;
+    let (m, n, k) = (8usize, 64usize, 1024usize);
+    let q = Operands::<E4m3>::new(m, n, k, 1, Scaling::Block, seed());
+    let a = shmem.alloc_from(q.a.values())?;
+    let b = shmem.alloc_from(&q.b_values())?;
+    let sa = shmem.alloc_from(&q.a.scales_column_major())?;
+    let sb = shmem.alloc_from(&q.b_scales())?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; m * n])?;
+    let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
+    let scales = Fp8Scales::Block {
+        a: (&sa).into(),
+        b: (&sb).into(),
+    };
+    // Eager: split (on the simulator's two SMs, or a GPU's many, one tile of 8 k-steps).
+    ops.gemm_fp8::<E4m3, f32>(&stream, &a, &b, &mut c, shape, scales)?;
+    let parts = parts_of::<E4m3>(
+        shmem.backend(),
+        &ops,
+        (m, n, k),
+        Scaling::Block,
+        SplitK::Auto,
+    );
+    assert!(parts > 1, "{parts} part(s)");
+    let eager = c.to_vec()?;
+    check_c(
+        shmem.backend(),
+        &q,
+        &eager,
+        (m, n, k),
+        (Scaling::Block, parts),
+        |_| Some(0),
+        "eager",
+    )?;
+    let forced = stream.capture(|| {
+        ops.gemm_fp8_with::<E4m3, f32>(&stream, &a, &b, &mut c, shape, scales, SplitK::Parts(2))
+    });
+    expect(forced.map(|_| ()), &["SplitK::Parts in a graph capture"])?;
+    let graph =
+        stream.capture(|| ops.gemm_fp8::<E4m3, f32>(&stream, &a, &b, &mut c, shape, scales))?;
+    assert_eq!(graph.operations(), 1, "the unsplit kernel alone");
+    c.copy_from_host(&vec![f32::NAN; m * n])?;
+    // SAFETY: the operands, scales and C are alive and as long as the shape needs.
+    unsafe { graph.launch(&stream)? };
+    let worst = check_c(
+        shmem.backend(),
+        &q,
+        &c.to_vec()?,
+        (m, n, k),
+        (Scaling::Block, 1),
+        |_| Some(0),
+        "the recorded unsplit GEMM",
+    )?;
+    println!("graph: worst error {:.1}% of the bound", 100.0 * worst);
+    let s = shmem.stream();
+    expect(
+        ops.gemm_fp8_with::<E4m3, f32>(&s, &a, &b, &mut c, shape, scales, SplitK::Parts(9)),
+        &[
+            "Ops::gemm_fp8",
+            "SplitK::Parts(9) for k = 1024",
+            "at most 8 parts",
+            "k-step of 128",
+        ],
+    )?;
+    // 8 parts of 128 x 8192 f32 are 32 MiB: more than the workspace (16 MiB on GPUs, 2 MiB on
+    // the simulator). Refused before anything runs, so the operands' values do not matter.
+    let (bm, bn) = (128usize, 8192usize);
+    let big = GemmShape::new(bm as u32, bn as u32, k as u32, BLayout::NK);
+    let big_a = shmem.alloc_zeroed::<E4m3>(bm * k)?;
+    let big_b = shmem.alloc_zeroed::<E4m3>(bn * k)?;
+    let big_sa = shmem.alloc_zeroed::<f32>(8 * bm)?;
+    let big_sb = shmem.alloc_zeroed::<f32>(64 * 8)?;
+    let mut big_c = shmem.alloc_zeroed::<f32>(bm * bn)?;
+    let big_scales = Fp8Scales::Block {
+        a: (&big_sa).into(),
+        b: (&big_sb).into(),
+    };
+    expect(
+        ops.gemm_fp8_with::<E4m3, f32>(
+            &s,
+            &big_a,
+            &big_b,
+            &mut big_c,
+            big,
+            big_scales,
+            SplitK::Parts(8),
+        ),
+        &[
+            "SplitK::Parts(8) for m 128 x n 8192",
+            "the split-K workspace holds",
+        ],
+    )?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use rshmem_gemm::sm90::Tile128;
 use rshmem_ops::{coll, fused, gemm};
 use rshmem_ops_kernels::coll::{Op, ReduceKernels, Rounds};
 use rshmem_ops_kernels::gemm80::Gemm80;
-use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Gemm90, SplitK90, SplitReduce};
+use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Fp8SplitK90, Gemm90, SplitK90, SplitReduce};
 use rshmem_ops_kernels::tp80::{self, Tp80};
 use rshmem_ops_kernels::tp90::Tp90;
 use rshmem_ops_kernels::{Layout, Visit};
@@ -107,7 +107,14 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
     sm90.extend(fp8_names::<E4m3, f32>());
     sm90.extend(fp8_names::<E5m2, bf16>());
     sm90.extend(fp8_names::<E5m2, f32>());
-    assert_eq!((sm90.len(), sm80.len()), (51, 16), "{sm90:?} {sm80:?}");
+    // FP8 split-K: the parts per input format and scaling (the reductions are shared).
+    sm90.extend([
+        name::<<E4m3 as Fp8SplitK90>::Tensor>(),
+        name::<<E4m3 as Fp8SplitK90>::Block>(),
+        name::<<E5m2 as Fp8SplitK90>::Tensor>(),
+        name::<<E5m2 as Fp8SplitK90>::Block>(),
+    ]);
+    assert_eq!((sm90.len(), sm80.len()), (55, 16), "{sm90:?} {sm80:?}");
     assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
     assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
 }

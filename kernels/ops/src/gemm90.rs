@@ -16,7 +16,9 @@
 //! operand in device memory, applied by the epilogue, [`rshmem_gemm::Scaled`]; 128 x 256
 //! tiles accumulated in the tensor cores), `gemm90_*_block` (DeepSeek-V3's block scales,
 //! promoted per 128 of K: [`sm90::BlockScaled`] on 128 x 128 tiles) and `grouped90_*_block`
-//! (the same per group, each group's B with its own scales).
+//! (the same per group, each group's B with its own scales); and split-K for both scalings
+//! ([`Fp8SplitK90`]: `splitk90_{e4m3,e5m2}_{tensor,block}`, the parts of K into the same f32
+//! workspace, already scaled, which `splitk_reduce_*` adds up).
 //!
 //! On the host, [`Gemm90`] names the kernels of each (input, output, layout):
 //!
@@ -49,6 +51,21 @@ pub type GroupedArgs<Out> = (Sm90Maps, Problem, GroupRows, MatrixMut<Out>);
 
 /// The arguments of the split-K kernels: `(maps, problem, splits, partials)`.
 pub type SplitArgs = (Sm90Maps, Problem, u32, MatrixMut<f32>);
+
+/// The arguments of the FP8 split-K kernels with per-tensor scales: `(maps, problem, splits,
+/// scale_a, scale_b, partials)`.
+pub type Fp8SplitTensorArgs = (
+    Sm90Maps,
+    Problem,
+    u32,
+    *const f32,
+    *const f32,
+    MatrixMut<f32>,
+);
+
+/// The arguments of the FP8 split-K kernels with block scales: `(maps, problem, splits,
+/// scales, partials)`.
+pub type Fp8SplitBlockArgs = (Sm90Maps, Problem, u32, BlockScales, MatrixMut<f32>);
 
 /// The arguments of the split-K reductions: `(partials, splits, m, n, c)`.
 pub type ReduceArgs<Out> = (Matrix<f32>, u32, u32, u32, MatrixMut<Out>);
@@ -291,4 +308,83 @@ sm90_fp8_gemms! {
     gemm90_e4m3_f32_tensor, gemm90_e4m3_f32_block, grouped90_e4m3_f32_block: E4m3 => f32;
     gemm90_e5m2_bf16_tensor, gemm90_e5m2_bf16_block, grouped90_e5m2_bf16_block: E5m2 => bf16;
     gemm90_e5m2_f32_tensor, gemm90_e5m2_f32_block, grouped90_e5m2_f32_block: E5m2 => f32;
+}
+
+/// The split-K FP8 GEMMs of inputs `Self` (e4m3, e5m2): their parts of K, scaled, into an f32
+/// workspace that a `splitk_reduce_*` kernel adds into C. Implemented by this module's table.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait Fp8SplitK90: Sized {
+    /// Per-tensor scales ([`sm90::Fp8Tile256`]).
+    type Tensor: rshmem_device::Kernel<Args = Fp8SplitTensorArgs>;
+    /// Block scales ([`sm90::Fp8Tile128`], [`sm90::BlockScaled`]).
+    type Block: rshmem_device::Kernel<Args = Fp8SplitBlockArgs>;
+}
+
+macro_rules! sm90_fp8_split_k {
+    ($($tensor:ident, $block:ident: $in:ty;)*) => {$(
+        #[doc = concat!("The parts of K of `scale_a scale_b (A · Bᵀ)` (A, B of `", stringify!($in),
+            "`, [`sm90::Fp8Tile256`]): part s of every tile, scaled, into rows `s m ..` of `partials`.")]
+        ///
+        /// # Safety
+        ///
+        /// The contract of the per-tensor FP8 kernels (launch shape, maps, scales), and
+        /// `partials` holds `splits * problem.m` rows of at least `problem.n` f32s.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $tensor(
+            maps: Sm90Maps,
+            problem: Problem,
+            splits: u32,
+            scale_a: *const f32,
+            scale_b: *const f32,
+            partials: MatrixMut<f32>,
+        ) {
+            // Each part scaled before the sum: s (p0 + p1) and s p0 + s p1 differ by a rounding
+            // of each, within the per-tensor GEMM's bound.
+            let epilogue = Scaled { inner: StorePartial { partials, m: problem.m }, scale_a, scale_b };
+            // SAFETY: this kernel's contract is the mainloop's and the epilogue's.
+            unsafe {
+                sm90::gemm_with::<Fp8Tile256<$in>, _, _, _, false>(
+                    maps.a, maps.b, problem, SplitK { splits }, epilogue, InTensorCore,
+                )
+            }
+        }
+
+        #[doc = concat!("The parts of K of the block-scaled `A · Bᵀ` (A, B of `", stringify!($in),
+            "`, [`sm90::Fp8Tile128`]): part s of every tile, promoted with its k-blocks' scales, into \
+            rows `s m ..` of `partials`.")]
+        ///
+        /// # Safety
+        ///
+        /// The contract of the block-scaled FP8 kernels (launch shape, maps, scales), and
+        /// `partials` as the per-tensor split kernel's.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $block(
+            maps: Sm90Maps,
+            problem: Problem,
+            splits: u32,
+            scales: BlockScales,
+            partials: MatrixMut<f32>,
+        ) {
+            let epilogue = StorePartial { partials, m: problem.m };
+            // SAFETY: this kernel's contract is the mainloop's, the policy's and the epilogue's;
+            // the policy reads the scales of each part's own k-blocks (`Tile::k_step0`).
+            unsafe {
+                let accumulate = BlockScaled::new(scales);
+                sm90::gemm_with::<Fp8Tile128<$in>, _, _, _, false>(
+                    maps.a, maps.b, problem, SplitK { splits }, epilogue, accumulate,
+                )
+            }
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl Fp8SplitK90 for $in {
+            type Tensor = $tensor;
+            type Block = $block;
+        }
+    )*};
+}
+
+sm90_fp8_split_k! {
+    splitk90_e4m3_tensor, splitk90_e4m3_block: E4m3;
+    splitk90_e5m2_tensor, splitk90_e5m2_block: E5m2;
 }

@@ -23,7 +23,7 @@ use rshmem_device::{bf16, f16, E4m3, E5m2};
 use rshmem_gemm::sm90::Tile128;
 use rshmem_host::TmaType;
 use rshmem_ops_kernels::gemm80::Gemm80;
-use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Gemm90, SplitK90, SplitReduce};
+use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Fp8SplitK90, Gemm90, SplitK90, SplitReduce};
 
 mod private {
     /// Seals [`super::GemmIn`] and [`super::GemmOut`].
@@ -46,7 +46,7 @@ impl GemmIn for bf16 {}
 impl GemmIn for f16 {}
 
 /// An input element type of the FP8 GEMM (A and B): [`E4m3`] or [`E5m2`].
-pub trait Fp8In: TmaElem + Fp8 {}
+pub trait Fp8In: TmaElem + Fp8 + Fp8SplitK90 {}
 
 impl Fp8In for E4m3 {}
 impl Fp8In for E5m2 {}
@@ -54,9 +54,9 @@ impl Fp8In for E5m2 {}
 /// An output element type of the FP8 GEMM with inputs `In`: f32 or bf16 (rounded to nearest
 /// even from the f32 accumulators), for which `kernels/ops`' table defines the kernels
 /// ([`Fp8Gemm90`]).
-pub trait Fp8Out<In: Fp8In>: Pod + private::Sealed + Fp8Gemm90<In> {}
+pub trait Fp8Out<In: Fp8In>: Pod + private::Sealed + Fp8Gemm90<In> + SplitReduce {}
 
-impl<In: Fp8In, Out: Pod + private::Sealed + Fp8Gemm90<In>> Fp8Out<In> for Out {}
+impl<In: Fp8In, Out: Pod + private::Sealed + Fp8Gemm90<In> + SplitReduce> Fp8Out<In> for Out {}
 
 /// An output element type of a GEMM with inputs `In` (f32, or `In` itself: rounded to nearest
 /// even from the f32 accumulators): a type for which `kernels/ops`' tables define the sm_90a

@@ -47,12 +47,13 @@ use super::elem::{Fp8In, Fp8Out, TmaElem};
 use super::grouped::{tiles_bound, GroupRows, GroupedShape};
 use super::launch::Boxes;
 use super::shape::{BLayout, GemmShape, Starts};
+use super::split_k::SplitK;
 use super::{loaded, Path};
 use crate::Ops;
 use rshmem_gemm::sm90::{BlockScales, Fp8Tile128, Fp8Tile256, Sm90Config, BM, THREADS};
 use rshmem_gemm::{Problem, Sm90Maps};
 use rshmem_host::{DeviceRange, DeviceRangeMut, Error, LaunchConfig, Result, Stream};
-use rshmem_ops_kernels::gemm90::Fp8Gemm90;
+use rshmem_ops_kernels::gemm90::{Fp8Gemm90, Fp8SplitK90};
 
 /// The calls the errors name.
 const CALL: &str = "Ops::gemm_fp8";
@@ -176,6 +177,9 @@ impl<'s> Ops<'s> {
     /// no FP8 path). Like the sm90 [`Ops::gemm`], the first call on new operands fills a
     /// tensor-map slot (waiting for the PE's work), and a graph capture needs a slot that
     /// describes them already: run the call once before capturing it.
+    ///
+    /// K is split over blocks when the output tiles are fewer than the SMs (decode-sized M), as
+    /// [`Ops::gemm`] does ([`SplitK::Auto`]; [`Ops::gemm_fp8_with`] chooses).
     pub fn gemm_fp8<'a, In: Fp8In, Out: Fp8Out<In>>(
         &self,
         stream: &Stream<'_>,
@@ -184,6 +188,30 @@ impl<'s> Ops<'s> {
         c: impl Into<DeviceRangeMut<'a, Out>>,
         shape: GemmShape,
         scales: Fp8Scales<'a>,
+    ) -> Result<()> {
+        self.gemm_fp8_with(stream, a, b, c, shape, scales, SplitK::Auto)
+    }
+
+    /// [`Ops::gemm_fp8`] with K's split chosen ([`super::split_k`]): the parts of K go, scaled
+    /// (per tensor) or promoted with their own k-blocks' scales (block), into the split-K
+    /// workspace as f32, and a second kernel adds them in order (the same bits every run)
+    /// and rounds once into C. [`SplitK::Auto`] splits when the tiles (128 x 256 per tensor,
+    /// 128 x 128 with block scales) are fewer than the SMs, each part at least 4 k-steps of
+    /// 128; in a graph capture it records the unsplit kernel, and a forced
+    /// [`SplitK::Parts`] is refused there, as for [`Ops::gemm_with`].
+    ///
+    /// Errors: those of [`Ops::gemm_fp8`]; [`SplitK::Parts`] beyond the k-steps or the
+    /// workspace, or in a capture.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_fp8_with<'a, In: Fp8In, Out: Fp8Out<In>>(
+        &self,
+        stream: &Stream<'_>,
+        a: impl Into<DeviceRange<'a, In>>,
+        b: impl Into<DeviceRange<'a, In>>,
+        c: impl Into<DeviceRangeMut<'a, Out>>,
+        shape: GemmShape,
+        scales: Fp8Scales<'a>,
+        split_k: SplitK,
     ) -> Result<()> {
         let (a, b, c) = (a.into(), b.into(), c.into());
         let GemmShape { m, n, k, .. } = shape;
@@ -207,12 +235,28 @@ impl<'s> Ops<'s> {
         let module = loaded(&self.gemm90, "sm90")?;
         let problem = Problem { m, n, k };
         let c = c.matrix_mut(m, n)?;
+        let capturing = stream.is_capturing();
         match scales {
             Fp8Scales::Tensor { a: sa, b: sb } => {
-                let tiles = Fp8Tile256::<In>::tiles(problem);
+                type C<In> = Fp8Tile256<In>;
+                let parts = self.split_parts_of::<C<In>>(CALL, split_k, capturing, problem)?;
+                let parts = if capturing { 1 } else { parts };
+                let tiles = C::<In>::tiles(problem) * parts;
                 let (maps, config) =
-                    self.fp8_launch::<Fp8Tile256<In>>(CALL, stream, a, b, shape, 0, tiles)?;
-                let args = (maps, problem, sa.as_ptr(), sb.as_ptr(), c);
+                    self.fp8_launch::<C<In>>(CALL, stream, a, b, shape, 0, tiles)?;
+                let (sa, sb) = (sa.as_ptr(), sb.as_ptr());
+                if parts > 1 {
+                    // SAFETY: the launch shape, maps and scales as the unsplit launch's below,
+                    // over `parts` times the tiles; `parts` from `split_parts_of` (within the
+                    // k-steps and the workspace), which the kernel writes `parts * m` rows of.
+                    return unsafe {
+                        self.split_then_reduce(stream, problem, parts, c, |module, partials| {
+                            let args = (maps, problem, parts, sa, sb, partials);
+                            module.launch_on::<<In as Fp8SplitK90>::Tensor>(stream, config, args)
+                        })
+                    };
+                }
+                let args = (maps, problem, sa, sb, c);
                 // SAFETY: the launch shape is the kernel's (THREADS, its configuration's
                 // SHARED_BYTES, 1-D, sm_90 checked by `fp8_path`); the slot's maps describe `a`
                 // (m x k) and `b` (n x k) of `In` with the configuration's boxes, checked long
@@ -222,10 +266,24 @@ impl<'s> Ops<'s> {
                 unsafe { module.launch_on::<<Out as Fp8Gemm90<In>>::Tensor>(stream, config, args) }
             }
             Fp8Scales::Block { a: sa, b: sb } => {
-                let tiles = Fp8Tile128::<In>::tiles(problem);
+                type C<In> = Fp8Tile128<In>;
+                let parts = self.split_parts_of::<C<In>>(CALL, split_k, capturing, problem)?;
+                let parts = if capturing { 1 } else { parts };
+                let tiles = C::<In>::tiles(problem) * parts;
                 let (maps, config) =
-                    self.fp8_launch::<Fp8Tile128<In>>(CALL, stream, a, b, shape, 0, tiles)?;
-                let args = (maps, problem, block_arg(&sa, &sb, m, n, k), c);
+                    self.fp8_launch::<C<In>>(CALL, stream, a, b, shape, 0, tiles)?;
+                let scales = block_arg(&sa, &sb, m, n, k);
+                if parts > 1 {
+                    // SAFETY: as the per-tensor split above, with the block scales checked as
+                    // for the unsplit launch below.
+                    return unsafe {
+                        self.split_then_reduce(stream, problem, parts, c, |module, partials| {
+                            let args = (maps, problem, parts, scales, partials);
+                            module.launch_on::<<In as Fp8SplitK90>::Block>(stream, config, args)
+                        })
+                    };
+                }
+                let args = (maps, problem, scales, c);
                 // SAFETY: as above, with the block scales checked to hold ⌈k/128⌉ x m and
                 // ⌈n/128⌉ x ⌈k/128⌉ f32s, as `BlockScales` lays them out.
                 unsafe { module.launch_on::<<Out as Fp8Gemm90<In>>::Block>(stream, config, args) }

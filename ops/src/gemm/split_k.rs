@@ -32,7 +32,7 @@
 use crate::Ops;
 use rshmem_device::matrix::MatrixMut;
 use rshmem_gemm::{sm90, Problem, Sm90Maps};
-use rshmem_host::{Backend, Error, LaunchConfig, Result, Shmem, Stream, SymBuffer};
+use rshmem_host::{Backend, Error, LaunchConfig, Module, Result, Shmem, Stream, SymBuffer};
 use rshmem_ops_kernels::gemm90::{SplitK90, SplitReduce};
 
 use super::elem::{GemmIn, GemmOut};
@@ -71,14 +71,38 @@ pub const fn workspace_bytes(backend: Backend) -> usize {
 /// The parts [`SplitK::Auto`] picks for `m x n x k` on `sms` SMs with `workspace` bytes (1:
 /// no split); [`SplitK::Off`] is 1 and [`SplitK::Parts`] its count, unchecked.
 pub fn parts(option: SplitK, sms: u32, m: u32, n: u32, k: u32, workspace: usize) -> u32 {
+    parts_of::<sm90::Tile256<rshmem_device::bf16>>(option, sms, Problem { m, n, k }, workspace)
+}
+
+/// [`parts`] for the kernels of tile configuration `C` (the FP8 GEMMs': 128 of K per k-step,
+/// and 128 x 128 tiles with block scales).
+///
+/// ```
+/// use rshmem_device::E4m3;
+/// use rshmem_gemm::{sm90::{Fp8Tile128, Fp8Tile256}, Problem};
+/// use rshmem_ops::gemm::split_k::parts_of;
+/// use rshmem_ops::SplitK;
+/// let p = Problem { m: 16, n: 4096, k: 4096 };
+/// // Per-tensor FP8: 16 tiles of 128 x 256, 32 k-steps of 128: 8 parts of 4.
+/// assert_eq!(parts_of::<Fp8Tile256<E4m3>>(SplitK::Auto, 132, p, 16 << 20), 8);
+/// // Block scales: 32 tiles of 128 x 128: 4 parts.
+/// assert_eq!(parts_of::<Fp8Tile128<E4m3>>(SplitK::Auto, 132, p, 16 << 20), 4);
+/// ```
+pub fn parts_of<C: sm90::Sm90Config>(
+    option: SplitK,
+    sms: u32,
+    problem: Problem,
+    workspace: usize,
+) -> u32 {
+    let Problem { m, n, k } = problem;
     match option {
         SplitK::Off => 1,
         SplitK::Parts(p) => p.max(1),
         SplitK::Auto => {
-            let tiles = sm90::tiles(Problem { m, n, k });
+            let tiles = C::tiles(problem);
             let fit = workspace as u64 / (4 * u64::from(m) * u64::from(n)).max(1);
             let p = (sms / tiles.max(1))
-                .min(k.div_ceil(sm90::BK) / MIN_STEPS)
+                .min(k.div_ceil(C::BK) / MIN_STEPS)
                 .min(fit.min(u64::from(MAX_PARTS)) as u32);
             if p >= 2 {
                 p
@@ -119,17 +143,28 @@ impl<'s> Ops<'s> {
         capturing: bool,
         problem: Problem,
     ) -> Result<u32> {
+        self.split_parts_of::<sm90::Tile256<rshmem_device::bf16>>(CALL, option, capturing, problem)
+    }
+
+    /// [`Ops::split_parts`] for the kernels of tile configuration `C`, refusals naming `call`.
+    pub(crate) fn split_parts_of<C: sm90::Sm90Config>(
+        &self,
+        call: &'static str,
+        option: SplitK,
+        capturing: bool,
+        problem: Problem,
+    ) -> Result<u32> {
         let Problem { m, n, k } = problem;
         let bytes = workspace_bytes(self.shmem.backend());
-        let p = parts(option, self.info.multiprocessors, m, n, k, bytes);
+        let p = parts_of::<C>(option, self.info.multiprocessors, problem, bytes);
         if p == 1 || !matches!(option, SplitK::Parts(_)) {
             return Ok(p);
         }
-        let steps = k.div_ceil(sm90::BK);
-        let refuse = |reason: String| Error::Unsupported { call: CALL, reason };
+        let steps = k.div_ceil(C::BK);
+        let refuse = |reason: String| Error::Unsupported { call, reason };
         if capturing {
             return Err(Error::Capture {
-                call: CALL,
+                call,
                 message: "SplitK::Parts in a graph capture: the split-K workspace is shared by \
                           the PE's eager calls, so a recorded split is refused; use SplitK::Auto \
                           (which records the unsplit kernel) or SplitK::Off"
@@ -139,7 +174,7 @@ impl<'s> Ops<'s> {
         if p > steps {
             return Err(refuse(format!(
                 "with SplitK::Parts({p}) for k = {k}: at most {steps} parts (one per k-step of {})",
-                sm90::BK
+                C::BK
             )));
         }
         if u64::from(p) * u64::from(m) * u64::from(n) * 4 > bytes as u64 {
@@ -172,6 +207,42 @@ impl<'s> Ops<'s> {
         parts: u32,
         c: MatrixMut<Out>,
     ) -> Result<()> {
+        let config = self.persistent(
+            sm90::tiles(problem) * parts,
+            sm90::THREADS,
+            sm90::SHARED_BYTES,
+        );
+        // SAFETY: the caller's contract; the partial kernel gets the maps and launch shape the
+        // plain sm90 launch would, and a workspace of `parts * m` rows of n f32.
+        unsafe {
+            self.split_then_reduce(stream, problem, parts, c, |module, partials| {
+                module.launch_on::<<In as SplitK90<B_KN>>::Kernel>(
+                    stream,
+                    config,
+                    (maps, problem, parts, partials),
+                )
+            })
+        }
+    }
+
+    /// A split GEMM's two launches: `launch_parts` queues the kernel that writes the parts
+    /// (given the gemm90 module and the workspace as `parts` slabs of `m x n` f32) on
+    /// `stream`, then the reduction adds them into `c`; ordered after every earlier split GEMM
+    /// of this PE (any stream).
+    ///
+    /// # Safety
+    ///
+    /// `launch_parts` queues, on `stream`, a kernel that writes at most the workspace it is
+    /// given; `c` holds `problem.m x problem.n`; `parts` > 0 slabs of m x n f32 fit the
+    /// workspace.
+    pub(crate) unsafe fn split_then_reduce<Out: SplitReduce + 'static>(
+        &self,
+        stream: &Stream<'_>,
+        problem: Problem,
+        parts: u32,
+        c: MatrixMut<Out>,
+        launch_parts: impl FnOnce(&Module<'s>, MatrixMut<f32>) -> Result<()>,
+    ) -> Result<()> {
         let module = super::loaded(&self.gemm90, "sm90")?;
         let Problem { m, n, .. } = problem;
         let mut guard = self.split.lock().unwrap_or_else(|p| p.into_inner());
@@ -182,26 +253,17 @@ impl<'s> Ops<'s> {
         let order = st.order.as_ref().expect("made above");
         stream.wait_for(order)?;
         let partials = st.ws.matrix_mut(parts * m, n)?.as_matrix_mut();
-        let config = self.persistent(
-            sm90::tiles(problem) * parts,
-            sm90::THREADS,
-            sm90::SHARED_BYTES,
-        );
         let pairs = u64::from(m) * u64::from(n.div_ceil(2));
         let blocks = pairs
             .div_ceil(256)
             .min(u64::from(self.info.multiprocessors.max(1)) * 8) as u32;
-        // SAFETY: the maps and launch shape as the plain sm90 launch's (the caller's contract);
-        // the workspace holds `parts * m` rows of n f32 (checked by `matrix_mut`), and no
-        // other split GEMM uses it meanwhile (this stream waited for `order`, which waited for
-        // the previous one's stream; the lock orders the host side); the reduction reads the
-        // parts after the partial kernel (same stream) and writes c (m x n, the caller's).
+        launch_parts(module, partials)?;
+        // SAFETY: the workspace holds `parts * m` rows of n f32 (checked by `matrix_mut`), and
+        // no other split GEMM uses it meanwhile (this stream waited for `order`, which waited
+        // for the previous one's stream; the lock orders the host side); the reduction reads
+        // the parts after the partial kernel (same stream, the caller's contract) and writes c
+        // (m x n, the caller's).
         unsafe {
-            module.launch_on::<<In as SplitK90<B_KN>>::Kernel>(
-                stream,
-                config,
-                (maps, problem, parts, partials),
-            )?;
             let reduce = LaunchConfig::new(blocks.max(1), 256);
             module.launch_on::<<Out as SplitReduce>::Kernel>(
                 stream,
