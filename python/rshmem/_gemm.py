@@ -93,19 +93,19 @@ def _scaling(scale_a, scale_b, scaling, call):
     return scaling
 
 
-def gemm_fp8(a, b, out, scale_a, scale_b, scaling=None, stream=None):
+def gemm_fp8(a, b, out, scale_a, scale_b, scaling=None, split_k=0, stream=None):
     """`out = (a · bᵀ)` scaled, a (m x k) and b (n x k) of fp8_e4m3 or fp8_e5m2, f32
     accumulation, out f32 or bf16; sm_90 kernels only. `scaling="tensor"`: one f32 each,
     `out = scale_a · scale_b · (a · bᵀ)`; `"block"` (DeepSeek-V3): `scale_a` ⌈k/128⌉ x m (M
     contiguous), `scale_b` ⌈n/128⌉ x ⌈k/128⌉. None: "tensor" when both scales hold one
-    element, else "block". Any contiguous tensors of this PE's device, as for `gemm`. Returns
-    `out`."""
+    element, else "block". `split_k` as for `gemm` (0: K split automatically for decode-sized
+    M). Any contiguous tensors of this PE's device, as for `gemm`. Returns `out`."""
     pe, call = _runtime.current(), "rshmem.gemm_fp8"
     m, n, k = gemm_shape(a, b, "nk", call)
     block = _scaling(scale_a, scale_b, scaling, call) == "block"
     _native.gemm_fp8(pe, tensor_arg(a, "a", call), tensor_arg(b, "b", call), tensor_arg(out, "out", call),
                      m, n, k, tensor_arg(scale_a, "scale_a", call), tensor_arg(scale_b, "scale_b", call),
-                     block, _runtime.stream_handle(pe, stream))
+                     block, int(split_k), _runtime.stream_handle(pe, stream))
     return out
 
 

@@ -59,11 +59,7 @@ fn gemm(
     let shape = GemmShape::new(m, n, k, self::b_layout(CALL, b_layout)?);
     let options = GemmOptions {
         kernel: self::kernel(CALL, kernel)?,
-        split_k: match split_k {
-            0 => SplitK::Auto,
-            1 => SplitK::Off,
-            p => SplitK::Parts(p),
-        },
+        split_k: split(split_k),
         ..GemmOptions::default()
     };
     let find = |what, t: &TensorArg| Sym::find_local(&pe.core, CALL, what, t);
@@ -169,10 +165,19 @@ fn scales(
     })
 }
 
+/// Python's `split_k`: 0 automatic, 1 none, else that many parts.
+fn split(split_k: u32) -> SplitK {
+    match split_k {
+        0 => SplitK::Auto,
+        1 => SplitK::Off,
+        p => SplitK::Parts(p),
+    }
+}
+
 /// `c = (a · bᵀ)` of FP8 operands with their scales (`block`: DeepSeek-V3's 1 x 128 and
 /// 128 x 128 block scales; else one per tensor), f32 or bf16 out.
 #[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, scale_a, scale_b, block, stream=None))]
+#[pyo3(signature = (pe, a, b, c, m, n, k, scale_a, scale_b, block, split_k=0, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn gemm_fp8(
     py: Python<'_>,
@@ -186,6 +191,7 @@ fn gemm_fp8(
     scale_a: TensorArg,
     scale_b: TensorArg,
     block: bool,
+    split_k: u32,
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.gemm_fp8";
@@ -199,7 +205,7 @@ fn gemm_fp8(
         let scales = scales(CALL, sh, (&sa, &sb), block)?;
         with_fp8_types!(CALL, dtype, c.dtype, In, Out => live
             .ops
-            .gemm_fp8::<In, Out>(s, a.device::<In>(sh)?, b.device::<In>(sh)?, c.device_mut::<Out>(sh)?, shape, scales)
+            .gemm_fp8_with::<In, Out>(s, a.device::<In>(sh)?, b.device::<In>(sh)?, c.device_mut::<Out>(sh)?, shape, scales, split(split_k))
             .or_raise())
     })
 }

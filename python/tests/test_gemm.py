@@ -271,6 +271,39 @@ def test_gemm_fp8_per_tensor_and_block(fmt, out_dtype):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("scaling", ["tensor", "block"])
+def test_gemm_fp8_split_k(scaling):
+    """K split in 3 parts (and automatically, and not at all) gives the exact sums: the values'
+    products and sums are exact in f32 here, so every split agrees with numpy to the bit."""
+    m, n, k = 3, 40, 640  # five K blocks of 128
+    av, a_codes = fp8_operand((m, k), 43, "fp8_e4m3")
+    bv, b_codes = fp8_operand((n, k), 44, "fp8_e4m3")
+    kb, nb = k // 128, 1
+
+    def pe_main():
+        a, b = rshmem.empty((m, k), "fp8_e4m3"), rshmem.empty((n, k), "fp8_e4m3")
+        a[...], b[...] = a_codes, b_codes
+        if scaling == "tensor":
+            sa, sb = rshmem.empty(1, "f32"), rshmem.empty(1, "f32")
+            sa[...], sb[...] = 0.5, 2.0
+        else:
+            sa, sb = rshmem.empty((kb, m), "f32"), rshmem.empty((nb, kb), "f32")
+            sa[...], sb[...] = 1.0, 1.0
+        outs = []
+        for split_k in (1, 3, 0):
+            c = rshmem.empty((m, n), "f32")
+            rshmem.gemm_fp8(a, b, c, sa, sb, scaling=scaling, split_k=split_k)
+            outs.append(read(c))
+        with pytest.raises(rshmem.ArgumentError, match=r"SplitK::Parts\(6\) for k = 640.*at most 5 parts"):
+            rshmem.gemm_fp8(a, b, rshmem.empty((m, n), "f32"), sa, sb, scaling=scaling, split_k=6)
+        return outs
+
+    ((off, three, auto),) = run(pe_main, 1)
+    want = av @ bv.T
+    for got in (off, three, auto):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_grouped_gemm_fp8_offsets():
     groups, n, k, m = 2, 16, 32, 7
     av, a_codes = fp8_operand((m, k), 51, "fp8_e4m3")
