@@ -138,6 +138,11 @@ if want fp8_bench; then
     STEP_TIMEOUT=420 step fp8_bench python3 .gpu/scripts/gemm_bench.py --fp8 --bin $BIN/gemm_bench
 fi
 # Split-K at decode-sized M (and one large shape Auto must leave unsplit), off then auto per shape.
+# FP8 split-K at decode-sized M (both scalings), off then auto per shape.
+if want fp8_split_bench; then
+    STEP_TIMEOUT=300 step fp8_split_bench python3 .gpu/scripts/gemm_bench.py --fp8 --split off,auto \
+        --shapes 1x8192x8192,16x4096x4096,64x8192x8192,128x8192x8192,256x4096x14336 --bin $BIN/gemm_bench
+fi
 if want splitk_bench; then
     STEP_TIMEOUT=300 step splitk_bench python3 .gpu/scripts/gemm_bench.py --split off,auto \
         --shapes 16x4096x4096,64x4096x4096,16x8192x8192,64x8192x8192,128x8192x8192,32x7168x2048,128x4096x14336,4096x4096x4096 \

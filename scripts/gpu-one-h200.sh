@@ -19,7 +19,8 @@ SLICES=${*:-graphs gemm fused coll moe overhead regress teams tp1 examples colle
 # Named only: latency2 latency4 (the collectives' same-GPU latency under MPS), moe_bench,
 # queue (the symmetric queue beside a raw put, 2 PEs under MPS; queue_hang: the forced 64-CTA case),
 # grouped (the grouped GEMM's tests and benchmark), splitk (split-K's tests and benchmark),
-# fp8 (the FP8 GEMM's tests, the hopper tests' wgmma FP8 case, and its benchmark).
+# fp8 (the FP8 GEMM's tests, the hopper tests' wgmma FP8 case, and its benchmark), fp8split
+# (FP8 split-K's tests and decode rows), userk (raw launches of the stand-in user image).
 slice() { # name, budget seconds, env assignments..., -- parts...
     local name=$1 budget=$2; shift 2
     local envs=()
@@ -55,6 +56,10 @@ slice collectives 70 COLL_ARGS='--sizes 8,65536,1048576,4194304 --iters 5' COLL_
 slice grouped 330 BINS=test-gemm TESTS=grouped PER_TEST_TIMEOUT=60 -- tests grouped_bench
 slice splitk 300 BINS=test-gemm TESTS=split_k PER_TEST_TIMEOUT=60 -- tests splitk_bench
 slice fp8 480 BINS='test-(gemm_fp8|hopper)' TESTS='_1pe' PER_TEST_TIMEOUT=90 -- tests fp8_bench
+# FP8 split-K's tests (in test-gemm_fp8) and its decode rows, unsplit beside split.
+slice fp8split 420 BINS=test-gemm_fp8 TESTS='split_k.*_1pe' PER_TEST_TIMEOUT=90 -- tests fp8_split_bench
+# Kernels launched from an image the tests were not compiled with (launch_raw_on), 1-3 PEs.
+slice userk 90 BINS=test-sim_library PER_TEST_TIMEOUT=40 -- tests
 slice moe_bench 580 MOE_TIMEOUT=560 -- moe_bench
 slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
 slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives
