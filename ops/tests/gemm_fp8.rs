@@ -50,6 +50,7 @@ per_backend! {
     block_scales_odd_shapes => [1];
     tensor_scales_odd_shapes => [1];
     grouped_block_scales_and_empty_groups => [1];
+    grouped_tensor_scales_and_empty_groups => [1];
     tensor_scales_are_read_when_the_graph_runs => [1];
     errors_name_the_problem => [1];
     split_k_both_scalings => [1];
@@ -528,7 +529,7 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
         ops.gemm_fp8::<E4m3, f32>(&stream, a.range(8..)?, &b, &mut c, nk(8, 8, 32), tensor),
         &["`a` starts", "16-byte aligned", "multiple of 16 elements"],
     )?;
-    // Grouped: per-tensor scales refused; B scales for every group.
+    // Grouped: scales for every group.
     let ends = shmem.alloc_from(&[3u32, 10])?;
     let shape = GroupedShape {
         groups: 2,
@@ -543,9 +544,18 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
     let grouped = |c: &mut SymBuffer<'_, f32>, scales| {
         ops.grouped_gemm_fp8::<E4m3, f32>(&stream, &a, &b, c, shape, rows, scales)
     };
+    // Per tensor: one B scale for two groups.
+    let one = Fp8Scales::Tensor {
+        a: s.range(..1)?.into(),
+        b: s.range(..1)?.into(),
+    };
     expect(
-        grouped(&mut c, tensor),
-        &["Ops::grouped_gemm_fp8", "Fp8Scales::Block"],
+        grouped(&mut c, one),
+        &[
+            "Ops::grouped_gemm_fp8",
+            "B's per-tensor scales have 1 elements",
+            "2 groups need one each",
+        ],
     )?;
     expect(
         grouped(&mut c, block(10, 1)),
@@ -554,6 +564,101 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
     if shmem.backend() == Backend::Gpu && ops.device_info().sm != 90 {
         expect(run(&mut c, nk(8, 8, 32), tensor), &["FP8", "sm_90"])?;
     }
+    Ok(())
+}
+
+/// The grouped GEMM with per-tensor scales (A's one, one per group's B): offsets with empty
+/// groups and a group over a 128 x 256 tile; the masked layout with a clamped count.
+fn grouped_tensor_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let stream = shmem.stream();
+    let (n, k) = (300usize, 208usize);
+    let ends = [0u32, 2, 2, 131, 140];
+    let m = 140usize;
+    let q = Operands::<E4m3>::new(m, n, k, ends.len(), Scaling::Tensor, seed());
+    let (a, b) = (
+        shmem.alloc_from(q.a.values())?,
+        shmem.alloc_from(&q.b_values())?,
+    );
+    let (sa, sb) = (
+        shmem.alloc_from(&q.a.scales)?,
+        shmem.alloc_from(&q.b_scales())?,
+    );
+    assert_eq!(sb.len(), ends.len(), "one scale per group's B");
+    let gends = shmem.alloc_from(&ends)?;
+    let mut c = shmem.alloc_from(&vec![bf16::NAN; m * n])?;
+    let shape = GroupedShape {
+        groups: ends.len() as u32,
+        n: n as u32,
+        k: k as u32,
+        b_layout: BLayout::NK,
+    };
+    let rows = GroupRows::Offsets {
+        ends: (&gends).into(),
+        m: m as u32,
+    };
+    let scales = Fp8Scales::Tensor {
+        a: (&sa).into(),
+        b: (&sb).into(),
+    };
+    ops.grouped_gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, shape, rows, scales)?;
+    let group_of = |row: usize| ends.iter().position(|&e| row < e as usize);
+    let what = "grouped per-tensor offsets e4m3 -> bf16";
+    let worst = check_c(
+        shmem.backend(),
+        &q,
+        &c.to_vec()?,
+        (m, n, k),
+        (Scaling::Tensor, 1),
+        group_of,
+        what,
+    )?;
+    println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
+
+    let (groups, max_m) = (2usize, 40usize);
+    let m = groups * max_m;
+    let q = Operands::<E5m2>::new(m, n, k, groups, Scaling::Tensor, seed());
+    let (a, b) = (
+        shmem.alloc_from(q.a.values())?,
+        shmem.alloc_from(&q.b_values())?,
+    );
+    let (sa, sb) = (
+        shmem.alloc_from(&q.a.scales)?,
+        shmem.alloc_from(&q.b_scales())?,
+    );
+    let counts = [40u32, 90];
+    let gcounts = shmem.alloc_from(&counts)?;
+    let mut c = shmem.alloc_from(&vec![f32::NAN; m * n])?;
+    let shape = GroupedShape {
+        groups: groups as u32,
+        n: n as u32,
+        k: k as u32,
+        b_layout: BLayout::NK,
+    };
+    let rows = GroupRows::Masked {
+        counts: (&gcounts).into(),
+        max_m: max_m as u32,
+    };
+    let scales = Fp8Scales::Tensor {
+        a: (&sa).into(),
+        b: (&sb).into(),
+    };
+    ops.grouped_gemm_fp8::<E5m2, f32>(&stream, &a, &b, &mut c, shape, rows, scales)?;
+    let group_of = |row: usize| {
+        let g = row / max_m;
+        (row % max_m < (counts[g] as usize).min(max_m)).then_some(g)
+    };
+    let what = "grouped per-tensor masked e5m2 -> f32";
+    let worst = check_c(
+        shmem.backend(),
+        &q,
+        &c.to_vec()?,
+        (m, n, k),
+        (Scaling::Tensor, 1),
+        group_of,
+        what,
+    )?;
+    println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
     Ok(())
 }
 

@@ -64,11 +64,12 @@ fn gemm_names<
 }
 
 /// The FP8 kernels of (In, Out): per tensor, block-scaled, grouped block-scaled.
-fn fp8_names<In, Out: Fp8Gemm90<In>>() -> [&'static str; 3] {
+fn fp8_names<In, Out: Fp8Gemm90<In>>() -> [&'static str; 4] {
     [
         name::<<Out as Fp8Gemm90<In>>::Tensor>(),
         name::<<Out as Fp8Gemm90<In>>::Block>(),
         name::<<Out as Fp8Gemm90<In>>::GroupedBlock>(),
+        name::<<Out as Fp8Gemm90<In>>::GroupedTensor>(),
     ]
 }
 
@@ -114,7 +115,7 @@ fn gemm_images_hold_exactly_their_tables_kernels() {
         name::<<E5m2 as Fp8SplitK90>::Tensor>(),
         name::<<E5m2 as Fp8SplitK90>::Block>(),
     ]);
-    assert_eq!((sm90.len(), sm80.len()), (55, 16), "{sm90:?} {sm80:?}");
+    assert_eq!((sm90.len(), sm80.len()), (59, 16), "{sm90:?} {sm80:?}");
     assert_eq!(set(gemm::IMAGE90.kernels.iter().copied()), sm90);
     assert_eq!(set(gemm::IMAGE80.kernels.iter().copied()), sm80);
 }

@@ -109,15 +109,20 @@ def gemm_fp8(a, b, out, scale_a, scale_b, scaling=None, split_k=0, stream=None):
     return out
 
 
-def grouped_gemm_fp8(a, b, out, scale_a, scale_b, offsets=None, counts=None, stream=None):
-    """The grouped FP8 GEMM with block scales: as `grouped_gemm` (b G x n x k), each group's B
-    with its own ⌈n/128⌉ x ⌈k/128⌉ scales (`scale_b` G of them stacked), `scale_a` ⌈k/128⌉ x m
-    over all of a's rows. Any contiguous tensors of this PE's device, as for `gemm`. Returns
-    `out`."""
+def grouped_gemm_fp8(a, b, out, scale_a, scale_b, offsets=None, counts=None, scaling=None, stream=None):
+    """The grouped FP8 GEMM: as `grouped_gemm` (b G x n x k), each group's B with its own
+    scales. `scaling="block"`: ⌈n/128⌉ x ⌈k/128⌉ per group (`scale_b` G of them stacked),
+    `scale_a` ⌈k/128⌉ x m over all of a's rows; `"tensor"`: `scale_b` one f32 per group,
+    `scale_a` one f32 (`out = scale_a · scale_b[g] · (a · b[g]ᵀ)` on group g's rows). None:
+    "tensor" when `scale_a` holds one element and `scale_b` one per group, else "block". Any
+    contiguous tensors of this PE's device, as for `gemm`. Returns `out`."""
     pe, call = _runtime.current(), "rshmem.grouped_gemm_fp8"
     groups, n, k, rows = _grouped(a, b, offsets, counts, "nk", call)
+    if scaling is None:
+        scaling = "tensor" if numel(scale_a) == 1 and numel(scale_b) == groups else "block"
+    block = _scaling(scale_a, scale_b, scaling, call) == "block"
     _native.grouped_gemm_fp8(pe, tensor_arg(a, "a", call), tensor_arg(b, "b", call),
                              tensor_arg(out, "out", call), groups, n, k, rows,
                              tensor_arg(scale_a, "scale_a", call), tensor_arg(scale_b, "scale_b", call),
-                             _runtime.stream_handle(pe, stream))
+                             block, _runtime.stream_handle(pe, stream))
     return out

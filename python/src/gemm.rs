@@ -210,9 +210,10 @@ fn gemm_fp8(
     })
 }
 
-/// The grouped FP8 GEMM with block scales (each group's B its own block scales).
+/// The grouped FP8 GEMM, each group's B with its own scales (`block`: block scales; else one
+/// per group's B and one for A).
 #[pyfunction]
-#[pyo3(signature = (pe, a, b, c, groups, n, k, rows, scale_a, scale_b, stream=None))]
+#[pyo3(signature = (pe, a, b, c, groups, n, k, rows, scale_a, scale_b, block=true, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn grouped_gemm_fp8(
     py: Python<'_>,
@@ -226,6 +227,7 @@ fn grouped_gemm_fp8(
     rows: Rows,
     scale_a: TensorArg,
     scale_b: TensorArg,
+    block: bool,
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.grouped_gemm_fp8";
@@ -243,7 +245,7 @@ fn grouped_gemm_fp8(
     on_stream(py, pe, stream, |live, s| {
         let sh = live.shmem();
         let (scales, sizes) = (
-            scales(CALL, sh, (&sa, &sb), true)?,
+            scales(CALL, sh, (&sa, &sb), block)?,
             sizes.device::<u32>(sh)?,
         );
         with_fp8_types!(CALL, dtype, c.dtype, In, Out => live

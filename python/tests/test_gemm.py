@@ -327,6 +327,36 @@ def test_grouped_gemm_fp8_offsets():
     np.testing.assert_array_equal(c, want)
 
 
+def test_grouped_gemm_fp8_per_tensor_scales():
+    """One scale for a, one per group's b (as MoE layers quantise experts): inferred from
+    the scales' sizes, or named."""
+    groups, n, k, m = 3, 24, 48, 9
+    av, a_codes = fp8_operand((m, k), 53, "fp8_e5m2")
+    bv, b_codes = fp8_operand((groups, n, k), 54, "fp8_e5m2")
+
+    def pe_main():
+        a, b = rshmem.empty((m, k), "fp8_e5m2"), rshmem.empty((groups, n, k), "fp8_e5m2")
+        a[...], b[...] = a_codes, b_codes
+        sa, sb = rshmem.empty(1, "f32"), rshmem.empty(groups, "f32")
+        sa[...], sb[...] = 0.5, [4.0, 1.0, 0.25]
+        counts = rshmem.empty(groups, "u32")
+        counts[...] = [2, 0, 3]
+        c = rshmem.zeros((groups, 3, n), "f32")
+        rshmem.grouped_gemm_fp8(a[:groups * 3], b, c.reshape(groups * 3, n), sa, sb, counts=counts)
+        named = rshmem.zeros((groups * 3, n), "f32")
+        rshmem.grouped_gemm_fp8(a[:groups * 3], b, named, sa, sb, counts=counts, scaling="tensor")
+        with pytest.raises(rshmem.ArgumentError, match="B's per-tensor scales have 2 elements, but the 3 groups"):
+            rshmem.grouped_gemm_fp8(a[:groups * 3], b, named, sa, sb[:2], counts=counts, scaling="tensor")
+        return c.copy(), named.copy()
+
+    ((c, named),) = run(pe_main, 1)
+    want = np.zeros((groups, 3, n))
+    for g, (count, s) in enumerate(zip([2, 0, 3], [4.0, 1.0, 0.25])):
+        want[g, :count] = 0.5 * s * (av[g * 3:g * 3 + count] @ bv[g].T)
+    np.testing.assert_array_equal(c, want)
+    np.testing.assert_array_equal(named.reshape(groups, 3, n), want)
+
+
 def test_grouped_and_fp8_gemms_on_ordinary_arrays():
     """The grouped and FP8 GEMMs reach no peer either: every operand (rows, weights, sizes,
     scales, out) may be an ordinary numpy array (host memory on the simulator), and the

@@ -191,8 +191,9 @@ impl<T: OutElem> Epilogue for StoreC<T> {
     }
 }
 
-/// `inner` with every value multiplied by `*scale_a * *scale_b` first: a per-tensor scaled
-/// GEMM's epilogue (FP8 with one scale per operand). The scales are read from device memory
+/// `inner` with every value multiplied by `*scale_a * scale_b[tile.group]` first: a
+/// per-tensor scaled GEMM's epilogue (FP8 with one scale per operand, a grouped GEMM's B one
+/// per group). The scales are read from device memory
 /// (once per row of a tile), so a graph that recorded the GEMM uses the values they hold
 /// when it runs. The inner epilogue's addends ([`Epilogue::addends`]) are not used (they would
 /// be added before the scale): none of the plain epilogues has any.
@@ -202,7 +203,8 @@ pub struct Scaled<E> {
     pub inner: E,
     /// A's scale: one f32 in global memory.
     pub scale_a: *const f32,
-    /// B's scale: one f32 in global memory.
+    /// B's scale: one f32 in global memory; a grouped GEMM's B one per group (`G` of them,
+    /// group `g`'s tiles scaled by `scale_b[g]`; a plain GEMM's tiles are all of group 0).
     pub scale_b: *const f32,
 }
 
@@ -221,9 +223,12 @@ impl<E: Epilogue> Epilogue for Scaled<E> {
 
     #[inline(always)]
     unsafe fn row(&self, tile: Tile, row: u32) -> (E::Row, f32) {
-        // SAFETY: the scales are f32s in global memory (this epilogue's contract); the rest is
-        // the inner epilogue's.
-        unsafe { (self.inner.row(tile, row), *self.scale_a * *self.scale_b) }
+        // SAFETY: the scales are f32s in global memory, B's one per group (this epilogue's
+        // contract); the rest is the inner epilogue's.
+        unsafe {
+            let scale_b = *self.scale_b.add(tile.group as usize);
+            (self.inner.row(tile, row), *self.scale_a * scale_b)
+        }
     }
 
     #[inline(always)]

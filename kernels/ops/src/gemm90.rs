@@ -15,8 +15,9 @@
 //! two scalings ([`Fp8Gemm90`]): `gemm90_{e4m3,e5m2}_{bf16,f32}_tensor` (one f32 scale per
 //! operand in device memory, applied by the epilogue, [`rshmem_gemm::Scaled`]; 128 x 256
 //! tiles accumulated in the tensor cores), `gemm90_*_block` (DeepSeek-V3's block scales,
-//! promoted per 128 of K: [`sm90::BlockScaled`] on 128 x 128 tiles) and `grouped90_*_block`
-//! (the same per group, each group's B with its own scales); and split-K for both scalings
+//! promoted per 128 of K: [`sm90::BlockScaled`] on 128 x 128 tiles), `grouped90_*_block`
+//! (the same per group, each group's B with its own scales), `grouped90_*_tensor` (per tensor,
+//! each group's B with its own scale); and split-K for both scalings
 //! ([`Fp8SplitK90`]: `splitk90_{e4m3,e5m2}_{tensor,block}`, the parts of K into the same f32
 //! workspace, already scaled, which `splitk_reduce_*` adds up).
 //!
@@ -226,6 +227,17 @@ pub type Fp8BlockArgs<Out> = (Sm90Maps, Problem, BlockScales, MatrixMut<Out>);
 /// The arguments of the grouped block-scaled FP8 kernels: `(maps, problem, rows, scales, c)`.
 pub type Fp8GroupedArgs<Out> = (Sm90Maps, Problem, GroupRows, BlockScales, MatrixMut<Out>);
 
+/// The arguments of the grouped per-tensor FP8 kernels: `(maps, problem, rows, scale_a,
+/// scales_b, c)`, A's scale one f32, B's one per group.
+pub type Fp8GroupedTensorArgs<Out> = (
+    Sm90Maps,
+    Problem,
+    GroupRows,
+    *const f32,
+    *const f32,
+    MatrixMut<Out>,
+);
+
 /// The sm_90a FP8 GEMMs computing `Self` (C's element type) from inputs `In` (e4m3, e5m2), B
 /// N x K. Implemented by this module's table, one impl per row.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -236,10 +248,12 @@ pub trait Fp8Gemm90<In>: Sized {
     type Block: rshmem_device::Kernel<Args = Fp8BlockArgs<Self>>;
     /// Grouped, block scales (each group's B its own).
     type GroupedBlock: rshmem_device::Kernel<Args = Fp8GroupedArgs<Self>>;
+    /// Grouped, per-tensor scales (A's one, each group's B its own).
+    type GroupedTensor: rshmem_device::Kernel<Args = Fp8GroupedTensorArgs<Self>>;
 }
 
 macro_rules! sm90_fp8_gemms {
-    ($($tensor:ident, $block:ident, $grouped:ident: $in:ty => $out:ty;)*) => {$(
+    ($($tensor:ident, $block:ident, $grouped:ident, $grouped_tensor:ident: $in:ty => $out:ty;)*) => {$(
         #[doc = concat!("`C = scale_a scale_b (A · Bᵀ)`: A (m x k) and B (n x k) of `", stringify!($in),
             "` through `maps` ([`sm90::Fp8Tile256`]'s boxes), one f32 scale each; C of `", stringify!($out), "`.")]
         ///
@@ -294,20 +308,46 @@ macro_rules! sm90_fp8_gemms {
             }
         }
 
+        #[doc = concat!("The grouped [`", stringify!($tensor), "`]: group g's rows of A (`rows`) times the g-th \
+            of `rows.groups` B stacked, scaled by `scale_a[0] scales_b[g]`, into the same rows of C.")]
+        ///
+        /// # Safety
+        ///
+        /// As the per-tensor kernel's, B's map 3-D ([`sm90::gemm_with`]) and `scales_b`
+        /// holding `rows.groups` f32s; `rows.sizes` as the grouped block-scaled kernel's.
+        #[kernel(launch_bounds(384, 1))]
+        pub unsafe fn $grouped_tensor(
+            maps: Sm90Maps,
+            problem: Problem,
+            rows: GroupRows,
+            scale_a: *const f32,
+            scales_b: *const f32,
+            c: MatrixMut<$out>,
+        ) {
+            let epilogue = Scaled { inner: StoreC { c }, scale_a, scale_b: scales_b };
+            // SAFETY: this kernel's contract is the schedule's, the mainloop's and the
+            // epilogue's (a scale of B per group).
+            unsafe {
+                let schedule = Grouped::new(rows, problem);
+                sm90::gemm_with::<Fp8Tile256<$in>, _, _, _, false>(maps.a, maps.b, problem, schedule, epilogue, InTensorCore)
+            }
+        }
+
         #[cfg(not(target_arch = "nvptx64"))]
         impl Fp8Gemm90<$in> for $out {
             type Tensor = $tensor;
             type Block = $block;
             type GroupedBlock = $grouped;
+            type GroupedTensor = $grouped_tensor;
         }
     )*};
 }
 
 sm90_fp8_gemms! {
-    gemm90_e4m3_bf16_tensor, gemm90_e4m3_bf16_block, grouped90_e4m3_bf16_block: E4m3 => bf16;
-    gemm90_e4m3_f32_tensor, gemm90_e4m3_f32_block, grouped90_e4m3_f32_block: E4m3 => f32;
-    gemm90_e5m2_bf16_tensor, gemm90_e5m2_bf16_block, grouped90_e5m2_bf16_block: E5m2 => bf16;
-    gemm90_e5m2_f32_tensor, gemm90_e5m2_f32_block, grouped90_e5m2_f32_block: E5m2 => f32;
+    gemm90_e4m3_bf16_tensor, gemm90_e4m3_bf16_block, grouped90_e4m3_bf16_block, grouped90_e4m3_bf16_tensor: E4m3 => bf16;
+    gemm90_e4m3_f32_tensor, gemm90_e4m3_f32_block, grouped90_e4m3_f32_block, grouped90_e4m3_f32_tensor: E4m3 => f32;
+    gemm90_e5m2_bf16_tensor, gemm90_e5m2_bf16_block, grouped90_e5m2_bf16_block, grouped90_e5m2_bf16_tensor: E5m2 => bf16;
+    gemm90_e5m2_f32_tensor, gemm90_e5m2_f32_block, grouped90_e5m2_f32_block, grouped90_e5m2_f32_tensor: E5m2 => f32;
 }
 
 /// The split-K FP8 GEMMs of inputs `Self` (e4m3, e5m2): their parts of K, scaled, into an f32

@@ -113,6 +113,26 @@ fn check_fp8_shape(call: &'static str, shape: GemmShape) -> Result<()> {
     Ok(())
 }
 
+/// Checks per-tensor scales' lengths: one for A, one per group's B.
+fn check_tensor(call: &'static str, (a, b): (usize, usize), groups: u32) -> Result<()> {
+    if a == 0 {
+        return Err(bad(
+            call,
+            "A's per-tensor scale is an empty range: give one f32".into(),
+        ));
+    }
+    if b < groups as usize {
+        let what = match groups {
+            1 => "B's per-tensor scale is an empty range: give one f32".into(),
+            g => {
+                format!("B's per-tensor scales have {b} elements, but the {g} groups need one each")
+            }
+        };
+        return Err(bad(call, what));
+    }
+    Ok(())
+}
+
 /// Checks block scales' lengths for `m` rows of A and `groups` matrices B of `n x k`.
 fn check_block(
     call: &'static str,
@@ -218,16 +238,7 @@ impl<'s> Ops<'s> {
         shape.check_in(CALL, a.len(), b.len(), (c.len(), m, "m x n"))?;
         check_fp8_shape(CALL, shape)?;
         match &scales {
-            Fp8Scales::Tensor { a, b } => {
-                for (name, s) in [("A", a), ("B", b)] {
-                    if s.is_empty() {
-                        return Err(bad(
-                            CALL,
-                            format!("{name}'s per-tensor scale is an empty range: give one f32"),
-                        ));
-                    }
-                }
-            }
+            Fp8Scales::Tensor { a, b } => check_tensor(CALL, (a.len(), b.len()), 1)?,
             Fp8Scales::Block { a, b } => check_block(CALL, (a.len(), b.len()), (m, n, k, 1))?,
         }
         Starts::of(a, b, Some(&c)).check(CALL)?;
@@ -291,14 +302,17 @@ impl<'s> Ops<'s> {
         }
     }
 
-    /// The grouped FP8 GEMM with block scales: `shape.groups` GEMMs in one persistent launch,
-    /// group `g`'s rows of A (as `rows` says: [`GroupRows`]) times its own B (the `g`-th n x k
-    /// matrix of `b`) with its own B scales (the `g`-th `⌈n / 128⌉ x ⌈k / 128⌉` of
-    /// `scales.b`) and its rows' A scales, into the same rows of C; what
-    /// [`Ops::grouped_gemm`] is to [`Ops::gemm`]. Empty groups have no tiles. Only
-    /// [`Fp8Scales::Block`] (a per-tensor scale would need one per group).
+    /// The grouped FP8 GEMM: `shape.groups` GEMMs in one persistent launch, group `g`'s rows
+    /// of A (as `rows` says: [`GroupRows`]) times its own B (the `g`-th n x k matrix of `b`)
+    /// with its own B scales (block scales: the `g`-th `⌈n / 128⌉ x ⌈k / 128⌉` of `scales.b`,
+    /// and its rows' A scales), into the same rows of C; what
+    /// [`Ops::grouped_gemm`] is to [`Ops::gemm`]. Empty groups have no tiles. With
+    /// [`Fp8Scales::Tensor`], A's scale is one f32 and B's `groups` of them, one per group's
+    /// B (`C = s_a s_b[g] (A · B_gᵀ)` on group g's rows; 128 x 256 tiles accumulated in the
+    /// tensor cores, as the plain per-tensor GEMM), as MoE layers quantise their experts.
     ///
-    /// Errors: those of [`Ops::gemm_fp8`] and [`Ops::grouped_gemm`]; per-tensor scales.
+    /// Errors: those of [`Ops::gemm_fp8`] and [`Ops::grouped_gemm`]; fewer B scales than
+    /// groups.
     #[allow(clippy::too_many_arguments)]
     pub fn grouped_gemm_fp8<'a, In: Fp8In, Out: Fp8Out<In>>(
         &self,
@@ -311,34 +325,42 @@ impl<'s> Ops<'s> {
         scales: Fp8Scales<'a>,
     ) -> Result<()> {
         let (a, b, c) = (a.into(), b.into(), c.into());
-        let Fp8Scales::Block { a: sa, b: sb } = scales else {
-            return Err(bad(
-                GROUPED,
-                "with Fp8Scales::Tensor: the grouped FP8 GEMM takes block scales (each group's \
-                 B its own); give Fp8Scales::Block"
-                    .into(),
-            ));
-        };
         let Some((m, arg)) = self.grouped_checks(GROUPED, &a, &b, &c, shape, &rows)? else {
             return Ok(());
         };
         let GroupedShape { groups, n, k, .. } = shape;
         check_fp8_shape(GROUPED, shape.rows(m))?;
-        check_block(GROUPED, (sa.len(), sb.len()), (m, n, k, groups))?;
+        let (sa, sb) = match scales {
+            Fp8Scales::Tensor { a, b } => {
+                check_tensor(GROUPED, (a.len(), b.len()), groups)?;
+                (a, b)
+            }
+            Fp8Scales::Block { a, b } => {
+                check_block(GROUPED, (a.len(), b.len()), (m, n, k, groups))?;
+                (a, b)
+            }
+        };
         self.fp8_path(GROUPED)?;
         let module = loaded(&self.gemm90, "sm90")?;
+        let problem = Problem { m, n, k };
+        let c = c.matrix_mut(m, n)?;
+        if let Fp8Scales::Tensor { .. } = scales {
+            type C<In> = Fp8Tile256<In>;
+            let tiles = tiles_bound(arg.masked_rows, groups, m, n, (BM, C::<In>::BN));
+            let (maps, config) =
+                self.fp8_launch::<C<In>>(GROUPED, stream, a, b, shape.rows(m), groups, tiles)?;
+            let args = (maps, problem, arg, sa.as_ptr(), sb.as_ptr(), c);
+            // SAFETY: as the block-scaled launch below, with A's scale one f32 and B's one per
+            // group (checked).
+            return unsafe {
+                module.launch_on::<<Out as Fp8Gemm90<In>>::GroupedTensor>(stream, config, args)
+            };
+        }
         type C<In> = Fp8Tile128<In>;
         let tiles = tiles_bound(arg.masked_rows, groups, m, n, (BM, C::<In>::BN));
         let (maps, config) =
             self.fp8_launch::<C<In>>(GROUPED, stream, a, b, shape.rows(m), groups, tiles)?;
-        let problem = Problem { m, n, k };
-        let args = (
-            maps,
-            problem,
-            arg,
-            block_arg(&sa, &sb, m, n, k),
-            c.matrix_mut(m, n)?,
-        );
+        let args = (maps, problem, arg, block_arg(&sa, &sb, m, n, k), c);
         // SAFETY: the launch shape is the kernel's (THREADS, its configuration's SHARED_BYTES,
         // 1-D, sm_90 checked); the slot's maps describe `a` (m x k) and `b` (groups matrices,
         // 3-D) of `In` with the configuration's boxes, checked long enough, and stay until the
