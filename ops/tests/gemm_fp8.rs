@@ -259,25 +259,10 @@ fn run_split<F: Fp8In, O: Out + Fp8Out<F>>(
     seed: u64,
 ) -> Result<Vec<O>, Box<dyn std::error::Error + Send + Sync>> {
     let q = Operands::<F>::new(m, n, k, 1, scaling, seed);
-    let a = shmem.alloc_from(q.a.values())?;
-    let b = shmem.alloc_from(&q.b_values())?;
-    let (sa, sb) = match scaling {
-        Scaling::Tensor => (q.a.scales.clone(), q.b_scales()),
-        Scaling::Block => (q.a.scales_column_major(), q.b_scales()),
-    };
-    let (sa, sb) = (shmem.alloc_from(&sa)?, shmem.alloc_from(&sb)?);
+    let (a, b, sa, sb) = q.on_heap(shmem, scaling)?;
     const TAIL: usize = 29;
     let mut c = shmem.alloc_from(&vec![O::poison(); m * n + TAIL])?;
-    let scales = match scaling {
-        Scaling::Tensor => Fp8Scales::Tensor {
-            a: (&sa).into(),
-            b: (&sb).into(),
-        },
-        Scaling::Block => Fp8Scales::Block {
-            a: (&sa).into(),
-            b: (&sb).into(),
-        },
-    };
+    let scales = scales_of(scaling, &sa, &sb);
     let shape = GemmShape::new(m as u32, n as u32, k as u32, BLayout::NK);
     let stream = shmem.stream();
     match split {
@@ -331,20 +316,56 @@ fn tensor_scales_odd_shapes(shmem: &Shmem) -> Outcome {
     run_plain::<E5m2, bf16>(shmem, &ops, (1, 3, 16), Scaling::Tensor)
 }
 
-/// Offsets with an empty first group, a one-row group, a group over a tile and an empty one
-/// between; the masked layout with counts below, at and above `max_m` (and zero).
-fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
+/// The operands and scales of `q` on the heap: `(a, b, scale_a, scale_b)`, the scales laid
+/// out as `scaling` takes them (block: A's column-major).
+type OnHeap<'s, F> = (
+    SymBuffer<'s, F>,
+    SymBuffer<'s, F>,
+    SymBuffer<'s, f32>,
+    SymBuffer<'s, f32>,
+);
+
+impl<F: Fp8In> Operands<F> {
+    fn on_heap<'s>(&self, shmem: &'s Shmem, scaling: Scaling) -> rshmem::Result<OnHeap<'s, F>> {
+        let sa = match scaling {
+            Scaling::Tensor => self.a.scales.clone(),
+            Scaling::Block => self.a.scales_column_major(),
+        };
+        Ok((
+            shmem.alloc_from(self.a.values())?,
+            shmem.alloc_from(&self.b_values())?,
+            shmem.alloc_from(&sa)?,
+            shmem.alloc_from(&self.b_scales())?,
+        ))
+    }
+}
+
+/// `Fp8Scales` of `scaling` over `sa` and `sb`.
+fn scales_of<'a>(
+    scaling: Scaling,
+    sa: &'a SymBuffer<'_, f32>,
+    sb: &'a SymBuffer<'_, f32>,
+) -> Fp8Scales<'a> {
+    let (a, b) = (sa.into(), sb.into());
+    match scaling {
+        Scaling::Tensor => Fp8Scales::Tensor { a, b },
+        Scaling::Block => Fp8Scales::Block { a, b },
+    }
+}
+
+/// The grouped FP8 GEMM with `scaling` (block: each group's B its own block scales; per
+/// tensor: A's one scale, one per group's B): offsets with an empty first group, a one-row
+/// group, a group over a tile and an empty one between; the masked layout with counts below,
+/// at and above `max_m` (and zero).
+fn grouped_empty_groups(shmem: &Shmem, scaling: Scaling) -> Outcome {
     let ops = Ops::new(shmem)?;
     let (n, k) = (136usize, 160usize);
     let stream = shmem.stream();
     // Offsets: groups of 0, 1, 130, 0 and 66 rows.
     let ends = [0u32, 1, 131, 131, 197];
     let m = 197usize;
-    let q = Operands::<E4m3>::new(m, n, k, ends.len(), Scaling::Block, seed());
-    let a = shmem.alloc_from(q.a.values())?;
-    let b = shmem.alloc_from(&q.b_values())?;
-    let sa = shmem.alloc_from(&q.a.scales_column_major())?;
-    let sb = shmem.alloc_from(&q.b_scales())?;
+    let q = Operands::<E4m3>::new(m, n, k, ends.len(), scaling, seed());
+    let (a, b, sa, sb) = q.on_heap(shmem, scaling)?;
     let gends = shmem.alloc_from(&ends)?;
     let mut c = shmem.alloc_from(&vec![f32::NAN; m * n])?;
     let shape = GroupedShape {
@@ -357,34 +378,26 @@ fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
         ends: (&gends).into(),
         m: m as u32,
     };
-    let scales = Fp8Scales::Block {
-        a: (&sa).into(),
-        b: (&sb).into(),
-    };
+    let scales = scales_of(scaling, &sa, &sb);
     ops.grouped_gemm_fp8::<E4m3, f32>(&stream, &a, &b, &mut c, shape, rows, scales)?;
     let group_of = |row: usize| ends.iter().position(|&e| row < e as usize);
+    let what = format!("grouped offsets e4m3 -> f32 {scaling:?}");
     let worst = check_c(
         shmem.backend(),
         &q,
         &c.to_vec()?,
         (m, n, k),
-        (Scaling::Block, 1),
+        (scaling, 1),
         group_of,
-        "grouped offsets e4m3 -> f32",
+        &what,
     )?;
-    println!(
-        "grouped offsets e4m3 -> f32: worst error {:.1}% of the bound",
-        100.0 * worst
-    );
+    println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
 
     // Masked: 3 groups of room for 70 rows, counts 5, 70 and 200 (clamped to 70); then all 0.
     let (groups, max_m) = (3usize, 70usize);
     let m = groups * max_m;
-    let q = Operands::<E5m2>::new(m, n, k, groups, Scaling::Block, seed());
-    let a = shmem.alloc_from(q.a.values())?;
-    let b = shmem.alloc_from(&q.b_values())?;
-    let sa = shmem.alloc_from(&q.a.scales_column_major())?;
-    let sb = shmem.alloc_from(&q.b_scales())?;
+    let q = Operands::<E5m2>::new(m, n, k, groups, scaling, seed());
+    let (a, b, sa, sb) = q.on_heap(shmem, scaling)?;
     let shape = GroupedShape {
         groups: groups as u32,
         n: n as u32,
@@ -398,28 +411,33 @@ fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
             counts: (&gcounts).into(),
             max_m: max_m as u32,
         };
-        let scales = Fp8Scales::Block {
-            a: (&sa).into(),
-            b: (&sb).into(),
-        };
+        let scales = scales_of(scaling, &sa, &sb);
         ops.grouped_gemm_fp8::<E5m2, bf16>(&stream, &a, &b, &mut c, shape, rows, scales)?;
         let group_of = |row: usize| {
             let g = row / max_m;
             (row % max_m < (counts[g] as usize).min(max_m)).then_some(g)
         };
-        let what = format!("grouped masked {counts:?} e5m2 -> bf16");
+        let what = format!("grouped masked {counts:?} e5m2 -> bf16 {scaling:?}");
         let worst = check_c(
             shmem.backend(),
             &q,
             &c.to_vec()?,
             (m, n, k),
-            (Scaling::Block, 1),
+            (scaling, 1),
             group_of,
             &what,
         )?;
         println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
     }
     Ok(())
+}
+
+fn grouped_block_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
+    grouped_empty_groups(shmem, Scaling::Block)
+}
+
+fn grouped_tensor_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
+    grouped_empty_groups(shmem, Scaling::Tensor)
 }
 
 /// A recorded per-tensor GEMM reads its scales when the graph runs: new values written
@@ -567,141 +585,24 @@ fn errors_name_the_problem(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
-/// The grouped GEMM with per-tensor scales (A's one, one per group's B): offsets with empty
-/// groups and a group over a 128 x 256 tile; the masked layout with a clamped count.
-fn grouped_tensor_scales_and_empty_groups(shmem: &Shmem) -> Outcome {
-    let ops = Ops::new(shmem)?;
-    let stream = shmem.stream();
-    let (n, k) = (300usize, 208usize);
-    let ends = [0u32, 2, 2, 131, 140];
-    let m = 140usize;
-    let q = Operands::<E4m3>::new(m, n, k, ends.len(), Scaling::Tensor, seed());
-    let (a, b) = (
-        shmem.alloc_from(q.a.values())?,
-        shmem.alloc_from(&q.b_values())?,
-    );
-    let (sa, sb) = (
-        shmem.alloc_from(&q.a.scales)?,
-        shmem.alloc_from(&q.b_scales())?,
-    );
-    assert_eq!(sb.len(), ends.len(), "one scale per group's B");
-    let gends = shmem.alloc_from(&ends)?;
-    let mut c = shmem.alloc_from(&vec![bf16::NAN; m * n])?;
-    let shape = GroupedShape {
-        groups: ends.len() as u32,
-        n: n as u32,
-        k: k as u32,
-        b_layout: BLayout::NK,
-    };
-    let rows = GroupRows::Offsets {
-        ends: (&gends).into(),
-        m: m as u32,
-    };
-    let scales = Fp8Scales::Tensor {
-        a: (&sa).into(),
-        b: (&sb).into(),
-    };
-    ops.grouped_gemm_fp8::<E4m3, bf16>(&stream, &a, &b, &mut c, shape, rows, scales)?;
-    let group_of = |row: usize| ends.iter().position(|&e| row < e as usize);
-    let what = "grouped per-tensor offsets e4m3 -> bf16";
-    let worst = check_c(
-        shmem.backend(),
-        &q,
-        &c.to_vec()?,
-        (m, n, k),
-        (Scaling::Tensor, 1),
-        group_of,
-        what,
-    )?;
-    println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
-
-    let (groups, max_m) = (2usize, 40usize);
-    let m = groups * max_m;
-    let q = Operands::<E5m2>::new(m, n, k, groups, Scaling::Tensor, seed());
-    let (a, b) = (
-        shmem.alloc_from(q.a.values())?,
-        shmem.alloc_from(&q.b_values())?,
-    );
-    let (sa, sb) = (
-        shmem.alloc_from(&q.a.scales)?,
-        shmem.alloc_from(&q.b_scales())?,
-    );
-    let counts = [40u32, 90];
-    let gcounts = shmem.alloc_from(&counts)?;
-    let mut c = shmem.alloc_from(&vec![f32::NAN; m * n])?;
-    let shape = GroupedShape {
-        groups: groups as u32,
-        n: n as u32,
-        k: k as u32,
-        b_layout: BLayout::NK,
-    };
-    let rows = GroupRows::Masked {
-        counts: (&gcounts).into(),
-        max_m: max_m as u32,
-    };
-    let scales = Fp8Scales::Tensor {
-        a: (&sa).into(),
-        b: (&sb).into(),
-    };
-    ops.grouped_gemm_fp8::<E5m2, f32>(&stream, &a, &b, &mut c, shape, rows, scales)?;
-    let group_of = |row: usize| {
-        let g = row / max_m;
-        (row % max_m < (counts[g] as usize).min(max_m)).then_some(g)
-    };
-    let what = "grouped per-tensor masked e5m2 -> f32";
-    let worst = check_c(
-        shmem.backend(),
-        &q,
-        &c.to_vec()?,
-        (m, n, k),
-        (Scaling::Tensor, 1),
-        group_of,
-        what,
-    )?;
-    println!("{what}: worst error {:.1}% of the bound", 100.0 * worst);
-    Ok(())
-}
-
 /// Forced parts of K for both scalings, formats and outputs (parts of whole and partial
 /// k-blocks), `SplitK::Auto` where the tiles are fewer than the SMs, and the same bits from a
 /// second run of the same split.
 fn split_k_both_scalings(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
-    let forced = |p| Some(SplitK::Parts(p));
-    // Per tensor: 9 k-steps of 128 in 3 parts; 5 (the last 16 of K) in 4.
-    run_split::<E4m3, f32>(
-        shmem,
-        &ops,
-        (17, 300, 1040),
-        Scaling::Tensor,
-        forced(3),
-        seed(),
-    )?;
-    run_split::<E5m2, bf16>(
-        shmem,
-        &ops,
-        (5, 70, 528),
-        Scaling::Tensor,
-        forced(4),
-        seed(),
-    )?;
-    // Block scales: 6 k-blocks in 5 parts; 8 in 8 (one block each).
-    run_split::<E4m3, bf16>(
-        shmem,
-        &ops,
-        (9, 130, 656),
-        Scaling::Block,
-        forced(5),
-        seed(),
-    )?;
-    run_split::<E5m2, f32>(
-        shmem,
-        &ops,
-        (3, 257, 1024),
-        Scaling::Block,
-        forced(8),
-        seed(),
-    )?;
+    // (input, output, shape, scaling, parts): per tensor 9 k-steps of 128 in 3 parts and 5
+    // (the last 16 of K) in 4; block scales 6 k-blocks in 5 parts and 8 in 8 (one each).
+    macro_rules! forced {
+        ($($f:ty, $o:ty, $shape:expr, $scaling:expr, $p:expr;)*) => {$(
+            run_split::<$f, $o>(shmem, &ops, $shape, $scaling, Some(SplitK::Parts($p)), seed())?;
+        )*};
+    }
+    forced! {
+        E4m3, f32, (17, 300, 1040), Scaling::Tensor, 3;
+        E5m2, bf16, (5, 70, 528), Scaling::Tensor, 4;
+        E4m3, bf16, (9, 130, 656), Scaling::Block, 5;
+        E5m2, f32, (3, 257, 1024), Scaling::Block, 8;
+    }
     // Auto: one tile and 8 k-steps on the simulator's two SMs splits in two.
     let shape = (16, 100, 1024);
     for scaling in [Scaling::Tensor, Scaling::Block] {
