@@ -15,7 +15,10 @@
 //!
 //! The library carries its own copy of `rshmem-device`, which reads the simulator's state
 //! this program's copy made: it is refused unless both come from the same source and rustc
-//! (`rshmem_device::sim::SIM_ABI`). A library stays loaded until the process ends.
+//! (`rshmem_device::sim::SIM_ABI`). Memory one side allocates in that state the other may
+//! free, so both must use the system allocator (Rust's default, the library's): a program
+//! with its own `#[global_allocator]` cannot load one. A library stays loaded until the
+//! process ends.
 
 use crate::contract::{Error, Result, SimEntry};
 use rshmem_device::sim::{SimExport, SIM_ABI, SIM_SYMBOL_PREFIX};

@@ -8,8 +8,10 @@
 //! copy sets up the simulated thread and hands the library the address of its context, which
 //! the library's copy installs and reads. That is sound only where both copies lay out their
 //! types alike, which [`ABI`] (this crate's source and the rustc that built it) vouches for.
-//! Nothing crosses the boundary that either side would free: a failure comes back as text in
-//! a buffer the caller owns, and panics never unwind across it (each side has its own runtime).
+//! Both sides grow and free the shared state (a failure's message, a rendezvous's lists), so
+//! both must use the system allocator (Rust's default). Panics never unwind across the
+//! boundary (each side has its own runtime): a panic comes back as text in a buffer the
+//! caller owns.
 
 use core::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
