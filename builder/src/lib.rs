@@ -41,7 +41,8 @@
 //! `RSHMEM_ARCH=sm_80,sm_90` (overrides the architectures), `RSHMEM_DEVICE_DEBUG=1` (device
 //! debug info), `RSHMEM_CHECKED=1|0` (the checked device mode where the build script does not
 //! choose it, see [`Builder::checked`]), `RSHMEM_CACHE_DIR` (download cache), `RSHMEM_OFFLINE=1` (never download),
-//! `RSHMEM_NO_PTXAS=1` (skip cubins).
+//! `RSHMEM_NO_PTXAS=1` (skip cubins), `RSHMEM_SIM_LIBRARY=1` (a simulator library beside every
+//! image, [`Builder::sim_library`]).
 
 //! The source is laid out by step: [`Arch`] (`src/arch.rs`, the one table of architectures),
 //! `plan.rs` (settings and environment, settled first), `nested.rs` (the nested cargo build),
@@ -217,7 +218,8 @@ impl Builder {
     /// program that was not compiled with the kernel crate loads to run its kernels on the
     /// simulator (Python's `rshmem.load_kernels`; `rshmem_host::SimLibrary`). It is a second
     /// nested build, a release build for the host in `<target>/sim`, and works only with the
-    /// `rshmem-device` source and rustc of the program that loads it.
+    /// `rshmem-device` source and rustc of the program that loads it. `RSHMEM_SIM_LIBRARY=1`
+    /// in the build's environment turns it on for every image the build makes.
     pub fn sim_library(mut self, on: bool) -> Self {
         self.sim_library = on;
         self
@@ -264,7 +266,7 @@ impl Builder {
                 );
             }
         }
-        let sim_library = match self.sim_library {
+        let sim_library = match plan.sim_library {
             true => Some(sim_library(&plan, &tc)?),
             false => None,
         };

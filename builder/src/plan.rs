@@ -1,7 +1,7 @@
 //! What one [`Builder::build`](crate::Builder::build) will do, settled before anything runs:
 //! the builder's settings with the environment's overrides (`RSHMEM_ARCH`,
-//! `RSHMEM_DEVICE_DEBUG`), the kernel crate's name, and the folders; and whether ptxas runs
-//! (`RSHMEM_NO_PTXAS`).
+//! `RSHMEM_DEVICE_DEBUG`, `RSHMEM_SIM_LIBRARY`), the kernel crate's name, and the folders; and
+//! whether ptxas runs (`RSHMEM_NO_PTXAS`).
 
 use crate::arch::Arch;
 use crate::error::{io, Error, Result};
@@ -20,6 +20,7 @@ const WATCHED_ENV: &[&str] = &[
     "RSHMEM_CACHE_DIR",
     "RSHMEM_OFFLINE",
     "RSHMEM_NO_PTXAS",
+    "RSHMEM_SIM_LIBRARY",
 ];
 
 /// A build's settled inputs.
@@ -40,6 +41,8 @@ pub(crate) struct Plan {
     pub out_dir: PathBuf,
     /// The nested builds' folder (one subfolder per architecture).
     pub target_root: PathBuf,
+    /// Build the simulator library too (`Builder::sim_library`, or `RSHMEM_SIM_LIBRARY=1`).
+    pub sim_library: bool,
 }
 
 impl Plan {
@@ -87,6 +90,7 @@ impl Plan {
             features: builder.features.clone(),
             out_dir,
             target_root,
+            sim_library: builder.sim_library || env_flag("RSHMEM_SIM_LIBRARY"),
         })
     }
 
