@@ -139,8 +139,17 @@ impl<F: Fp8In> Operands<F> {
             Scaling::Block => (Blocks::PER_TOKEN, Blocks::PER_BLOCK),
         };
         let a = fp8::quantize_as::<F>(&random(m * k, seed), m, k, ba);
+        // Group g's values scaled by 2^(g mod 3), so that the groups' per-tensor scales differ
+        // (a kernel that used another group's scale, or the first one's, fails the check).
         let b = (0..groups)
-            .map(|g| fp8::quantize_as::<F>(&random(n * k, seed ^ (g as u64 + 1) << 40), n, k, bb))
+            .map(|g| {
+                let factor = bf16::from_f32((1u32 << (g % 3)) as f32);
+                let values: Vec<bf16> = random(n * k, seed ^ (g as u64 + 1) << 40)
+                    .into_iter()
+                    .map(|v| v * factor)
+                    .collect();
+                fp8::quantize_as::<F>(&values, n, k, bb)
+            })
             .collect();
         Self { a, b }
     }
