@@ -156,6 +156,29 @@ fn queue_bench_example_prints_checked_rows() {
     }
     assert!(out.contains("coop_warp/put"), "the ratio column: {out}");
     assert!(out.contains("every element checked"), "{out}");
+    // Token rows of hidden 7168 in bf16 (14 KiB), what an MoE dispatch would carry.
+    let out = run_sim(
+        "queue_bench",
+        2,
+        &[
+            "--ctas",
+            "1",
+            "--sizes",
+            "14336",
+            "--items",
+            "32",
+            "--capacity",
+            "128",
+        ],
+    );
+    for kind in [
+        "QB,queue_coop_warp,14336,",
+        "QB,queue_thread,14336,",
+        "QB,put_warp,14336,",
+    ] {
+        assert!(out.contains(kind), "{kind} missing:\n{out}");
+    }
+    assert!(out.contains("every element checked"), "{out}");
 }
 
 #[test]

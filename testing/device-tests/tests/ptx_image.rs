@@ -176,8 +176,8 @@ fn queue_bench_kernels_have_no_byte_copy_loops() {
             }
         }
         assert_eq!(
-            checked, 9,
-            "sm_{}: queue_bench_{{push,pop,put}}_e{{8,64,1024}}",
+            checked, 12,
+            "sm_{}: queue_bench_{{push,pop,put}}_e{{8,64,1024,14336}}",
             t.sm
         );
     }

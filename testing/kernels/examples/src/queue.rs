@@ -552,6 +552,7 @@ bench_kernels! {
     queue_bench_push_e8, queue_bench_pop_e8, queue_bench_put_e8: u64;
     queue_bench_push_e64, queue_bench_pop_e64, queue_bench_put_e64: [u64; 8];
     queue_bench_push_e1024, queue_bench_pop_e1024, queue_bench_put_e1024: [u64; 128];
+    queue_bench_push_e14336, queue_bench_pop_e14336, queue_bench_put_e14336: [u64; 1792];
 }
 
 /// Raw remote atomic throughput, for comparison with the queue: every thread does `iters`
