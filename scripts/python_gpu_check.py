@@ -3,8 +3,9 @@
 on each rank from every rank's (deterministic) inputs — collectives (all PEs and a team), the
 GEMMs (on symmetric and ordinary torch tensors, grouped, FP8 per-tensor and block-scaled), the
 fused tensor-parallel ops, MoE dispatch/combine and the fused MoE layer — rshmem's graphs and
-torch.cuda.graph, your own kernels by name, bad input. NOT YET RUN ON A GPU (written
-2026-12-05 without one).
+torch.cuda.graph (decode-sized GEMMs, which split K eagerly, included), your own kernels by
+name, bad input. Ran on an H100 with 2 and 3 ranks (2026-12-05, docs/python.md); the
+decode-GEMM part of the torch.cuda.graph check not yet.
 
   device run (one H200, 3 ranks sharing it under MPS; scripts/gpu-check.sh part `python`):
     source scripts/mps.sh && mps_start
@@ -381,6 +382,31 @@ def torch_graph(npes, me):
         g.replay()
     torch.cuda.synchronize()
     close(x, torch.full_like(x, float(npes) ** 3), 0)
+    # Decode-sized GEMMs split K eagerly (through an ordering stream of rshmem's own); inside a
+    # capture rshmem did not begin they must record the unsplit kernel (Stream::is_recorded).
+    a = torch.randn(16, 4096, device="cuda", dtype=torch.bfloat16) / 8
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) / 8
+    c = torch.empty(16, 4096, device="cuda", dtype=torch.bfloat16)
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    one = torch.ones(1, device="cuda", dtype=torch.float32)
+    c8 = torch.empty(16, 4096, device="cuda", dtype=torch.float32)
+    with torch.cuda.stream(s):
+        rshmem.gemm(a, b, c)  # eager: split; fills the tensor-map slots the capture needs
+        rshmem.gemm_fp8(a8, b8, c8, one, one)
+    s.synchronize()
+    ref, ref8 = a.float() @ b.float().T, a8.float() @ b8.float().T
+    close(c, ref, 1e-2)
+    close(c8, ref8, 2e-2)
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2, stream=s):
+        rshmem.gemm(a, b, c)
+        rshmem.gemm_fp8(a8, b8, c8, one, one)
+    c.zero_()
+    c8.zero_()
+    g2.replay()
+    torch.cuda.synchronize()
+    close(c, ref, 1e-2)
+    close(c8, ref8, 2e-2)
 
 
 def own_kernels(path, npes, me):

@@ -204,6 +204,18 @@ impl<'s> Stream<'s> {
             .is_some_and(|book| book.records(self.id))
     }
 
+    /// Whether this stream's work is recorded into a graph now, by rshmem's capture
+    /// ([`Stream::capture`]) or by one rshmem did not begin (CUDA's stream capture of an
+    /// adopted stream: `torch.cuda.graph` around rshmem calls). A library checks it before
+    /// queueing work that involves streams of its own, which a capture it did not begin cannot
+    /// reach (rshmem's split-K GEMMs record the unsplit kernel instead).
+    pub fn is_recorded(&self) -> Result<bool> {
+        if self.is_capturing() {
+            return Ok(true);
+        }
+        self.shmem.inner.stream_is_captured(self.id)
+    }
+
     /// While this stream records a graph: keeps `value` alive as long as that graph (it is
     /// dropped with the [`Graph`]). For libraries whose recorded work relies on host-side
     /// state they must not reuse while a graph may still launch it (rshmem's GEMM pins the

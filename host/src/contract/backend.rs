@@ -91,6 +91,11 @@ pub(crate) trait StreamBackend {
     fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()>;
     /// Runs `f` between two timing points of `stream` (events on GPUs).
     fn time(&self, stream: StreamId, f: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+    /// Whether the device records `stream`'s work into a graph now, whoever began the capture
+    /// (`cuStreamIsCapturing` on GPUs: rshmem's capture, or another library's on an adopted
+    /// stream, e.g. `torch.cuda.graph`; on the simulator only rshmem's recordings exist, which
+    /// `Shmem` knows itself: false).
+    fn stream_is_captured(&self, stream: StreamId) -> Result<bool>;
 }
 
 /// Teams. `Shmem` passes only teams this PE holds (predefined, or split and not yet

@@ -294,6 +294,10 @@ impl StreamBackend for SimPe {
         Ok(())
     }
 
+    fn stream_is_captured(&self, _stream: StreamId) -> Result<bool> {
+        Ok(false)
+    }
+
     fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
         // What `on` was given has run already, or is recorded: then `waiter` records too.
         self.capture.wait(waiter, on);

@@ -246,12 +246,10 @@ impl<'s> Ops<'s> {
         let module = loaded(&self.gemm90, "sm90")?;
         let problem = Problem { m, n, k };
         let c = c.matrix_mut(m, n)?;
-        let capturing = stream.is_capturing();
         match scales {
             Fp8Scales::Tensor { a: sa, b: sb } => {
                 type C<In> = Fp8Tile256<In>;
-                let parts = self.split_parts_of::<C<In>>(CALL, split_k, capturing, problem)?;
-                let parts = if capturing { 1 } else { parts };
+                let parts = self.fp8_parts::<C<In>>(stream, split_k, problem)?;
                 let tiles = C::<In>::tiles(problem) * parts;
                 let (maps, config) =
                     self.fp8_launch::<C<In>>(CALL, stream, a, b, shape, 0, tiles)?;
@@ -278,8 +276,7 @@ impl<'s> Ops<'s> {
             }
             Fp8Scales::Block { a: sa, b: sb } => {
                 type C<In> = Fp8Tile128<In>;
-                let parts = self.split_parts_of::<C<In>>(CALL, split_k, capturing, problem)?;
-                let parts = if capturing { 1 } else { parts };
+                let parts = self.fp8_parts::<C<In>>(stream, split_k, problem)?;
                 let tiles = C::<In>::tiles(problem) * parts;
                 let (maps, config) =
                     self.fp8_launch::<C<In>>(CALL, stream, a, b, shape, 0, tiles)?;
@@ -368,6 +365,24 @@ impl<'s> Ops<'s> {
         // `groups x ⌈n/128⌉ x ⌈k/128⌉` f32s (checked); `c` holds m x n. Dropping or
         // host-copying any of the buffers waits for the PE's work.
         unsafe { module.launch_on::<<Out as Fp8Gemm90<In>>::GroupedBlock>(stream, config, args) }
+    }
+
+    /// The parts of K an FP8 GEMM of `problem` on tiles `C` runs in on `stream`: 1 in a graph
+    /// capture (any: rshmem's, or one it did not begin, which the split's ordering stream
+    /// cannot reach), where forced parts are refused.
+    fn fp8_parts<C: Sm90Config>(
+        &self,
+        stream: &Stream<'_>,
+        split_k: SplitK,
+        problem: Problem,
+    ) -> Result<u32> {
+        let parts = self.split_parts_of::<C>(CALL, split_k, stream.is_capturing(), problem)?;
+        if parts > 1 && stream.is_recorded()? {
+            // Refuses forced parts as a capture does; Auto records the unsplit kernel.
+            self.split_parts_of::<C>(CALL, split_k, true, problem)?;
+            return Ok(1);
+        }
+        Ok(if stream.is_capturing() { 1 } else { parts })
     }
 
     /// The maps of `a` and `b` (`groups` of them when grouped) for configuration `C`, and the

@@ -90,7 +90,12 @@ impl<'s> Ops<'s> {
         ) = (a.into(), b.into(), c.into());
         shape.check(a.len(), b.len(), c.len())?;
         Starts::of(a, b, Some(&c)).check(CALL)?;
-        let plan = self.plan_on(shape, options, stream.is_capturing())?;
+        let mut plan = self.plan_on(shape, options, stream.is_capturing())?;
+        // A split runs through the workspace's ordering stream, which a capture rshmem did
+        // not begin (torch.cuda.graph on an adopted stream) cannot reach: record it unsplit.
+        if plan.split > 1 && stream.is_recorded()? {
+            plan = self.plan_on(shape, options, true)?;
+        }
         match plan.kernel {
             Kernel::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
             _ => self.sm90::<In, Out>(stream, a, b, c, shape, plan),

@@ -16,7 +16,10 @@
 //! The workspace is one per [`Ops`]: split GEMMs on different streams are ordered one after
 //! another through it (a private stream each call waits for and marks). A graph capture does
 //! not split ([`SplitK::Auto`] runs the unsplit kernel; forcing parts is refused): a recorded
-//! split would share the workspace with the eager calls around the graph's launches.
+//! split would share the workspace with the eager calls around the graph's launches. That
+//! holds for captures rshmem did not begin too (`torch.cuda.graph` on an adopted stream:
+//! [`Stream::is_recorded`](rshmem_host::Stream::is_recorded)), which the private stream could
+//! not join anyway.
 //!
 //! ```
 //! use rshmem_ops::gemm::split_k::parts;

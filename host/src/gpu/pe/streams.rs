@@ -192,6 +192,10 @@ impl StreamBackend for GpuPe {
         self.shared.sync_stream(id)
     }
 
+    fn stream_is_captured(&self, id: StreamId) -> Result<bool> {
+        Ok(self.shared.stream(id).is_capturing()?)
+    }
+
     fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
         let sh = &*self.shared;
         let (waiter_stream, on_stream) = (sh.stream(waiter), sh.stream(on));
