@@ -132,16 +132,20 @@ fn graph_forks_and_joins_streams(shmem: &Shmem) -> Outcome {
         // on `side` and read on `main` after the join.
         unsafe {
             module.launch_on::<k::mul_add>(&main, CFG, (a.as_mut_ptr(), N, 3, 1, slow))?;
-            assert!(!side.is_capturing());
+            assert!(!side.is_capturing() && !side.is_recorded()?);
+            assert!(
+                main.is_recorded()?,
+                "the device records the capturing stream too"
+            );
             side.wait_for(&main)?; // the fork
-            assert!(side.is_capturing());
+            assert!(side.is_capturing() && side.is_recorded()?);
             module.launch_on::<k::copy_plus_one>(&side, CFG, (a.as_ptr(), b.as_mut_ptr(), N))?;
             module.launch_on::<k::mul_add>(&main, CFG, (c.as_mut_ptr(), N, 5, 7, 0))?;
             main.wait_for(&side)?; // the join
             module.launch_on::<k::copy_plus_one>(&main, CFG, (b.as_ptr(), d.as_mut_ptr(), N))
         }
     })?;
-    assert!(!side.is_capturing());
+    assert!(!side.is_capturing() && !side.is_recorded()? && !main.is_recorded()?);
     assert_eq!(graph.operations(), 4);
     let times = launches(shmem);
     for _ in 0..times {
