@@ -376,13 +376,18 @@ impl<'s> Ops<'s> {
         split_k: SplitK,
         problem: Problem,
     ) -> Result<u32> {
-        let parts = self.split_parts_of::<C>(CALL, split_k, stream.is_capturing(), problem)?;
-        if parts > 1 && stream.is_recorded()? {
-            // Refuses forced parts as a capture does; Auto records the unsplit kernel.
+        let capturing = stream.is_capturing();
+        let parts = self.split_parts_of::<C>(CALL, split_k, capturing, problem)?;
+        if capturing || parts == 1 {
+            return Ok(1);
+        }
+        if stream.is_recorded()? {
+            // A capture rshmem did not begin: refuses forced parts as rshmem's own does; Auto
+            // records the unsplit kernel.
             self.split_parts_of::<C>(CALL, split_k, true, problem)?;
             return Ok(1);
         }
-        Ok(if stream.is_capturing() { 1 } else { parts })
+        Ok(parts)
     }
 
     /// The maps of `a` and `b` (`groups` of them when grouped) for configuration `C`, and the
