@@ -21,7 +21,8 @@ SLICES=${*:-graphs gemm fused coll moe overhead regress teams tp1 examples colle
 # grouped (the grouped GEMM's tests and benchmark), splitk (split-K's tests and benchmark),
 # fp8 (the FP8 GEMM's tests, the hopper tests' wgmma FP8 case, and its benchmark), fp8split
 # (FP8 split-K's tests and decode rows), userk (raw launches of the stand-in user image),
-# queue14k (the queue with 14 KiB elements beside the put).
+# queue14k (the queue with 14 KiB elements beside the put), python (the Python package under
+# torchrun), tiles (both sm90 tiles beside cuBLAS).
 slice() { # name, budget seconds, env assignments..., -- parts...
     local name=$1 budget=$2; shift 2
     local envs=()
@@ -74,6 +75,11 @@ slice queue_hang 150 -- queue_bench_hang
 # 14 KiB elements (a token row of hidden 7168 in bf16) beside the put of the same bytes: whether a
 # queue-carried MoE dispatch is worth building (docs/queue.md, the design note's first measurement).
 slice queue14k 240 QB_ARGS='--sizes 14336 --kinds coop,put --items 256 --capacity 1024 --ctas 1,8,32' -- queue_bench
+# The Python package under torchrun (3 ranks under MPS: every op against torch, graphs, own
+# kernels, a failing rank; then the benchmark with the per-call overhead against Rust).
+slice python 330 PY_NPES=3 -- python
+# Both sm90 tiles on ragged and square shapes beside cuBLAS (the tile model's data).
+slice tiles 420 TILES_TIMEOUT=400 -- gemm_tiles
 # faults: the fault suite (9 tests, 2 jobs each) and the GPU blame test (15 jobs on one GPU)
 # take about 3-4 minutes with PEs sharing the GPU; run this slice on its own call.
 slice faults 330 -- faults checked_bench

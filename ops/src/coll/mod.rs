@@ -1,8 +1,8 @@
 //! rshmem's own collectives: all-reduce (in place and out of place), reduce-scatter,
 //! all-gather, all-gather with per-PE counts, and all-reduce + residual add + RMSNorm,
-//! queued on a [`Stream`] over a [`Team`], as Rust kernels on the symmetric heap
-//! (`kernels/ops`' `coll` family, made of `rshmem_coll`'s blocks). Unlike NVSHMEM's on-stream
-//! collectives they run where several PEs share a GPU.
+//! queued on a [`Stream`](rshmem_host::Stream) over a [`Team`](rshmem_host::Team), as Rust
+//! kernels on the symmetric heap (`kernels/ops`' `coll` family, made of `rshmem_coll`'s
+//! blocks). Unlike NVSHMEM's on-stream collectives they run where several PEs share a GPU.
 //!
 //! ```no_run
 //! use rshmem_host::{ReduceOp, Team};
