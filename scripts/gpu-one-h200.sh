@@ -16,7 +16,7 @@ set -uo pipefail
 G=.gpu/scripts/gpu-check.sh
 OUT=${OUT:-/tmp/rshmem-out}
 SLICES=${*:-graphs gemm fused coll moe overhead regress teams tp1 examples collectives tp faults}
-# Named only: latency2 latency4 (the collectives' same-GPU latency under MPS), moe_bench,
+# Named only: latency1 latency2 latency4 (the collectives' same-GPU latency under MPS), moe_bench,
 # queue (the symmetric queue beside a raw put, 2 PEs under MPS; queue_hang: the forced 64-CTA case),
 # grouped (the grouped GEMM's tests and benchmark), splitk (split-K's tests and benchmark),
 # fp8 (the FP8 GEMM's tests, the hopper tests' wgmma FP8 case, and its benchmark), fp8split
@@ -63,6 +63,9 @@ slice fp8split 420 BINS=test-gemm_fp8 TESTS='split_k.*_1pe' PER_TEST_TIMEOUT=90 
 # Kernels launched from an image the tests were not compiled with (launch_raw_on), 1-3 PEs.
 slice userk 90 BINS=test-sim_library PER_TEST_TIMEOUT=40 -- tests
 slice moe_bench 580 MOE_TIMEOUT=560 -- moe_bench
+# One PE: the same kernels with no peer to wait for (the launch and kernel floor under the
+# latencies of latency2/latency4).
+slice latency1 90 CB_NPES=1 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=80 -- collectives
 slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
 slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives
 slice tp 70 -- tp
