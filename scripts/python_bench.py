@@ -32,7 +32,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import rshmem  # noqa: E402
-from rshmem import _ops  # noqa: E402  (the overhead's breakdown)
+from rshmem import _gemm, _native, _ops  # noqa: E402  (the overhead's breakdown)
 
 
 def timed(fn, iters, inner=20):
@@ -191,6 +191,9 @@ def main():
     ta, tb = torch.randn(128, 128, device="cuda").to(torch.bfloat16), torch.randn(128, 128, device="cuda").to(torch.bfloat16)
     tc = torch.empty(128, 128, device="cuda")
     tx = torch.zeros(2048, device="cuda", dtype=torch.bfloat16)
+    pe = _ops._runtime.current()
+    handle = _ops._runtime.stream_handle(pe, None)
+    xa, aa, ba, ca = (_ops.tensor_arg(t, "t", "bench") for t in (x, a, b, c))
     overhead = {
         "all_reduce_4KiB": host_per_call(lambda: rshmem.all_reduce(x, op="max"), args.calls),
         "gemm_128": host_per_call(lambda: rshmem.gemm(a, b, c), args.calls),
@@ -204,6 +207,16 @@ def main():
         "torch_add_4KiB": host_per_call(lambda: tx.add_(1), args.calls),
         "all_reduce_prep_only": host_per_call(
             lambda: (_ops._runtime.current(), _ops.tensor_arg(x, "x", "all_reduce"),
+                     _ops._runtime.stream_handle(_ops._runtime.current(), None)), args.calls),
+        # The native calls alone, their arguments prepared once: what the extension adds
+        # (argument conversion, GIL release, the heap lookup) on top of the Rust call.
+        "all_reduce_native_only": host_per_call(
+            lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle), args.calls),
+        "gemm_native_only": host_per_call(
+            lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle), args.calls),
+        "gemm_prep_only": host_per_call(
+            lambda: (_ops._runtime.current(), _gemm.gemm_shape(a, b, "nk", "gemm"), _ops.tensor_arg(a, "a", "gemm"),
+                     _ops.tensor_arg(b, "b", "gemm"), _ops.tensor_arg(c, "out", "gemm"),
                      _ops._runtime.stream_handle(_ops._runtime.current(), None)), args.calls),
     }
     del x, a, b, c, ta, tb, tc, tx

@@ -371,7 +371,7 @@ impl<'s> Ops<'s> {
         let split = match self.algorithm() {
             Algorithm::TwoShot => true,
             Algorithm::OneShot => false,
-            Algorithm::Auto => rows >= n && bytes > plan::lamport_limit(n),
+            Algorithm::Auto => rows >= n && bytes > plan::rmsnorm_split_limit(n),
             Algorithm::Lamport => {
                 return Err(Error::Unsupported {
                     call: CALL,

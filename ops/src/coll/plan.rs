@@ -1,22 +1,32 @@
 //! Which algorithm a collective runs and with what grid: [`Algorithm`] (what a user may
 //! force), the size thresholds of [`Algorithm::Auto`] and the channel's dimensions.
 //!
-//! **The thresholds are reasoned, not measured** (no two-GPU machine was available when
-//! they were set; see `docs/collectives.md`). Per PE and call, with `B` the bytes of one
-//! PE's data and `n` the team size, over NVLink (H200: ~450 GB/s per direction, one-way
-//! latency ~1 µs):
+//! **The thresholds, measured where one GPU can measure them.** Under MPS several PEs share
+//! one GPU and run at once, so the protocols' own costs (flags, slots, steps) show; peers are
+//! local HBM, not NVLink, so bandwidth crossovers may move on links. Per PE and call, `B` the
+//! bytes of one PE's data and `n` the team size; µs per bf16 all-reduce in a CUDA graph, 2 and
+//! 4 PEs sharing an H100 under MPS (`docs/mps.md`, 2026-12-06):
+//!
+//! | B | n = 2: Lamport / one-shot / two-shot | n = 4: Lamport / one-shot / two-shot |
+//! |---|---|---|
+//! | 8 B | 6.2 / 10.1 / 12.3 | 10.0 / 15.5 / 20.4 |
+//! | 64 KiB | 6.8 / 12.4 / 14.8 | 10.5 / 18.9 / 23.2 |
+//! | 256 KiB | 7.0 / 13.0 / 15.2 | 17.7 / 19.5 / 24.0 |
+//! | 1 MiB | – / 21.2 / 15.5 | – / 66.3 / 24.6 |
 //!
 //! * flag-in-data (Lamport) one-shot: `(n − 1)·B` written to peers in one one-way trip, no
-//!   signal round; each PE reduces `n·B` locally. Best while latency dominates: `B ≤ 256 KiB`
-//!   at `n = 2`, `128 KiB` at `n ≤ 4`, `64 KiB` above (the write volume grows with `n`);
-//!   TensorRT-LLM's Lamport kernels serve small messages too.
-//! * one-shot through push slots: the same writes, plus one signal round (~2 µs), but any
-//!   element type and no polling of data: up to `1 MiB` at `n = 2` (where it moves exactly
-//!   what two-shot moves, in one step instead of two), `512 KiB` at `n ≤ 4`, `256 KiB` above
-//!   (vLLM's custom all-reduce, as recalled and not re-checked here, keeps its one-stage
-//!   kernel at two GPUs and moves to two stages above a few hundred KiB on more).
+//!   signal round. The fastest wherever its slots hold the message (256 KiB) at n = 2 and
+//!   n = 4: so `B ≤ 256 KiB` for `n ≤ 4`. Above 4 members the write volume grows with `n`:
+//!   64 KiB, reasoned (not measured: one GPU runs at most 4 PEs under MPS).
+//! * one-shot through push slots: the same writes plus one signal round; integers, and floats
+//!   above the slots. Beats two-shot at 256 KiB and loses at 1 MiB for n = 2 and 4: `512 KiB`
+//!   for `n ≤ 4` (the crossover lies between the two measured sizes); `256 KiB` above,
+//!   reasoned. On NVLink the push writes cross the link and two-shot's reads do too: the
+//!   crossover needs two GPUs to be confirmed.
 //! * two-shot: `2·(n − 1)/n·B` per PE in two steps, the bandwidth-optimal exchange on a
 //!   full NVLink mesh; everything larger.
+//! * The fused all-reduce + RMSNorm splits rows over the members above the Lamport limit's old
+//!   values (256 / 128 / 64 KiB, `rmsnorm_split_limit`), reasoned, not measured.
 //!
 //! Teams that are not reached through peer mappings (several nodes) always use the push
 //! slots, whose pushes become NVSHMEM puts.
@@ -74,6 +84,16 @@ pub(crate) fn channel_shape(world: usize) -> Shape {
 pub(crate) fn lamport_limit(n: usize) -> usize {
     match n {
         0..=2 => 256 << 10,
+        3..=4 => 256 << 10,
+        _ => 64 << 10,
+    }
+}
+
+/// Largest per-PE message the fused all-reduce + RMSNorm runs in one step under
+/// [`Algorithm::Auto`] (reasoned: module docs).
+pub(crate) fn rmsnorm_split_limit(n: usize) -> usize {
+    match n {
+        0..=2 => 256 << 10,
         3..=4 => 128 << 10,
         _ => 64 << 10,
     }
@@ -82,8 +102,7 @@ pub(crate) fn lamport_limit(n: usize) -> usize {
 /// Largest per-PE message of the one-shot all-reduce under [`Algorithm::Auto`].
 pub(crate) fn one_shot_limit(n: usize) -> usize {
     match n {
-        0..=2 => 1 << 20,
-        3..=4 => 512 << 10,
+        0..=4 => 512 << 10,
         _ => 256 << 10,
     }
 }

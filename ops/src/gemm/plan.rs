@@ -18,24 +18,27 @@
 //! configuration of the lowest cost runs; a tie goes to 128 x 256 (the measured kernel). The
 //! ragged last tile's waste and the partial last wave are both in `T` and the ceiling.
 //!
-//! **The parameters** ([`TILE_MODELS`]) are derived, not yet measured (no GPU this session):
+//! **The parameters** ([`TILE_MODELS`]) are a least-squares fit of both kernels' times on one
+//! H100 80GB (2026-12-06, 11 shapes each, `scripts/gemm_bench.py --tile 256,128`, the table in
+//! `docs/gemm.md`): the unit is 0.73 µs there.
 //!
-//! * 128 x 256 (`N256`): `step = 1` (the unit), `fixed = 2`: a bf16 tile is 64 KiB of C,
-//!   stored as 4-byte pairs that fill half of each 32-byte sector, about 1 µs at ~64 bytes per
-//!   clock per SM, plus the stores' latency: ~2 k-steps of ~0.74 µs (4.2 MFLOP at 750 TFLOP/s
-//!   over 132 SMs).
-//! * 128 x 128 (`N128`): half the FLOPs per k-step at 0.8 of the rate: `step = 0.5 / 0.8 =
-//!   0.625`. Why 0.8: per FLOP, the 128 x 128 tile moves 1.25 x the shared-memory bytes of the
-//!   128 x 256 one (both warpgroups read B and their A rows per `wgmma`, and TMA writes each
-//!   stage: 0.039 against 0.031 bytes per FLOP), and at 128 bytes per clock per SM the wider
-//!   tile is already at that limit at the tensor cores' peak. `fixed = 1.25`: half the bytes,
-//!   the same latency.
+//! * 128 x 256 (`N256`): `step = 1` (the unit), `fixed = 8.5` (6.2 µs per wave: the epilogue's
+//!   stores of 64 KiB of C per tile, the pipeline's refill and the launch, which the model
+//!   spreads over the waves). The derivation before the measurement had said 2.
+//! * 128 x 128 (`N128`): `step = 0.62` (derived as `0.5 / 0.8 = 0.625`: half the FLOPs per
+//!   k-step at 0.8 of the rate, the narrow tile moving 1.25 x the shared-memory bytes per
+//!   FLOP), `fixed = 5.2` (derived: 1.25).
+//!
+//! The fit's worst row is 3000³ (K and N ragged by 56 and 184): both kernels 25–30 % slower
+//! than the model says, the choice unchanged.
 //!
 //! So the narrow tile wins where the wide one's waves quantise badly: 133 to ~165 wide tiles on
-//! 132 SMs are two waves (the second nearly empty) but three of narrow tiles (`3 x 0.625 <
-//! 2`); where N leaves a last wide tile of at most 128 columns, half of it wasted; and where
-//! few tiles of a short K leave SMs idle that twice as many narrow tiles would fill. Large
-//! shapes keep 128 x 256 (`16 x 130` against `31 x 81.25` at 8192³).
+//! 132 SMs are two waves (the second nearly empty) but three of narrow tiles (`3 x (0.62 k +
+//! 5.2) < 2 x (k + 8.5)` at every K); where N leaves a last wide tile of at most 128 columns,
+//! half of it wasted; and where few tiles of a short K leave SMs idle that twice as many
+//! narrow tiles would fill. Large shapes keep 128 x 256 (`16 x 136.5` against `32 x 84.6` at
+//! 8192³). Measured, the narrow tile's gain where it wins is small (5000 x 1000 x 4096: 105.7
+//! against 110.4 µs) and its loss where it does not is large (8192³: 0.81 x the wide tile).
 //!
 //! **Re-tuning.** `gemm_bench --tile 256` / `--tile 128` times each configuration on the same
 //! data (`scripts/gemm_bench.py --tile 256,128` over a table of shapes, each row beside cuBLAS);
@@ -111,12 +114,12 @@ pub const TILE_MODELS: [TileModel; 2] = [
     TileModel {
         tile: GemmTile::N256,
         step: 1.0,
-        fixed: 2.0,
+        fixed: 8.5,
     },
     TileModel {
         tile: GemmTile::N128,
-        step: 0.625,
-        fixed: 1.25,
+        step: 0.62,
+        fixed: 5.2,
     },
 ];
 
@@ -235,7 +238,7 @@ mod tests {
             (
                 (4352, 1024, 4096),
                 N128,
-                "136 tiles: 2 waves, 272 narrow: 3 x 0.625",
+                "136 tiles: 2 waves, 272 narrow: 3",
             ),
             (
                 (5000, 1000, 4096),
@@ -290,8 +293,8 @@ mod tests {
         let [wide, narrow] = TILE_MODELS;
         assert_eq!(wide.tiles(8192, 8192), 2048);
         assert_eq!(narrow.tiles(8192, 8192), 4096);
-        assert_eq!(wide.cost(2048, 132, 8192), 16.0 * (128.0 + 2.0));
-        assert_eq!(narrow.cost(4096, 132, 8192), 32.0 * (128.0 * 0.625 + 1.25));
+        assert_eq!(wide.cost(2048, 132, 8192), 16.0 * (128.0 + 8.5));
+        assert_eq!(narrow.cost(4096, 132, 8192), 32.0 * (128.0 * 0.62 + 5.2));
         // A ragged tile costs a whole one.
         assert_eq!(wide.tiles(129, 257), 4);
     }

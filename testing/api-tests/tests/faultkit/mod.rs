@@ -276,3 +276,45 @@ fn kill_all(token: &str) {
         let _ = Command::new("kill").arg("-KILL").args(&pids).status();
     }
 }
+
+/// Whether `error` is rshmem's report of an MPS server that a job ended mid-kernel left
+/// failing every later context (`docs/mps.md`).
+pub fn broken_mps_server(error: &str) -> bool {
+    error.contains("an MPS server left broken")
+}
+
+/// Restarts the MPS control daemon (and with it the server) as rshmem's error and
+/// `docs/mps.md` say to, in the pipe directory of this process's environment; whether the
+/// new daemon answers.
+pub fn restart_mps() -> bool {
+    let control = |stdin: &str, args: &[&str]| {
+        let mut child = match Command::new("nvidia-cuda-mps-control")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(_) => return false,
+        };
+        if let Some(mut input) = child.stdin.take() {
+            use std::io::Write;
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        child.wait().is_ok_and(|s| s.success())
+    };
+    control("quit\n", &[]);
+    // `quit` returns before the daemon has gone; a new one cannot start until it has.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        thread::sleep(Duration::from_millis(200));
+        if control("", &["-d"]) {
+            break;
+        }
+    }
+    (0..25).any(|_| {
+        thread::sleep(Duration::from_millis(200));
+        control("get_default_active_thread_percentage\n", &[])
+    })
+}
