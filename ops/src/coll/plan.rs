@@ -82,10 +82,10 @@ pub(crate) fn channel_shape(world: usize) -> Shape {
 
 /// Largest per-PE message of the flag-in-data all-reduce under [`Algorithm::Auto`].
 pub(crate) fn lamport_limit(n: usize) -> usize {
-    match n {
-        0..=2 => 256 << 10,
-        3..=4 => 256 << 10,
-        _ => 64 << 10,
+    if n <= 4 {
+        256 << 10
+    } else {
+        64 << 10
     }
 }
 
