@@ -538,18 +538,16 @@ impl<'s> Ops<'s> {
                  slots hold {lamport_room}; use OneShot, TwoShot or Auto"
             )),
             (Algorithm::Lamport, false) => Ok(Family::Lamport),
-            (Algorithm::Auto, _) if !mapped => Ok(Family::Push),
-            (Algorithm::Auto, false)
-                if <T as rshmem_coll::Elem>::FLOAT
-                    && bytes <= plan::lamport_limit(n).min(lamport_room) =>
-            {
-                Ok(Family::Lamport)
+            (Algorithm::Auto, scatter) => {
+                let float = <T as rshmem_coll::Elem>::FLOAT;
+                Ok(
+                    match plan::auto_algorithm(float, mapped, scatter, bytes, n, lamport_room) {
+                        Algorithm::Lamport => Family::Lamport,
+                        Algorithm::TwoShot => Family::TwoShot,
+                        _ => Family::Push,
+                    },
+                )
             }
-            (Algorithm::Auto, false) if bytes <= plan::one_shot_limit(n) => Ok(Family::Push),
-            (Algorithm::Auto, true) if bytes.saturating_mul(n) <= plan::one_shot_limit(n) => {
-                Ok(Family::Push)
-            }
-            (Algorithm::Auto, _) => Ok(Family::TwoShot),
         }
     }
 
