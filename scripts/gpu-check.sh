@@ -128,7 +128,7 @@ if want gemm_bench; then
         --shapes 8192x8192x8192,4096x4096x4096,2048x2048x2048 --bin $BIN/gemm_bench
 fi
 # Both sm90 tiles (128 x 256, 128 x 128) on every shape, each row with its own cuBLAS timing:
-# the data ops/src/gemm/plan.rs's tile model is fitted to (docs/gemm.md, "Ragged N").
+# the data ops/src/gemm/plan.rs's tile model is fitted to (docs/gemm.md, "Two tile shapes").
 if want gemm_tiles; then
     STEP_TIMEOUT=${TILES_TIMEOUT:-400} step gemm_tiles python3 .gpu/scripts/gemm_bench.py --tile 256,128 \
         --shapes "${TILE_SHAPES:-8192x8192x8192,4096x14336x4096,2048x2048x2048,5000x1000x4096,4352x1024x4096,8192x1024x8192,1000x1000x4096,3000x3000x3000,2000x5000x2048,8192x2048x8192,6144x1536x4096}" \

@@ -65,9 +65,10 @@ slice userk 90 BINS=test-sim_library PER_TEST_TIMEOUT=40 -- tests
 slice moe_bench 580 MOE_TIMEOUT=560 -- moe_bench
 # One PE: the same kernels with no peer to wait for (the launch and kernel floor under the
 # latencies of latency2/latency4).
-slice latency1 90 CB_NPES=1 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=80 -- collectives
-slice latency2 120 CB_NPES=2 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=110 -- collectives
-slice latency4 150 CB_NPES=4 COLL_ARGS='--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines' COLL_TIMEOUT=140 -- collectives
+LATENCY="COLL_ARGS=--ops all_reduce --sizes 8,4096,65536,262144,1048576,4194304 --no-baselines"
+slice latency1 90 CB_NPES=1 "$LATENCY" COLL_TIMEOUT=80 -- collectives
+slice latency2 120 CB_NPES=2 "$LATENCY" COLL_TIMEOUT=110 -- collectives
+slice latency4 150 CB_NPES=4 "$LATENCY" COLL_TIMEOUT=140 -- collectives
 slice tp 70 -- tp
 # The symmetric queue under MPS (docs/queue.md): every kind beside the put of the same bytes at
 # 1 to 33 CTAs per PE, the refusal of 64, then only the 1 KiB cooperative kinds and puts with

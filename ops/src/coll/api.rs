@@ -540,13 +540,8 @@ impl<'s> Ops<'s> {
             (Algorithm::Lamport, false) => Ok(Family::Lamport),
             (Algorithm::Auto, scatter) => {
                 let float = <T as rshmem_coll::Elem>::FLOAT;
-                Ok(
-                    match plan::auto_algorithm(float, mapped, scatter, bytes, n, lamport_room) {
-                        Algorithm::Lamport => Family::Lamport,
-                        Algorithm::TwoShot => Family::TwoShot,
-                        _ => Family::Push,
-                    },
-                )
+                let family = plan::auto_family(float, mapped, scatter, bytes, n, lamport_room);
+                Ok(family)
             }
         }
     }

@@ -31,6 +31,7 @@
 //! Teams that are not reached through peer mappings (several nodes) always use the push
 //! slots, whose pushes become NVSHMEM puts.
 
+use super::elem::Family;
 use rshmem_coll::channel::Shape;
 use rshmem_host::{Backend, DeviceInfo};
 
@@ -107,32 +108,33 @@ pub(crate) fn one_shot_limit(n: usize) -> usize {
     }
 }
 
-/// What [`Algorithm::Auto`] runs for a reduction of `bytes` per PE over `n` members (the
-/// thresholds of the module docs): one-shot where some member is not peer-mapped; a
-/// reduce-scatter (`scatter`: no flag-in-data form, `n·bytes` per PE in its one-shot form)
-/// one-shot or two-shot; an all-reduce flag-in-data for float elements whose message fits the
-/// limit and the channel's slots (`lamport_room` bytes), else one-shot or two-shot.
-pub(crate) fn auto_algorithm(
+/// The kernel family [`Algorithm::Auto`] runs for a reduction of `bytes` per PE over `n`
+/// members (the thresholds of the module docs): one-shot (push slots) where some member is
+/// not peer-mapped; a reduce-scatter (`scatter`: no flag-in-data form, `n·bytes` per PE in
+/// its one-shot form) one-shot or two-shot; an all-reduce flag-in-data for float elements
+/// whose message fits the limit and the channel's slots (`lamport_room` bytes), else one-shot
+/// or two-shot.
+pub(crate) fn auto_family(
     float: bool,
     mapped: bool,
     scatter: bool,
     bytes: usize,
     n: usize,
     lamport_room: usize,
-) -> Algorithm {
+) -> Family {
     let one_shot_bytes = if scatter {
         bytes.saturating_mul(n)
     } else {
         bytes
     };
     if !mapped {
-        Algorithm::OneShot
+        Family::Push
     } else if !scatter && float && bytes <= lamport_limit(n).min(lamport_room) {
-        Algorithm::Lamport
+        Family::Lamport
     } else if one_shot_bytes <= one_shot_limit(n) {
-        Algorithm::OneShot
+        Family::Push
     } else {
-        Algorithm::TwoShot
+        Family::TwoShot
     }
 }
 
@@ -181,9 +183,9 @@ mod tests {
     /// unmapped teams, integers, reduce-scatter).
     #[test]
     fn auto_picks_the_measured_fastest() {
-        use Algorithm::{Lamport, OneShot, TwoShot};
+        use Family::{Lamport, Push, TwoShot};
         let room = 256 << 10;
-        let all_reduce = |float, bytes, n| auto_algorithm(float, true, false, bytes, n, room);
+        let all_reduce = |float, bytes, n| auto_family(float, true, false, bytes, n, room);
         for n in [2, 4] {
             for bytes in [8, 4 << 10, 64 << 10, 256 << 10] {
                 assert_eq!(all_reduce(true, bytes, n), Lamport, "{bytes} B, {n} PEs");
@@ -191,31 +193,19 @@ mod tests {
             for bytes in [1 << 20, 4 << 20] {
                 assert_eq!(all_reduce(true, bytes, n), TwoShot, "{bytes} B, {n} PEs");
             }
-            // Integers: one-shot measured faster than two-shot at 256 KiB, slower at 1 MiB.
-            assert_eq!(all_reduce(false, 256 << 10, n), OneShot);
+            // Integers: one-shot (push) measured faster than two-shot at 256 KiB, slower at 1 MiB.
+            assert_eq!(all_reduce(false, 256 << 10, n), Push);
             assert_eq!(all_reduce(false, 1 << 20, n), TwoShot);
         }
         // Slots smaller than the limit, more members, a team not peer-mapped, reduce-scatter.
-        assert_eq!(
-            auto_algorithm(true, true, false, 128 << 10, 2, 64 << 10),
-            OneShot
-        );
-        assert_eq!(all_reduce(true, 128 << 10, 8), OneShot);
+        assert_eq!(auto_family(true, true, false, 128 << 10, 2, 64 << 10), Push);
+        assert_eq!(all_reduce(true, 128 << 10, 8), Push);
         assert_eq!(all_reduce(true, 512 << 10, 8), TwoShot);
-        assert_eq!(auto_algorithm(true, false, false, 8, 2, room), OneShot);
-        assert_eq!(
-            auto_algorithm(true, false, false, 64 << 20, 2, room),
-            OneShot
-        );
-        assert_eq!(auto_algorithm(true, true, true, 8, 2, room), OneShot);
-        assert_eq!(
-            auto_algorithm(true, true, true, 256 << 10, 2, room),
-            OneShot
-        );
-        assert_eq!(
-            auto_algorithm(true, true, true, 512 << 10, 2, room),
-            TwoShot
-        );
+        assert_eq!(auto_family(true, false, false, 8, 2, room), Push);
+        assert_eq!(auto_family(true, false, false, 64 << 20, 2, room), Push);
+        assert_eq!(auto_family(true, true, true, 8, 2, room), Push);
+        assert_eq!(auto_family(true, true, true, 256 << 10, 2, room), Push);
+        assert_eq!(auto_family(true, true, true, 512 << 10, 2, room), TwoShot);
     }
 
     #[test]

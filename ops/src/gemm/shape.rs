@@ -55,8 +55,10 @@ pub enum Kernel {
 pub struct GemmOptions {
     /// The kernel; [`Kernel::Auto`] unless a test or benchmark forces one.
     pub kernel: Kernel,
-    /// Whether K is split over blocks (sm90 path; [`super::split_k`]): [`SplitK::Auto`](super::split_k::SplitK::Auto)
+    /// Whether K is split over blocks (sm90 path; [`super::split_k`]): [`SplitK::Auto`]
     /// unless a test or benchmark forces it.
+    ///
+    /// [`SplitK::Auto`]: super::split_k::SplitK::Auto
     pub split_k: super::split_k::SplitK,
     /// The sm90 tile configuration ([`super::plan`]):
     /// [`GemmTile::Auto`](super::plan::GemmTile::Auto) (the cost model's

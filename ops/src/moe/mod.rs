@@ -32,7 +32,7 @@
 //! **Experts and ranks.** [`MoeConfig::experts`] are numbered across the team: rank `d` holds
 //! experts `d × L .. (d + 1) × L`, `L = experts / size` its *local* experts `0 .. L`.
 //!
-//! **Dispatch** ([`Ops::moe_dispatch`](crate::Ops::moe_dispatch); [`Ops::moe_dispatch_fp8`](crate::Ops::moe_dispatch_fp8) for FP8 e4m3 rows, bytes
+//! **Dispatch** ([`Ops::moe_dispatch`]; [`Ops::moe_dispatch_fp8`] for FP8 e4m3 rows, bytes
 //! with one f32 scale per 128 elements, [`MoePayload`]): `x` holds this PE's `tokens` rows of `hidden` bf16,
 //! `topk` their `top_k` experts (i32; `-1` for none) and `weights` the router's weights (f32).
 //! A token crosses to a rank once, however many of its experts are there. On every rank the
@@ -45,13 +45,13 @@
 //! synchronisation: this is the *normal* mode, for prefill and training batches), so it
 //! cannot be recorded into a graph.
 //!
-//! **Combine** ([`Ops::moe_combine`](crate::Ops::moe_combine)): `expert_out` holds the experts' output for the rows of
+//! **Combine** ([`Ops::moe_combine`]): `expert_out` holds the experts' output for the rows of
 //! the latest dispatch, row for row as `recv_x`; each token's output is `Σ weight ×
 //! expert_out[row]` over its entries, summed in f32 (per rank in entry order, then over ranks
 //! in rank order) and rounded once to bf16: the same bits every run, whatever the grid.
 //!
 //! **Rules.** Every member makes the same calls in the same order on buffers from one
-//! [`Ops::moe_buffers`](crate::Ops::moe_buffers) (collective); each dispatch is followed by its combine before the
+//! [`Ops::moe_buffers`] (collective); each dispatch is followed by its combine before the
 //! next dispatch; token counts may differ per PE. Arguments are checked before anything is
 //! queued; a `topk` entry outside `-1 .. experts` is found on the device, skipped, and
 //! reported by the dispatch's error once the call has finished on every rank.
@@ -59,8 +59,8 @@
 //! **Peers** are reached through their mappings (NVLink, one GPU) or, where a rank has none
 //! (several nodes), by NVSHMEM puts with signals, per rank.
 //!
-//! **The fused layer** ([`Ops::moe_layer`](crate::Ops::moe_layer), [`Ops::moe_layer_buffers`](crate::Ops::moe_layer_buffers),
-//! [`Ops::moe_layer_weights`](crate::Ops::moe_layer_weights)): dispatch → gate/up grouped GEMM with SwiGLU in its epilogue →
+//! **The fused layer** ([`Ops::moe_layer`], [`Ops::moe_layer_buffers`],
+//! [`Ops::moe_layer_weights`]): dispatch → gate/up grouped GEMM with SwiGLU in its epilogue →
 //! down grouped GEMM → combine, in one call of kernels only (a graph records it). The rows land
 //! in the low-latency layout's fixed rows per expert, packed by source rank (each rank's counts
 //! are exchanged first); the gate/up GEMM waits per tile for the ranks whose rows it reads; the
@@ -68,11 +68,19 @@
 //! interleaved by pairs ([`interleave_gate_up`]). `docs/moe.md` has the design;
 //! `rshmem_moe::layer` the ordering argument.
 //!
-//! **Memory.** [`Ops::moe_buffers`](crate::Ops::moe_buffers) allocates, per PE, the staging rows for every rank's
+//! **Memory.** [`Ops::moe_buffers`] allocates, per PE, the staging rows for every rank's
 //! `max_tokens` tokens (`size × max_tokens × hidden` bf16, twice in f32 for the combine's
 //! partials), the expert-grouped rows ([`MoeBuffers::capacity`]: `size × max_tokens ×
 //! min(top_k, L) + L × (align − 1)` rows) and small bookkeeping: see
 //! [`MoeBuffers::bytes`].
+//!
+//! [`Ops::moe_dispatch`]: crate::Ops::moe_dispatch
+//! [`Ops::moe_dispatch_fp8`]: crate::Ops::moe_dispatch_fp8
+//! [`Ops::moe_combine`]: crate::Ops::moe_combine
+//! [`Ops::moe_buffers`]: crate::Ops::moe_buffers
+//! [`Ops::moe_layer`]: crate::Ops::moe_layer
+//! [`Ops::moe_layer_buffers`]: crate::Ops::moe_layer_buffers
+//! [`Ops::moe_layer_weights`]: crate::Ops::moe_layer_weights
 
 mod buffers;
 mod calls;
