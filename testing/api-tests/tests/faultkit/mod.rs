@@ -305,16 +305,14 @@ pub fn restart_mps() -> bool {
         child.wait().is_ok_and(|s| s.success())
     };
     control("quit\n", &[]);
-    // `quit` returns before the daemon has gone; a new one cannot start until it has.
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
+    // `quit` returns before the daemon has gone; a new one cannot start until it has (10 s).
+    let started = (0..50).any(|_| {
         thread::sleep(Duration::from_millis(200));
-        if control("", &["-d"]) {
-            break;
-        }
-    }
-    (0..25).any(|_| {
-        thread::sleep(Duration::from_millis(200));
-        control("get_default_active_thread_percentage\n", &[])
-    })
+        control("", &["-d"])
+    });
+    started
+        && (0..25).any(|_| {
+            thread::sleep(Duration::from_millis(200));
+            control("get_default_active_thread_percentage\n", &[])
+        })
 }
