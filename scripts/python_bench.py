@@ -194,6 +194,8 @@ def main():
     pe = _ops._runtime.current()
     handle = _ops._runtime.stream_handle(pe, None)
     xa, aa, ba, ca = (_ops.tensor_arg(t, "t", "bench") for t in (x, a, b, c))
+    side = torch.cuda.Stream()
+    print(f"torch's current stream: {handle:#x} (0: the legacy default stream)")
     overhead = {
         "all_reduce_4KiB": host_per_call(lambda: rshmem.all_reduce(x, op="max"), args.calls),
         "gemm_128": host_per_call(lambda: rshmem.gemm(a, b, c), args.calls),
@@ -214,6 +216,13 @@ def main():
             lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle), args.calls),
         "gemm_native_only": host_per_call(
             lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle), args.calls),
+        # The same calls on a stream of torch's pool (a non-blocking stream, as rshmem's own):
+        # torch's default stream is the legacy NULL stream, whose launches the driver orders
+        # after every blocking stream's (call_overhead's `*_legacy` rows are Rust's like for like).
+        "all_reduce_4KiB_side_stream": host_per_call(lambda: rshmem.all_reduce(x, op="max", stream=side), args.calls),
+        "gemm_128_side_stream": host_per_call(lambda: rshmem.gemm(a, b, c, stream=side), args.calls),
+        "all_reduce_native_only_side_stream": host_per_call(
+            lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, side.cuda_stream), args.calls),
         "gemm_prep_only": host_per_call(
             lambda: (_ops._runtime.current(), _gemm.gemm_shape(a, b, "nk", "gemm"), _ops.tensor_arg(a, "a", "gemm"),
                      _ops.tensor_arg(b, "b", "gemm"), _ops.tensor_arg(c, "out", "gemm"),
@@ -244,9 +253,14 @@ def main():
             print(json.dumps(r))
         print("\n== host µs per call: Python / Rust / difference (goal: difference <= 2 µs)")
         for op, (host, total) in overhead.items():
-            rr = rust.get(op, {}).get("host_us")
+            # A side-stream row against Rust on its own (non-blocking) stream; a default-stream
+            # row against Rust on the legacy stream where torch's default is that one.
+            base = op.removesuffix("_side_stream")
+            if base == op and handle == 0 and base + "_legacy" in rust:
+                base += "_legacy"
+            rr = rust.get(base, {}).get("host_us")
             diff = f"{host - rr:.2f}" if rr is not None else "-"
-            print(f"{op:18s} python {host:8.2f}  rust {rr if rr is not None else '-':>8}  diff {diff}  "
+            print(f"{op:34s} vs {base:22s} python {host:8.2f}  rust {rr if rr is not None else '-':>8}  diff {diff}  "
                   f"(python incl. sync {total:.2f})")
         if os.environ.get("OUT"):
             with open(os.path.join(os.environ["OUT"], "python_bench.json"), "w") as f:

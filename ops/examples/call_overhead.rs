@@ -3,7 +3,8 @@
 //! all-reduce and a 128 × 128 × 128 bf16 GEMM, each called `--calls` times back to back on the
 //! PE's stream after a warm-up, in 5 rounds; `host_us` is the median wall time of a round's loop
 //! per call (queueing only: the GPU runs behind), `total_us` includes the round's final
-//! synchronize. PE 0 prints one JSON line per op.
+//! synchronize. PE 0 prints one JSON line per op; on GPUs also the same calls (`*_legacy`) on
+//! the legacy default stream, adopted, which is where torch's default stream queues.
 //!
 //! ```text
 //! RSHMEM_NPES=2 call_overhead [--calls 200]
@@ -13,7 +14,7 @@
 //! numbers are not the GPU's).
 
 use anyhow::Result;
-use rshmem::{bf16, ReduceOp, Shmem, Team};
+use rshmem::{bf16, Backend, ReduceOp, Shmem, Team};
 use rshmem_ops::{BLayout, GemmShape, Ops};
 use std::time::Instant;
 
@@ -69,6 +70,20 @@ fn main() -> Result<()> {
             ops.all_reduce_in_place(&stream, Team::WORLD, &mut x, 2048, ReduceOp::Max)
         })?;
         time("gemm_128", &mut || ops.gemm(&stream, &a, &b, &mut c, shape))?;
+        // The same calls on the stream torch's default is (the legacy NULL stream, handle 0),
+        // adopted as the Python layer adopts torch's current stream: the Python rows' like for
+        // like. Only on GPUs (the simulator's streams are names).
+        if shmem.backend() == Backend::Gpu {
+            // SAFETY: handle 0 is the context's legacy default stream, which lives as long as
+            // the context, so as long as this PE.
+            let legacy = unsafe { shmem.adopt_stream(0) }?;
+            time("all_reduce_4KiB_legacy", &mut || {
+                ops.all_reduce_in_place(&legacy, Team::WORLD, &mut x, 2048, ReduceOp::Max)
+            })?;
+            time("gemm_128_legacy", &mut || {
+                ops.gemm(&legacy, &a, &b, &mut c, shape)
+            })?;
+        }
         Ok(())
     })?;
     Ok(())
