@@ -376,18 +376,15 @@ impl<'s> Ops<'s> {
         split_k: SplitK,
         problem: Problem,
     ) -> Result<u32> {
-        let capturing = stream.is_capturing();
-        let parts = self.split_parts_of::<C>(CALL, split_k, capturing, problem)?;
-        if capturing || parts == 1 {
-            return Ok(1);
-        }
-        if stream.is_recorded()? {
-            // A capture rshmem did not begin: refuses forced parts as rshmem's own does; Auto
-            // records the unsplit kernel.
-            self.split_parts_of::<C>(CALL, split_k, true, problem)?;
-            return Ok(1);
-        }
-        Ok(parts)
+        super::split_k::plan_on_stream(
+            stream,
+            |capturing| {
+                // In a capture forced parts are refused there, and Auto runs unsplit.
+                let parts = self.split_parts_of::<C>(CALL, split_k, capturing, problem)?;
+                Ok(if capturing { 1 } else { parts })
+            },
+            |&parts| parts,
+        )
     }
 
     /// The maps of `a` and `b` (`groups` of them when grouped) for configuration `C`, and the

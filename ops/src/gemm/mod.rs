@@ -90,12 +90,11 @@ impl<'s> Ops<'s> {
         ) = (a.into(), b.into(), c.into());
         shape.check(a.len(), b.len(), c.len())?;
         Starts::of(a, b, Some(&c)).check(CALL)?;
-        let mut plan = self.plan_on(shape, options, stream.is_capturing())?;
-        // A split runs through the workspace's ordering stream, which a capture rshmem did
-        // not begin (torch.cuda.graph on an adopted stream) cannot reach: record it unsplit.
-        if plan.split > 1 && stream.is_recorded()? {
-            plan = self.plan_on(shape, options, true)?;
-        }
+        let plan = split_k::plan_on_stream(
+            stream,
+            |capturing| self.plan_on(shape, options, capturing),
+            |plan| plan.split,
+        )?;
         match plan.kernel {
             Kernel::Sm80 => self.sm80::<In, Out>(stream, a, b, c, shape),
             _ => self.sm90::<In, Out>(stream, a, b, c, shape, plan),

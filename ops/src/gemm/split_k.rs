@@ -125,6 +125,23 @@ pub(crate) struct SplitState<'s> {
     order: Option<Stream<'s>>,
 }
 
+/// The plan `plan(capturing)` makes for `stream`, where a split (`parts(&plan) > 1`) runs
+/// through the workspace's ordering stream: a capture rshmem did not begin (torch.cuda.graph on
+/// an adopted stream) cannot reach that stream, so on one the plan is made as in rshmem's own
+/// captures (unsplit; forced parts refused).
+pub(crate) fn plan_on_stream<P>(
+    stream: &Stream<'_>,
+    plan: impl Fn(bool) -> Result<P>,
+    parts: impl Fn(&P) -> u32,
+) -> Result<P> {
+    let capturing = stream.is_capturing();
+    let made = plan(capturing)?;
+    if !capturing && parts(&made) > 1 && stream.is_recorded()? {
+        return plan(true);
+    }
+    Ok(made)
+}
+
 impl<'s> SplitState<'s> {
     /// Collective: allocates the workspace on every PE.
     pub(crate) fn new(shmem: &'s Shmem) -> Result<Self> {
