@@ -160,6 +160,11 @@ fn valid_calls_run_clean(shmem: &Shmem) -> Outcome {
 /// failing thread's place and the formatted text.
 fn assertion_text_reaches_the_error(shmem: &Shmem) -> Outcome {
     let module = shmem.load(&IMAGE)?;
+    // No PE traps before every PE has loaded the image (the other tests' symmetric allocation
+    // does this for them): under MPS a trap poisons the context of every PE sharing the GPU,
+    // and NVSHMEM's module initialisation exits the process on that error instead of returning
+    // it (an H100, 2026-12-06: PE 0 exited with status 255 there while PE 1's kernel trapped).
+    shmem.barrier_all()?;
     // SAFETY: no pointer arguments.
     let launched =
         unsafe { module.launch::<checked::assert_below>(LaunchConfig::new(1, 32), (1000,)) };
