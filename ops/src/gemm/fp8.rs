@@ -379,7 +379,7 @@ impl<'s> Ops<'s> {
         super::split_k::plan_on_stream(
             stream,
             |capturing| {
-                // In a capture forced parts are refused there, and Auto runs unsplit.
+                // In a capture `split_parts_of` refuses forced parts, and Auto runs unsplit.
                 let parts = self.split_parts_of::<C>(CALL, split_k, capturing, problem)?;
                 Ok(if capturing { 1 } else { parts })
             },
