@@ -7,10 +7,10 @@
 //! orderings the GPU gives (see `rshmem_device::queue`): relaxed counter and sequence atomics,
 //! and the SHMEM `fence` as an acquire-release fence (weaker than the `fence.sc.sys` the GPU
 //! runs: passing here, the protocol needs no sequentially consistent fence); [`Pair`]
-//! implements a crew of two threads (what a warp is on the GPU) with a barrier of loom atomics. So loom checks the real `push`/`pop`/
-//! `try_push`/`try_pop`/`move_tickets` code, not a copy, and loom's cells catch any part of
-//! an element read while it is being written (a torn element), including parts one member of
-//! a crew wrote and another published.
+//! implements a crew of two threads (what a warp is on the GPU) with a barrier of loom atomics.
+//! So loom checks the real `push`/`pop`/`try_push`/`try_pop`/`move_tickets` code, not a copy,
+//! and loom's cells catch any part of an element read while it is being written (a torn
+//! element), including parts one member of a crew wrote and another published.
 //!
 //! Two producers and one consumer, capacities 1 to 3, blocking, non-blocking and
 //! batch-reserved pushes, tickets crossing 2^32, and crews of two that push or pop together;
