@@ -2,7 +2,9 @@
 # One device call on the one-H200 machine (kind nvidia-h200): scripts/gpu-check.sh's parts in
 # slices, each under its own time budget so that one slow slice (PEs sharing the GPU time-slice
 # their spinning kernels) cannot eat the call, then one short table. Made here by
-# scripts/gpu-prepare.sh (PACKAGES="rshmem rshmem-api-tests rshmem-ops" is enough for it).
+# scripts/gpu-prepare.sh (PACKAGES="rshmem rshmem-api-tests rshmem-ops" is enough for it, but for
+# `teams` and the hopper tests of `fp8`, whose binaries rshmem-device-tests builds: without it
+# those run nothing).
 #
 #   device run (carry .gpu): bash .gpu/scripts/gpu-one-h200.sh [SLICE...]
 #
