@@ -228,6 +228,17 @@ def main():
                      _ops.tensor_arg(b, "b", "gemm"), _ops.tensor_arg(c, "out", "gemm"),
                      _ops._runtime.stream_handle(_ops._runtime.current(), None)), args.calls),
     }
+    # The native call's own steps (the extension's counters, docs/python.md): GIL release,
+    # stream, the Ops call, GIL back, and the argument lookup, µs per call.
+    steps = {}
+    for op, fn in (("all_reduce_native_only", lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle)),
+                   ("gemm_native_only", lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle))):
+        torch.cuda.synchronize()
+        _native.profile_take()
+        _native.profile(True)
+        host_per_call(fn, args.calls)
+        _native.profile(False)
+        steps[op] = {k: (ns / 1e3 / calls if calls else None) for k, (calls, ns) in _native.profile_take().items()}
     del x, a, b, c, ta, tb, tc, tx
     rshmem.barrier_all()
     import gc
@@ -262,9 +273,14 @@ def main():
             diff = f"{host - rr:.2f}" if rr is not None else "-"
             print(f"{op:34s} vs {base:22s} python {host:8.2f}  rust {rr if rr is not None else '-':>8}  diff {diff}  "
                   f"(python incl. sync {total:.2f})")
+        print("\n== inside the native call, µs per call (its counters; the rest of a native_only row is "
+              "the Python call and PyO3's argument conversion)")
+        for op, st in steps.items():
+            print(f"{op:24s} " + "  ".join(f"{k} {v:.2f}" for k, v in st.items() if v is not None)
+                  + f"  sum {sum(v for v in st.values() if v is not None):.2f}")
         if os.environ.get("OUT"):
             with open(os.path.join(os.environ["OUT"], "python_bench.json"), "w") as f:
-                json.dump({"rows": rows, "python_overhead": overhead, "rust_overhead": rust,
+                json.dump({"rows": rows, "python_overhead": overhead, "rust_overhead": rust, "native_steps": steps,
                            "ranks": n, "own_gpus": own_gpus, "device": torch.cuda.get_device_name()}, f, indent=1)
     dist.destroy_process_group()
 

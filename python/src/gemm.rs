@@ -8,6 +8,7 @@ use crate::args::{Sym, TensorArg};
 use crate::dtype::{with_fp8_types, with_gemm_types, DType};
 use crate::error::{arg, OrRaise};
 use crate::ops::{on_stream, same};
+use crate::profile::{self, Step};
 use crate::Pe;
 use pyo3::prelude::*;
 use rshmem_host::{DeviceRange, Shmem};
@@ -55,6 +56,7 @@ fn gemm(
     split_k: u32,
     stream: Option<u64>,
 ) -> PyResult<()> {
+    let start = profile::mark();
     const CALL: &str = "rshmem.gemm";
     let shape = GemmShape::new(m, n, k, self::b_layout(CALL, b_layout)?);
     let options = GemmOptions {
@@ -65,6 +67,7 @@ fn gemm(
     let find = |what, t: &TensorArg| Sym::find_local(&pe.core, CALL, what, t);
     let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);
     let dtype = same(CALL, &a, &b)?;
+    start.end(Step::Args);
     on_stream(py, pe, stream, |live, s| {
         let sh = live.shmem();
         with_gemm_types!(CALL, dtype, c.dtype, In, Out => live

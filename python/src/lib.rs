@@ -24,6 +24,7 @@ mod kernels;
 mod moe;
 mod ops;
 mod pe;
+mod profile;
 mod sim;
 mod team;
 
@@ -146,5 +147,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     moe::register(m)?;
     kernels::register(m)?;
     graph::register(m)?;
+    profile::register(m)?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use crate::dtype::{with_bits, with_reducible, DType};
 use crate::error::{arg, OrRaise};
 use crate::gemm::{b_layout, kernel};
 use crate::pe::Live;
+use crate::profile::{self, Step};
 use crate::team::{team_of, PyTeam};
 use crate::Pe;
 use pyo3::prelude::*;
@@ -24,12 +25,18 @@ pub fn on_stream<R: Send>(
     f: impl FnOnce(&Live, &Stream<'static>) -> PyResult<R> + Send,
 ) -> PyResult<R> {
     let core = &pe.core;
-    py.detach(|| {
+    let released = profile::mark();
+    let (out, done) = py.detach(|| {
+        let start = released.end(Step::ReleaseGil);
         core.with_live(|live| {
             let stream = live.stream(stream)?;
-            f(live, &stream)
+            let start = start.end(Step::Stream);
+            let out = f(live, &stream);
+            Ok((out, start.end(Step::Op)))
         })
-    })
+    })?;
+    done.end(Step::TakeGil);
+    out
 }
 
 fn reduce_op(call: &str, op: &str) -> PyResult<ReduceOp> {
@@ -72,11 +79,13 @@ macro_rules! reduction {
             team: Option<&PyTeam>,
             stream: Option<u64>,
         ) -> PyResult<()> {
+            let start = profile::mark();
             const CALL: &str = concat!("rshmem.", stringify!($name));
             let op = reduce_op(CALL, op)?;
             let team = team_of(&pe.core, team)?;
             let src = Sym::find(&pe.core, CALL, "src", &src)?;
             let dst = dst.map(|d| Sym::find(&pe.core, CALL, "out", &d)).transpose()?;
+            start.end(Step::Args);
             on_stream(py, pe, stream, |live, s| match &dst {
                 None => with_reducible!(CALL, src.dtype, T => live
                     .ops

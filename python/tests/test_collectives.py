@@ -162,3 +162,34 @@ def test_bad_collective_arguments_are_refused_before_anything_runs():
         rshmem.barrier_all()
 
     run(pe_main, 2)
+
+
+def test_the_native_step_counters_count_each_call_once(npes):
+    """`_native.profile`: the per-step host time of the native calls (docs/python.md), counted
+    only while on, once per step per call, cleared when taken."""
+    from rshmem import _native
+
+    calls = 3
+
+    def pe_main():
+        x = rshmem.empty(8, "f32")
+        rshmem.all_reduce(x)
+        rshmem.barrier_all()
+        if rshmem.my_pe() == 0:
+            _native.profile_take()
+            _native.profile(True)
+        rshmem.barrier_all()
+        for _ in range(calls):
+            rshmem.all_reduce(x)
+        rshmem.barrier_all()
+        if rshmem.my_pe() == 0:
+            _native.profile(False)
+            return _native.profile_take()
+        return None
+
+    taken = run(pe_main, npes)[0]
+    assert set(taken) == {"args", "release_gil", "stream", "op", "take_gil"}
+    for step, (count, ns) in taken.items():
+        assert count == npes * calls, (step, taken)
+    assert taken["op"][1] > 0
+    assert _native.profile_take()["op"] == (0, 0)
