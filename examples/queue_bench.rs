@@ -277,6 +277,7 @@ trait BenchKernels {
             *mut Self::E,
             *mut u64,
             *mut u64,
+            *mut u64,
         ),
     >;
     type Pop: Kernel<
@@ -361,6 +362,7 @@ fn queue_run<K: BenchKernels>(
     let cfg = LaunchConfig::new(ctas, o.threads).cooperative();
     let (q, m) = (queue.handle(), mode as u32);
     let mut times = Vec::new();
+    let mut phases = [0u64; status::LEN - status::PUSH_PHASES];
     for _ in 0..o.reps {
         stat.copy_from_host(&[0; status::LEN])?;
         shmem.barrier_all()?;
@@ -377,7 +379,7 @@ fn queue_run<K: BenchKernels>(
             // each grid resident (cooperative; the pair: `check_co_residency`).
             unsafe {
                 match me {
-                    0 => module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, log)),
+                    0 => module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, stat, log)),
                     1 => module.launch::<K::Pop>(cfg, (q, per_group, m, stage, scratch, stat, log)),
                     _ => Ok(()),
                 }
@@ -402,7 +404,13 @@ fn queue_run<K: BenchKernels>(
                 &st[..4]
             );
             ensure!(queue.is_empty()?, "the queue is not empty after the run");
+            for (sum, v) in phases.iter_mut().zip(&st[status::PUSH_PHASES..]) {
+                *sum += v;
+            }
         }
+    }
+    if me == 1 {
+        print_phases(mode, std::mem::size_of::<K::E>(), ctas, &phases);
     }
     if me == 1 && shmem.device_info().sharing != GpuSharing::Exclusive {
         print_placement(mode, std::mem::size_of::<K::E>(), ctas, &log.to_vec()?);
@@ -645,6 +653,29 @@ fn print_table(o: &Options, rows: &[Row]) {
 
 /// The `QP` line of a queue run on a shared GPU, from its placement log (a row of
 /// `[SM, start, end]` per block, PE 0's blocks then PE 1's).
+/// The queue's phases per batch (`QPHASES` lines), from an image built with
+/// `RSHMEM_QUEUE_PHASES=1` (`rshmem_device::queue::phases`); nothing from others. `words`: the
+/// status words from `status::PUSH_PHASES` on, summed over the repetitions.
+fn print_phases(mode: Mode, bytes: usize, ctas: u32, words: &[u64]) {
+    use rshmem::device::queue::phases::{NAMES, PHASES};
+    for (side, w) in ["push", "pop"].iter().zip(words.chunks(status::PHASE_WORDS)) {
+        let (batches, cycles, ns) = (w[PHASES], w[PHASES + 1], w[PHASES + 2]);
+        if batches == 0 || ns == 0 {
+            continue;
+        }
+        // Cycles to µs per batch at the warps' own clock (their cycles over their time).
+        let us = |c: u64| c as f64 / batches as f64 * ns as f64 / cycles as f64 / 1e3;
+        let parts: Vec<String> = NAMES.iter().zip(w).map(|(n, &c)| format!("{n} {:.2}", us(c))).collect();
+        println!(
+            "QPHASES {bytes}B {mode:?} {ctas} CTAs {side}: µs per batch {} (timed {:.2} of {:.2}; {:.2} GHz)",
+            parts.join(" "),
+            us(w[..PHASES].iter().sum()),
+            us(cycles),
+            cycles as f64 / ns as f64
+        );
+    }
+}
+
 fn print_placement(mode: Mode, bytes: usize, ctas: u32, log: &[u64]) {
     let rows: Vec<&[u64]> = log.chunks(LOG_WORDS).collect();
     let (pe0, pe1) = rows.split_at(ctas as usize);

@@ -19,8 +19,11 @@ def _shape(t, dims, what, call):
 
 def gemm_shape(a, b, b_layout, call):
     """`(m, n, k)` of `a` (m x k) and `b` (n x k for "nk", k x n for "kn")."""
-    m, k = _shape(a, (2,), "a", call)
-    rows, cols = _shape(b, (2,), "b", call)
+    try:  # unpacks the shapes as they are (no copies): part of every GEMM call's cost
+        (m, k), (rows, cols) = a.shape, b.shape
+    except (TypeError, ValueError):
+        m, k = _shape(a, (2,), "a", call)
+        rows, cols = _shape(b, (2,), "b", call)
     n, kb = (rows, cols) if b_layout == "nk" else (cols, rows)
     if kb != k:
         raise ArgumentError(f"{call}: a is {m} x {k} but b ({b_layout}) is {rows} x {cols}: K differs")

@@ -5,7 +5,7 @@ rshmem checks everything before queueing and raises `ArgumentError` with its mes
 takes contiguous tensors on the symmetric heap (views and slices of them included); the GEMMs
 are in `_gemm`."""
 
-from . import _native, _runtime
+from . import _native, _runtime, _tensors
 from ._native import ArgumentError
 from ._gemm import gemm_shape
 from ._tensors import numel, tensor_arg
@@ -149,8 +149,10 @@ def capture(fn, stream=None):
         )
     keep = []
     _runtime._local.capture_keep = keep
+    _tensors.capturing(+1)
     try:
         native = _native.capture(pe, fn, handle)
     finally:
+        _tensors.capturing(-1)
         _runtime._local.capture_keep = None
     return Graph(native, keep)

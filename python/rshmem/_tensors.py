@@ -5,6 +5,7 @@ allocation alive, freed when the last tensor or view over it goes. `tensor_arg` 
 passed to an op into what the native layer finds back on the heap."""
 
 import math
+import threading
 
 import numpy as np
 
@@ -36,7 +37,7 @@ _NUMPY_NAMES = {np.dtype(t): n for n, (_, t) in _TYPES.items() if n not in ("bf1
 def _torch_types():
     """rshmem's name -> torch dtype, built once (an op's every tensor argument looks its dtype up:
     rebuilding the table per call cost microseconds)."""
-    global _TORCH_TYPES, _TORCH_NAMES
+    global _TORCH_TYPES, _TORCH_NAMES, _TORCH_TENSOR
     if _TORCH_TYPES is None:
         import torch
 
@@ -57,12 +58,15 @@ def _torch_types():
             if hasattr(torch, attr):
                 table[name] = getattr(torch, attr)
         _TORCH_NAMES = {t: n for n, t in table.items()}
+        _TORCH_TENSOR = torch.Tensor
         _TORCH_TYPES = table
     return _TORCH_TYPES
 
 
 _TORCH_TYPES = None
 _TORCH_NAMES = None
+# `torch.Tensor` once torch's types are known (`_torch_types`); until then nothing is it.
+_TORCH_TENSOR = None
 
 
 def dtype_name(dtype):
@@ -195,11 +199,13 @@ def numel(t):
 def tensor_arg(t, what, call):
     """`(address, bytes, element type)` of contiguous tensor `t` (argument `what` of `call`)."""
     # torch tensors first, with as few Python-level calls as possible: this runs for every
-    # tensor of every op (docs/python.md, the per-call overhead).
-    if _TORCH_NAMES is not None and type(t).__module__ == "torch":
+    # tensor of every op (docs/python.md, the per-call overhead). A plain `torch.Tensor` is
+    # recognised by identity, subclasses (nn.Parameter, ...) by module below.
+    if type(t) is _TORCH_TENSOR or (_TORCH_NAMES is not None and type(t).__module__ == "torch"):
         name = _TORCH_NAMES.get(t.dtype)
         if name is not None and t.is_contiguous():
-            _keep(t)
+            if _capturing:
+                _keep(t)
             return (t.data_ptr(), t.nbytes, name)
     if isinstance(t, np.ndarray):
         if not t.flags.c_contiguous:
@@ -219,6 +225,19 @@ def tensor_arg(t, what, call):
         _keep(t)
         return (t.data_ptr(), t.numel() * t.element_size(), tensor_name(t))
     raise ArgumentError(f"{call}: `{what}` is a {type(t).__name__}, not a tensor or numpy array")
+
+
+# `rshmem.capture`s under way in this process (any thread, hence the lock): while none is,
+# the ops' tensors need no keeping, and `tensor_arg` skips the thread-local lookup.
+_capturing = 0
+_capturing_lock = threading.Lock()
+
+
+def capturing(delta):
+    """Counts a capture in (`+1`) or out (`-1`)."""
+    global _capturing
+    with _capturing_lock:
+        _capturing += delta
 
 
 def _keep(t):

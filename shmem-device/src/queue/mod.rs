@@ -120,6 +120,7 @@
 
 mod copy;
 pub mod layout;
+pub mod phases;
 pub mod ring;
 mod wait;
 
@@ -406,6 +407,7 @@ impl<T: Copy> SymQueue<T> {
             return;
         }
         let (rank, size) = wait::group::<S>();
+        let mut lap = phases::Lap::start();
         if rank == 0 {
             let counter = match op {
                 Op::Push => Counter::Tail,
@@ -418,6 +420,7 @@ impl<T: Copy> SymQueue<T> {
         wait::group_sync::<S>(size);
         // SAFETY: written by the leader before the barrier.
         let first = unsafe { scratch.read_volatile() };
+        lap.lap(phases::Phase::Reserve);
         // Each ticket of the reservation is moved once, by the member or warp it falls to.
         match (split, S::KIND) {
             (Split::PerMember, _) | (Split::PerWarp, ScopeKind::Thread) => {

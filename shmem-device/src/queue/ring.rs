@@ -15,6 +15,7 @@
 //! ordering comes from, is in the [module documentation](super).
 
 use super::layout::{free_for, holds, slot_of};
+use super::phases::{Lap, Phase};
 
 /// One of the two ticket counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,10 +271,12 @@ pub unsafe fn move_tickets<M: RingMemory, C: Crew>(
     let (rank, size) = (crew.rank() as u64, crew.size() as u64);
     // Tickets `first..first + moved` are copied; the last `held` of them not yet published.
     let (mut moved, mut held) = (0u64, 0u64);
+    let mut lap = Lap::start();
     while moved < n {
         if held == window {
             publish(m, crew, op, first + moved - held, held);
             held = 0;
+            lap.lap(Phase::Publish);
         }
         let room = size.min(n - moved).min(window - held);
         let t = first + moved + rank;
@@ -282,10 +285,12 @@ pub unsafe fn move_tickets<M: RingMemory, C: Crew>(
         // it to the members that copy its words.
         m.fence();
         let mut ready_run = crew.prefix(ready) as u64;
+        lap.lap(Phase::Poll);
         if ready_run == 0 {
             if held > 0 {
                 publish(m, crew, op, first + moved - held, held);
                 held = 0;
+                lap.lap(Phase::Publish);
             }
             let t = first + moved;
             if rank == 0 {
@@ -293,6 +298,7 @@ pub unsafe fn move_tickets<M: RingMemory, C: Crew>(
             }
             crew.sync();
             ready_run = 1;
+            lap.lap(Phase::Wait);
         }
         // SAFETY: the crew holds these tickets, their slots were seen ready and fenced (the
         // caller's contract and the lines above); `data` holds `n` elements.
@@ -302,10 +308,12 @@ pub unsafe fn move_tickets<M: RingMemory, C: Crew>(
                 Op::Pop => m.get(crew, first + moved, data.add(moved as usize), ready_run),
             }
         }
+        lap.lap(Phase::Copy);
         moved += ready_run;
         held += ready_run;
     }
     publish(m, crew, op, first + moved - held, held);
+    lap.lap(Phase::Publish);
 }
 
 /// Publishes the `count` elements of tickets `first..` (pushes) or frees their slots (pops):

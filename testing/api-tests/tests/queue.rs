@@ -567,6 +567,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
                     stage.as_mut_ptr(),
                     scratch.as_mut_ptr(),
                     std::ptr::null_mut::<u64>(),
+                    std::ptr::null_mut::<u64>(),
                 ),
             )?,
             1 => module.launch::<qk::queue_bench_pop_e64>(

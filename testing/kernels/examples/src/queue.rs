@@ -31,6 +31,34 @@ pub trait Tagged: Copy + 'static {
     }
     /// `(producer, seq)`, or `None` if any byte disagrees with them (a torn element).
     fn untag(&self) -> Option<(u32, u32)>;
+    /// Writes the elements `(producer, seq0 + e)` at `dst[e]` for `e < count` (at most 32)
+    /// as one warp: every lane calls it with its `lane`. An element per lane here;
+    /// arrays write each element's words side by side, so that a warp's stores are
+    /// contiguous (not 32 elements' words, a KiB apart).
+    ///
+    /// # Safety
+    ///
+    /// `dst` valid and aligned for writing `count` elements.
+    #[inline(always)]
+    unsafe fn write_tags_by_warp(dst: *mut Self, producer: u32, seq0: u32, count: u32, lane: u32) {
+        if lane < count {
+            // SAFETY: `lane < count`: inside `dst`.
+            unsafe { Self::write_tag(dst.add(lane as usize), producer, seq0 + lane) }
+        }
+    }
+    /// [`untag`](Tagged::untag) of `src[lane]` for `lane < count` (at most 32), as one warp:
+    /// every lane of `mask` calls it and gets its own element's answer (`None` past `count`).
+    /// Arrays read each element's words side by side, as [`write_tags_by_warp`](Tagged::write_tags_by_warp) writes them.
+    ///
+    /// # Safety
+    ///
+    /// `src` valid for reading `count` elements.
+    #[inline(always)]
+    unsafe fn untag_by_warp(src: *const Self, count: u32, lane: u32, mask: u32) -> Option<(u32, u32)> {
+        let _ = mask;
+        // SAFETY: `lane < count`: inside `src`.
+        (lane < count).then(|| unsafe { &*src.add(lane as usize) }.untag()).flatten()
+    }
 }
 
 /// The filler word `i` of the element tagged `key`: cheap, and different for every word.
@@ -163,6 +191,62 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
         }
         (diff == 0).then_some(((key >> 32) as u32, key as u32))
     }
+    #[inline(always)]
+    unsafe fn write_tags_by_warp(dst: *mut Self, producer: u32, seq0: u32, count: u32, lane: u32) {
+        for e in 0..count {
+            let key = (producer as u64) << 32 | (seq0 + e) as u64;
+            // SAFETY: `e < count`: inside `dst`.
+            let words = unsafe { dst.add(e as usize) }.cast::<W>();
+            let mut i = lane as usize;
+            while i < N {
+                // SAFETY: `i < N`, a word of element `e`.
+                unsafe { words.add(i).write(word::<W>(key, i)) };
+                i += 32;
+            }
+        }
+    }
+    #[inline(always)]
+    unsafe fn untag_by_warp(src: *const Self, count: u32, lane: u32, mask: u32) -> Option<(u32, u32)> {
+        let mut mine = None;
+        for e in 0..count {
+            // SAFETY: `e < count`: element `e` of `src`.
+            let element = unsafe { &*src.add(e as usize) };
+            let (key, diff) = lane_check(element, lane);
+            let torn = warp::any(mask, diff != 0);
+            if e == lane && !torn {
+                mine = Some(((key >> 32) as u32, key as u32));
+            }
+        }
+        mine
+    }
+}
+
+/// Lane `lane`'s share of checking `element` by a warp: the key (every lane reads its words:
+/// one broadcast load each), and the lane's words `lane, lane + 32, ...` against it, nonzero
+/// where one differs.
+#[inline(always)]
+fn lane_check<W: Word, const N: usize>(element: &[W; N], lane: u32) -> (u64, u64) {
+    let head = (64 / W::BITS) as usize;
+    let key = (0..head).fold(0u64, |k, i| k | element[i].widen() << (i as u32 * W::BITS));
+    let mut diff = 0u64;
+    let mut i = lane as usize;
+    while i < N {
+        diff |= element[i].widen() ^ word::<W>(key, i).widen();
+        i += 32;
+    }
+    (key, diff)
+}
+
+/// Word `i` of the array element tagged `key`: the key's own bits in the first words, filler
+/// after them ([`Tagged`] for arrays).
+#[inline(always)]
+fn word<W: Word>(key: u64, i: usize) -> W {
+    let head = (64 / W::BITS) as usize;
+    if i < head {
+        W::truncate(key >> (i as u32 * W::BITS))
+    } else {
+        W::truncate(fill(key, i))
+    }
 }
 
 /// Words of a [`Tagged`] array loaded together before any is compared.
@@ -281,8 +365,35 @@ pub mod status {
     pub const GOOD: usize = 3;
     /// Sum of the good elements' sequence numbers (benchmark).
     pub const SEQ_SUM: usize = 4;
+    /// The benchmark's pushes' phases, summed over warps (builds with the `queue-phases`
+    /// feature only; zeros otherwise): [`PHASE_WORDS`] words from here.
+    pub const PUSH_PHASES: usize = 5;
+    /// The same for the pops.
+    pub const POP_PHASES: usize = PUSH_PHASES + PHASE_WORDS;
+    /// Cycles per phase (`rshmem_device::queue::phases::NAMES`), then batches, then the
+    /// warps' cycles and nanoseconds from start to end (their ratio: the SM clock).
+    pub const PHASE_WORDS: usize = rshmem_device::queue::phases::PHASES + 3;
     /// Words of a status buffer.
-    pub const LEN: usize = 5;
+    pub const LEN: usize = POP_PHASES + PHASE_WORDS;
+}
+
+/// Adds this warp's phases (first lanes only), its batch count and its cycles and
+/// nanoseconds since `start` to the [`status::PHASE_WORDS`] words at `status + at` on
+/// [`LOG_PE`]. Nothing without the `queue-phases` feature or with a null `status`.
+unsafe fn add_phases(status: *mut u64, at: usize, batches: u64, start: (u64, u64)) {
+    use rshmem_device::queue::phases;
+    if !phases::ENABLED || status.is_null() || thread::thread_rank_in_block() % 32 != 0 {
+        return;
+    }
+    let row = phases::take();
+    let span = [
+        batches,
+        thread::clock64().wrapping_sub(start.0),
+        thread::globaltimer_ns().wrapping_sub(start.1),
+    ];
+    for (i, v) in row.into_iter().chain(span).enumerate() {
+        shmem::atomic_add(status.add(at + i), v, LOG_PE);
+    }
 }
 
 /// Thread 0 pushes `values[..n]`, in order.
@@ -390,18 +501,22 @@ unsafe fn batch<E: Tagged>(
 /// Benchmark producer: each group (per `mode`: a thread, a warp or a block) of this PE pushes
 /// `items` elements tagged `(group, 0..items)`; batched modes push batches of the group's size
 /// through its rows of `stage` (32 elements per warp) and its `scratch` word (one per warp).
-/// `log`: the [`Placement`] log, or null.
+/// `status`: where the phases go ([`add_phases`]), or null; `log`: the [`Placement`] log, or
+/// null.
 unsafe fn bench_push<E: Tagged>(
     q: SymQueue<E>,
     items: u32,
     mode: u32,
     stage: *mut E,
     scratch: *mut u64,
+    status: *mut u64,
     log: *mut u64,
 ) {
+    use rshmem_device::queue::phases::{Lap, Phase};
     let mode = Mode::from_raw(mode);
     let g = group(mode);
     let placed = Placement::begin(log);
+    let (t0, mut batches) = ((thread::clock64(), thread::globaltimer_ns()), 0u64);
     if matches!(mode, Mode::Thread | Mode::Try) {
         let mut item = core::mem::MaybeUninit::<E>::uninit();
         for i in 0..items {
@@ -413,15 +528,22 @@ unsafe fn bench_push<E: Tagged>(
         let mut start = 0;
         while start < items {
             let count = g.size.min(items - start);
-            if g.rank < count {
-                E::write_tag(stage.add(g.rank as usize), g.index, start + g.rank);
+            let mut lap = Lap::start();
+            // Each warp tags its 32 of the group's elements, side by side.
+            let (lane, first) = (g.rank % 32, g.rank / 32 * 32);
+            if first < count {
+                let n = (count - first).min(32);
+                E::write_tags_by_warp(stage.add(first as usize), g.index, start + first, n, lane);
             }
+            lap.lap(Phase::Tag);
             // The batch begins with a barrier of the group, which orders the tags before it.
             batch(q, mode, true, stage, count, scratch);
             start += count;
+            batches += 1;
         }
     }
     placed.end();
+    add_phases(status, status::PUSH_PHASES, batches, t0);
 }
 
 /// Benchmark consumer: each group pops `items` elements and checks them; totals go to
@@ -435,11 +557,13 @@ unsafe fn bench_pop<E: Tagged>(
     status: *mut u64,
     log: *mut u64,
 ) {
+    use rshmem_device::queue::phases::{Lap, Phase};
     let mode = Mode::from_raw(mode);
     let g = group(mode);
     let placed = Placement::begin(log);
+    let (t0, mut batches) = ((thread::clock64(), thread::globaltimer_ns()), 0u64);
     let (mut good, mut torn, mut sum) = (0u64, 0u64, 0u64);
-    let mut check = |item: &E| match item.untag() {
+    let mut check = |tag: Option<(u32, u32)>| match tag {
         Some((_, s)) if s < items => {
             good += 1;
             sum += s as u64;
@@ -449,7 +573,7 @@ unsafe fn bench_pop<E: Tagged>(
     };
     if matches!(mode, Mode::Thread | Mode::Try) {
         for _ in 0..items {
-            check(&q.pop());
+            check(q.pop().untag());
         }
     } else {
         let (stage, scratch) = group_stage(g, mode, stage, scratch);
@@ -457,13 +581,26 @@ unsafe fn bench_pop<E: Tagged>(
         while start < items {
             let count = g.size.min(items - start);
             batch(q, mode, false, stage, count, scratch);
-            if g.rank < count {
-                check(&*stage.add(g.rank as usize));
+            let mut lap = Lap::start();
+            // Each warp checks its 32 of the group's elements, side by side; lane `e` counts
+            // element `e`.
+            let (lane, first) = (g.rank % 32, g.rank / 32 * 32);
+            if first < count {
+                let n = (count - first).min(32);
+                let lanes = 32.min(g.size - first);
+                let mask = if lanes == 32 { warp::FULL_MASK } else { (1 << lanes) - 1 };
+                let tag = E::untag_by_warp(stage.add(first as usize), n, lane, mask);
+                if lane < n {
+                    check(tag);
+                }
             }
+            lap.lap(Phase::Check);
             start += count;
+            batches += 1;
         }
     }
     placed.end();
+    add_phases(status, status::POP_PHASES, batches, t0);
     let me = shmem::my_pe();
     shmem::atomic_add(status.add(status::GOOD), good, me);
     shmem::atomic_add(status.add(status::SEQ_SUM), sum, me);
@@ -505,8 +642,9 @@ macro_rules! bench_kernels {
         /// # Safety
         ///
         /// `q` is a live queue handle; for each warp of the launch, `stage` holds 32 elements
-        /// and `scratch` one word; `log` is null or a symmetric placement log of
-        /// `2 * grid * LOG_WORDS` words.
+        /// and `scratch` one word; `status` is null or a symmetric array of
+        /// [`status::LEN`] words (the phases go to [`LOG_PE`]'s); `log` is null or a
+        /// symmetric placement log of `2 * grid * LOG_WORDS` words.
         #[kernel]
         pub unsafe fn $push(
             q: SymQueue<$t>,
@@ -514,9 +652,10 @@ macro_rules! bench_kernels {
             mode: u32,
             stage: *mut $t,
             scratch: *mut u64,
+            status: *mut u64,
             log: *mut u64,
         ) {
-            bench_push::<$t>(q, items, mode, stage, scratch, log)
+            bench_push::<$t>(q, items, mode, stage, scratch, status, log)
         }
         #[doc = concat!("[`bench_pop`] with elements of type `", stringify!($t), "`.")]
         ///
@@ -629,5 +768,43 @@ mod tests {
         refuses_every_torn_word::<[u64; 21]>(21); // one run and a tail
         refuses_every_torn_word::<[u32; 3]>(3);
         refuses_every_torn_word::<[u8; 10]>(10);
+    }
+
+    /// What a warp's lanes write side by side is the element `tag` makes, and what they check
+    /// side by side finds every torn byte (some lane's share differs) and nothing in a whole
+    /// element: `write_tags_by_warp` and `lane_check` of the benchmark's warp paths.
+    fn warp_paths_agree_with_tag<W: super::Word, const N: usize>()
+    where
+        [W; N]: Tagged + PartialEq + core::fmt::Debug,
+    {
+        let count = 5u32;
+        let mut by_warp = [<[W; N]>::tag(0, 0); 5];
+        for lane in 0..32 {
+            // SAFETY: `by_warp` holds `count` elements.
+            unsafe { <[W; N]>::write_tags_by_warp(by_warp.as_mut_ptr(), 9, 40, count, lane) };
+        }
+        for (e, got) in by_warp.iter().enumerate() {
+            assert_eq!(*got, <[W; N]>::tag(9, 40 + e as u32), "element {e}");
+            let want = 9 << 32 | (40 + e as u64);
+            assert!((0..32).all(|lane| super::lane_check(got, lane) == (want, 0)), "element {e}");
+        }
+        let good = by_warp[2];
+        for byte in 0..core::mem::size_of::<[W; N]>() {
+            let mut torn = good;
+            // SAFETY: `byte` is inside `torn`, and every bit pattern of these words is valid.
+            unsafe { *(&mut torn as *mut [W; N]).cast::<u8>().add(byte) ^= 0x5A };
+            assert!(
+                (0..32).any(|lane| super::lane_check(&torn, lane).1 != 0),
+                "byte {byte}: no lane saw it"
+            );
+        }
+    }
+
+    #[test]
+    fn warp_tags_and_checks_match_the_element_ones() {
+        warp_paths_agree_with_tag::<u64, 128>(); // 1 KiB: four words per lane
+        warp_paths_agree_with_tag::<u64, 8>(); // fewer words than lanes
+        warp_paths_agree_with_tag::<u32, 3>();
+        warp_paths_agree_with_tag::<u8, 10>();
     }
 }
