@@ -379,7 +379,9 @@ fn queue_run<K: BenchKernels>(
             // each grid resident (cooperative; the pair: `check_co_residency`).
             unsafe {
                 match me {
-                    0 => module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, stat, log)),
+                    0 => {
+                        module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, stat, log))
+                    }
                     1 => module.launch::<K::Pop>(cfg, (q, per_group, m, stage, scratch, stat, log)),
                     _ => Ok(()),
                 }
@@ -658,14 +660,21 @@ fn print_table(o: &Options, rows: &[Row]) {
 /// status words from `status::PUSH_PHASES` on, summed over the repetitions.
 fn print_phases(mode: Mode, bytes: usize, ctas: u32, words: &[u64]) {
     use rshmem::device::queue::phases::{NAMES, PHASES};
-    for (side, w) in ["push", "pop"].iter().zip(words.chunks(status::PHASE_WORDS)) {
+    for (side, w) in ["push", "pop"]
+        .iter()
+        .zip(words.chunks(status::PHASE_WORDS))
+    {
         let (batches, cycles, ns) = (w[PHASES], w[PHASES + 1], w[PHASES + 2]);
         if batches == 0 || ns == 0 {
             continue;
         }
         // Cycles to µs per batch at the warps' own clock (their cycles over their time).
         let us = |c: u64| c as f64 / batches as f64 * ns as f64 / cycles as f64 / 1e3;
-        let parts: Vec<String> = NAMES.iter().zip(w).map(|(n, &c)| format!("{n} {:.2}", us(c))).collect();
+        let parts: Vec<String> = NAMES
+            .iter()
+            .zip(w)
+            .map(|(n, &c)| format!("{n} {:.2}", us(c)))
+            .collect();
         println!(
             "QPHASES {bytes}B {mode:?} {ctas} CTAs {side}: µs per batch {} (timed {:.2} of {:.2}; {:.2} GHz)",
             parts.join(" "),
