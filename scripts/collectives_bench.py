@@ -44,6 +44,8 @@ for var, val in (("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0"),
 
 import torch
 
+import rshmem_env  # scripts/rshmem_env.py, beside this one
+
 SIZES = [8, 64, 512, 4 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20,
          64 << 20, 256 << 20]
 OPS = ["all_reduce", "reduce_scatter", "all_gather"]
@@ -57,30 +59,9 @@ def bus_factor(op, n):
     return 2.0 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
 
 
-def mps_running():
-    """Whether an MPS control daemon answers (rshmem's launcher then shares the GPU under it)."""
-    try:
-        return subprocess.run(["nvidia-cuda-mps-control"], input="get_default_active_thread_percentage\n",
-                              capture_output=True, text=True, timeout=5).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 def bench_env(npes, ngpu):
-    env = dict(os.environ)
-    env.update(RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
-    if npes > ngpu and not mps_running():
-        env["RSHMEM_GPU_OVERSUBSCRIBE"] = "1"
     # 256 MiB buffers in and out (x2 for the NVSHMEM rows), the workspace, NVSHMEM's own.
-    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", "3G")
-    try:
-        import nvidia.nvshmem as nvs
-        home = list(nvs.__path__)[0]
-        env.setdefault("NVSHMEM_HOME", home)
-        env["LD_LIBRARY_PATH"] = home + "/lib:" + env.get("LD_LIBRARY_PATH", "")
-    except ImportError:
-        pass  # NVSHMEM found otherwise (NVSHMEM_HOME, the loader path)
-    return env
+    return rshmem_env.bench_env(npes, ngpu, "3G")
 
 
 def run_rshmem(binary, npes, ngpu, sizes, iters, graphs, timeout, extra=()):
@@ -278,7 +259,7 @@ def main():
     if smoke and not args.sizes:
         sizes = [8, 64 << 10, 1 << 20, 16 << 20]
     graphs = not args.no_graphs
-    sharing = ("mps" if mps_running() else "timeslice") if smoke else "none"
+    sharing = ("mps" if rshmem_env.mps_running() else "timeslice") if smoke else "none"
     if sharing == "mps":
         banner = ("SAME GPU UNDER MPS: %d PEs share %d GPU, each on 1/%d of its SMs; every peer is local "
                   "HBM, no NVLink: the rshmem rows are a lower bound on the protocols' cost, not a peer "

@@ -59,6 +59,8 @@ for var, val in (("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0"),
 
 import torch
 
+import rshmem_env  # scripts/rshmem_env.py, beside this one
+
 # (M, N, K)
 SHAPES = [
     (8192, 8192, 8192),
@@ -119,17 +121,7 @@ def cuda_median_ms(fn, warmup=3, iters=20):
 
 
 def bench_env():
-    env = dict(os.environ)
-    env.update(RSHMEM_BACKEND="gpu", RSHMEM_NPES="1", RUST_LIB_BACKTRACE="0")
-    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", "4G")  # A, B and C of the largest shape: 384 MiB
-    try:
-        import nvidia.nvshmem as nvs
-        home = list(nvs.__path__)[0]
-        env.setdefault("NVSHMEM_HOME", home)
-        env["LD_LIBRARY_PATH"] = home + "/lib:" + env.get("LD_LIBRARY_PATH", "")
-    except ImportError:
-        pass  # NVSHMEM found otherwise (NVSHMEM_HOME, the loader path)
-    return env
+    return rshmem_env.bench_env(1, 1, "4G")  # A, B and C of the largest shape: 384 MiB
 
 
 def run_shape(binary, m, n, k, kn, kernel, split, tile, tmp):

@@ -45,7 +45,7 @@ PY
 # every kernel); the scripts unpack them there with Python's tarfile, which reads xz everywhere.
 tar -C .gpu -cf - bin | xz -T2 -6 >.gpu/bin.tar.xz && rm -rf .gpu/bin
 cp scripts/gpu-check.sh scripts/gpu-one-h200.sh scripts/gpu-tests.sh scripts/mps.sh scripts/gpu-hang.sh scripts/plot_perf.py scripts/gemm_bench.py \
-    scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py scripts/moe_bench.py scripts/hbm_read.py .gpu/scripts/
+    scripts/rshmem_env.py scripts/collectives_bench.py scripts/plot_collectives.py scripts/tp_bench.py scripts/plot_tp_bench.py scripts/moe_bench.py scripts/hbm_read.py .gpu/scripts/
 cp -r scripts/cuda .gpu/scripts/
 cp scripts/python_gpu_check.py scripts/python_bench.py .gpu/scripts/
 # PYTHON=1: the Python package's wheel (abi3: any CPython >= 3.9, the GPU machine's torch

@@ -33,10 +33,12 @@ and the same GEMM alone (Ops::gemm, no communication): CUDA events around each r
   NCCL + cuBLAS) and writes the rows to $OUT/tp_bench.json when $OUT is set
   (scripts/plot_tp_bench.py draws them).
 
-With one GPU the PEs share it (RSHMEM_GPU_OVERSUBSCRIBE=1: kernels of the PE processes
-time-slice, they do not run side by side) and smaller shapes run unless --shapes says
-otherwise: a smoke test of correctness whose timings mean nothing; NCCL cannot run two ranks on
-one GPU, so only cuBLAS alone is timed beside it.
+With one GPU the PEs share it and smaller shapes run unless --shapes says otherwise. They
+time-slice (RSHMEM_GPU_OVERSUBSCRIBE=1, even where MPS runs: see UNDER_MPS): a smoke test of
+correctness whose timings mean nothing. With --mps and an MPS daemon they run side by side,
+each on 1/n of the SMs: fused against the GEMM alone on the same share is the fused
+machinery's cost on one GPU (local HBM, no NVLink: a lower bound, not a peer comparison).
+NCCL cannot run two ranks on one GPU, so only cuBLAS alone is timed beside it.
 
   device run: python3 .gpu/scripts/tp_bench.py [--npes N] [--bin PATH] [--shapes ag:MxNxK,rs:MxNxK,...]
 """
@@ -48,6 +50,8 @@ for var, val in (("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0"),
     os.environ[var] = val
 
 import torch
+
+import rshmem_env  # scripts/rshmem_env.py, beside this one
 
 BOUND_AG = 2.0 ** -7
 
@@ -77,20 +81,14 @@ def read_bf16(path, rows, cols):
         return torch.frombuffer(bytearray(f.read()), dtype=torch.bfloat16).reshape(rows, cols)
 
 
+# PEs sharing a GPU time-slice unless --mps: under MPS 2 PEs run every shape since the fused
+# GEMMs leave SMs free (`persistent_waiting`), but 4 PEs' reduce-scatter at 4096 x 4096 x 1024
+# made no progress (one H100, 2026-12-06; docs/mps.md).
+UNDER_MPS = False
+
+
 def bench_env(npes, ngpu):
-    env = dict(os.environ)
-    env.update(RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
-    if npes > ngpu:
-        env["RSHMEM_GPU_OVERSUBSCRIBE"] = "1"
-    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", "10G")  # a, b, c, the gathered a, workspace
-    try:
-        import nvidia.nvshmem as nvs
-        home = list(nvs.__path__)[0]
-        env.setdefault("NVSHMEM_HOME", home)
-        env["LD_LIBRARY_PATH"] = home + "/lib:" + env.get("LD_LIBRARY_PATH", "")
-    except ImportError:
-        pass
-    return env
+    return rshmem_env.bench_env(npes, ngpu, "10G", under_mps=UNDER_MPS)  # a, b, c, gathered a, workspace
 
 
 def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp):
@@ -255,7 +253,11 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--shapes", help="op:MxNxK,... with op ag or rs and K per PE (default: the list)")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--mps", action="store_true",
+                    help="PEs sharing a GPU run under MPS where its daemon answers (same-GPU numbers)")
     args = ap.parse_args()
+    global UNDER_MPS
+    UNDER_MPS = args.mps
     ngpu = torch.cuda.device_count()
     npes = args.npes or max(ngpu, 2)
     smoke = npes > ngpu
@@ -267,8 +269,10 @@ def main():
             shapes.append((op, m, n, k))
     else:
         shapes = smoke_shapes(npes) if smoke else standard_shapes(npes)
-    print("GPU:", torch.cuda.get_device_name(), "x", ngpu, "| torch", torch.__version__,
-          "| PEs:", npes, "(sharing one GPU: a smoke test, timings mean nothing)" if smoke else "")
+    sharing = "" if not smoke else (
+        "(sharing one GPU under MPS: same-GPU numbers, each PE on 1/n of the SMs)"
+        if UNDER_MPS and rshmem_env.mps_running() else "(sharing one GPU: a smoke test, timings mean nothing)")
+    print("GPU:", torch.cuda.get_device_name(), "x", ngpu, "| torch", torch.__version__, "| PEs:", npes, sharing)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for op, m, n, k in shapes:

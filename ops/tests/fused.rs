@@ -26,6 +26,8 @@ use std::time::Duration;
 per_backend! {
     all_gather_gemm_odd_shapes => [2, 3, 4];
     all_gather_gemm_late_chunk => [3];
+    all_gather_gemm_more_tiles_than_multiprocessors => [2];
+    gemm_reduce_scatter_more_tiles_than_multiprocessors => [2];
     gemm_reduce_scatter_odd_shapes => [2, 3, 4];
     gemm_reduce_scatter_late_partials => [3];
     fused_calls_over_split_teams => [4];
@@ -470,6 +472,38 @@ fn all_gather_gemm_late_chunk(shmem: &Shmem) -> Outcome {
             ..FusedOptions::default()
         };
         check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+    }
+    Ok(())
+}
+
+/// Twice as many tiles as the PE has multiprocessors (so the persistent grid is as large as it
+/// gets) while the chunks are still being pushed: where PEs share a GPU the grid must leave
+/// the pushes SMs of their own (`persistent_waiting`; at 4096³ under MPS it hung).
+fn all_gather_gemm_more_tiles_than_multiprocessors(shmem: &Shmem) -> Outcome {
+    more_tiles_than_multiprocessors(shmem, check_all_gather)
+}
+
+/// The same for the reduce-scatter, whose blocks wait for the other PEs' partials: where PEs
+/// share a GPU their grids must all be resident at once.
+fn gemm_reduce_scatter_more_tiles_than_multiprocessors(shmem: &Shmem) -> Outcome {
+    more_tiles_than_multiprocessors(shmem, check_reduce_scatter)
+}
+
+/// `check` (of a fused op) of a problem with twice as many 128 x 256 tiles as the PE has
+/// multiprocessors, with each kernel.
+fn more_tiles_than_multiprocessors(
+    shmem: &Shmem,
+    check: fn(&Shmem, &Ops<'_>, (u32, u32, u32), BLayout, FusedOptions, usize) -> Outcome,
+) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let sms = ops.device_info().multiprocessors;
+    let rows = 256 * sms / shmem.n_pes() as u32; // 128-row tiles, n in one 256-column tile
+    for kernel in kernels(&ops, 2) {
+        let options = FusedOptions {
+            kernel,
+            ..FusedOptions::default()
+        };
+        check(shmem, &ops, (rows, 256, 64), BLayout::NK, options, 1)?;
     }
     Ok(())
 }

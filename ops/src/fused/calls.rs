@@ -14,8 +14,9 @@
 //!    `flags::ARRIVED` into the target's arrival flag); reduce-scatter: nothing (its GEMM
 //!    sends);
 //! 4. the GEMM on `S` (persistent; the reduce-scatter's cooperative, since its blocks wait
-//!    for peers that wait for theirs), then for the reduce-scatter the fix-up kernel when the
-//!    chunks do not fall on tile boundaries;
+//!    for peers that wait for theirs; where PEs share the GPU its grid leaves SMs to the
+//!    pushes and the other PEs' grids: `persistent_waiting`), then for the reduce-scatter the
+//!    fix-up kernel when the chunks do not fall on tile boundaries;
 //! 5. `S` waits for `X` (the pushes read this rank's rows, which later work on `S` may
 //!    overwrite) and `X` for `S` (step 1 of the next call).
 //!
@@ -209,7 +210,7 @@ impl<'s> Ops<'s> {
         let result = match (path, maps) {
             (Path::Sm90, Some((map_a, map_b))) => {
                 let tiles = sm90::tiles(call.problem());
-                let config = self.persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES);
+                let config = self.persistent_waiting(tiles, sm90::THREADS, sm90::SHARED_BYTES);
                 let args = (map_a, map_b, c_ptr, flags.cast_const(), call);
                 // SAFETY: the launch shape is the kernel's (checked sm_90 by `path_for`); the
                 // maps describe `a` (m x k) and `b` of bf16, checked long enough; `c` holds
@@ -228,7 +229,7 @@ impl<'s> Ops<'s> {
             }
             _ => {
                 let tiles = sm80::tiles(call.problem());
-                let config = self.persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES);
+                let config = self.persistent_waiting(tiles, sm80::THREADS, sm80::SHARED_BYTES);
                 let args = (&a, b, c_ptr, flags.cast_const(), call);
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
                 // multiple of 8, `n` too for B K x N: checked).
@@ -318,7 +319,7 @@ impl<'s> Ops<'s> {
             (Path::Sm90, Some((map_a, map_b))) => {
                 let tiles = sm90::tiles(call.problem());
                 let config = self
-                    .persistent(tiles, sm90::THREADS, sm90::SHARED_BYTES)
+                    .persistent_waiting(tiles, sm90::THREADS, sm90::SHARED_BYTES)
                     .cooperative();
                 let args = (map_a, map_b, out, recv, flags, call);
                 // SAFETY: the launch shape is the kernel's (sm_90 checked by `path_for`),
@@ -343,7 +344,7 @@ impl<'s> Ops<'s> {
             _ => {
                 let tiles = sm80::tiles(call.problem());
                 let config = self
-                    .persistent(tiles, sm80::THREADS, sm80::SHARED_BYTES)
+                    .persistent_waiting(tiles, sm80::THREADS, sm80::SHARED_BYTES)
                     .cooperative();
                 let args = (a, b, out, recv, flags, call);
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a

@@ -40,8 +40,8 @@ use rshmem_device::matrix::Matrix;
 use rshmem_gemm::sm90::Sm90Config;
 use rshmem_gemm::{sm80, sm90, Problem, Sm90Maps};
 use rshmem_host::{
-    DeviceInfo, DeviceRange, Error, LaunchConfig, Result, Shmem, Swizzle, SymBuffer, SymRange,
-    SymRangeMut, TensorMap, TiledSpec,
+    DeviceInfo, DeviceRange, Error, GpuSharing, LaunchConfig, Result, Shmem, Swizzle, SymBuffer,
+    SymRange, SymRangeMut, TensorMap, TiledSpec,
 };
 
 /// A persistent launch over `tiles`: one block per multiprocessor of `info`, fewer when there
@@ -49,6 +49,31 @@ use rshmem_host::{
 pub fn persistent(info: DeviceInfo, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
     let blocks = tiles.min(info.multiprocessors.max(1));
     LaunchConfig::new(blocks, threads).shared_mem(shared)
+}
+
+/// [`persistent`] for a GEMM whose blocks wait for work outside their grid: the chunks
+/// NVSHMEM's on-stream transfers deliver while it runs (the fused all-gather,
+/// `Stream::put_signal`), or the partials the other PEs' blocks send (the fused
+/// reduce-scatter). Where the GPU is shared that work needs SMs of the same GPU — the
+/// transfers the PE's own, the other PEs' grids theirs at the same time — so the grid leaves
+/// one multiprocessor in eight (at least one) free: with the whole share, both fused GEMMs hung
+/// at 4096³ with 2 PEs under MPS, the transfer or the other PE's kernel pending (an H100 and an
+/// H200, 2026-12-06).
+pub fn persistent_waiting(info: DeviceInfo, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
+    let free = match info.sharing {
+        GpuSharing::Exclusive => 0,
+        GpuSharing::Mps | GpuSharing::TimeSliced => (info.multiprocessors / 8).max(1),
+    };
+    let sms = info.multiprocessors.saturating_sub(free);
+    persistent(
+        DeviceInfo {
+            multiprocessors: sms,
+            ..info
+        },
+        tiles,
+        threads,
+        shared,
+    )
 }
 
 /// The tensor maps of `a` (m x k) and `b` (n x k, or k x n) as [`sm90::gemm`] reads them
@@ -311,5 +336,29 @@ fn problem(shape: GemmShape) -> Problem {
         m: shape.m,
         n: shape.n,
         k: shape.k,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_gpu_leaves_multiprocessors_to_the_transfers() {
+        let info = |multiprocessors, sharing| DeviceInfo {
+            sm: 90,
+            multiprocessors,
+            sharing,
+        };
+        let blocks = |i, tiles| persistent_waiting(i, tiles, 384, 0).grid.0;
+        // A GPU of its own: one block per SM, as `persistent`.
+        assert_eq!(blocks(info(132, GpuSharing::Exclusive), 512), 132);
+        // Shared: one SM in eight left free (the 2-PE share of an H100 is 66), at least one.
+        assert_eq!(blocks(info(66, GpuSharing::Mps), 512), 58);
+        assert_eq!(blocks(info(33, GpuSharing::Mps), 512), 29);
+        assert_eq!(blocks(info(4, GpuSharing::TimeSliced), 512), 3);
+        assert_eq!(blocks(info(1, GpuSharing::Mps), 512), 1);
+        // Fewer tiles than SMs: one block per tile, as before.
+        assert_eq!(blocks(info(66, GpuSharing::Mps), 16), 16);
     }
 }

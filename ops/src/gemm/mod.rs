@@ -165,6 +165,11 @@ impl<'s> Ops<'s> {
         launch::persistent(self.info, tiles, threads, shared)
     }
 
+    /// [`launch::persistent_waiting`] on this PE's device.
+    pub(crate) fn persistent_waiting(&self, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
+        launch::persistent_waiting(self.info, tiles, threads, shared)
+    }
+
     /// The sm90 path as `plan` says: both operands through tensor maps from the table (with
     /// the boxes of the plan's tile), one persistent block per SM (fewer when there are fewer
     /// tiles); a split K through [`Ops::sm90_split`].
