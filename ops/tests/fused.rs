@@ -489,12 +489,12 @@ fn gemm_reduce_scatter_more_tiles_than_multiprocessors(shmem: &Shmem) -> Outcome
     more_tiles_than_multiprocessors(shmem, check_reduce_scatter)
 }
 
+/// [`check_all_gather`] or [`check_reduce_scatter`].
+type Check = fn(&Shmem, &Ops<'_>, (u32, u32, u32), BLayout, FusedOptions, usize) -> Outcome;
+
 /// `check` (of a fused op) of a problem with twice as many 128 x 256 tiles as the PE has
 /// multiprocessors, with each kernel.
-fn more_tiles_than_multiprocessors(
-    shmem: &Shmem,
-    check: fn(&Shmem, &Ops<'_>, (u32, u32, u32), BLayout, FusedOptions, usize) -> Outcome,
-) -> Outcome {
+fn more_tiles_than_multiprocessors(shmem: &Shmem, check: Check) -> Outcome {
     let ops = Ops::new(shmem)?;
     let sms = ops.device_info().multiprocessors;
     let rows = 256 * sms / shmem.n_pes() as u32; // 128-row tiles, n in one 256-column tile
