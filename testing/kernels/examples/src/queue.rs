@@ -48,7 +48,8 @@ pub trait Tagged: Copy + 'static {
     }
     /// [`untag`](Tagged::untag) of `src[lane]` for `lane < count` (at most 32), as one warp:
     /// every lane of `mask` calls it and gets its own element's answer (`None` past `count`).
-    /// Arrays read each element's words side by side, as [`write_tags_by_warp`](Tagged::write_tags_by_warp) writes them.
+    /// Arrays read each element's words side by side, as
+    /// [`write_tags_by_warp`](Tagged::write_tags_by_warp) writes them.
     ///
     /// # Safety
     ///
