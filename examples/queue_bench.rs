@@ -653,8 +653,6 @@ fn print_table(o: &Options, rows: &[Row]) {
     }
 }
 
-/// The `QP` line of a queue run on a shared GPU, from its placement log (a row of
-/// `[SM, start, end]` per block, PE 0's blocks then PE 1's).
 /// The queue's phases per batch (`QPHASES` lines), from an image built with
 /// `RSHMEM_QUEUE_PHASES=1` (`rshmem_device::queue::phases`); nothing from others. `words`: the
 /// status words from `status::PUSH_PHASES` on, summed over the repetitions.
@@ -685,6 +683,8 @@ fn print_phases(mode: Mode, bytes: usize, ctas: u32, words: &[u64]) {
     }
 }
 
+/// The `QP` line of a queue run on a shared GPU, from its placement log (a row of
+/// `[SM, start, end]` per block, PE 0's blocks then PE 1's).
 fn print_placement(mode: Mode, bytes: usize, ctas: u32, log: &[u64]) {
     let rows: Vec<&[u64]> = log.chunks(LOG_WORDS).collect();
     let (pe0, pe1) = rows.split_at(ctas as usize);

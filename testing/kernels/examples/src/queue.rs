@@ -161,29 +161,16 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
     #[inline(always)]
     unsafe fn write_tag(dst: *mut Self, producer: u32, seq: u32) {
         let key = (producer as u64) << 32 | seq as u64;
-        let head = (64 / W::BITS) as usize;
         let dst = dst.cast::<W>();
         for i in 0..N {
-            let w = if i < head {
-                W::truncate(key >> (i as u32 * W::BITS))
-            } else {
-                W::truncate(fill(key, i))
-            };
             // SAFETY: `i < N`, inside the array the caller gave.
-            unsafe { dst.add(i).write(w) };
+            unsafe { dst.add(i).write(word::<W>(key, i)) };
         }
     }
     #[inline(always)]
     fn untag(&self) -> Option<(u32, u32)> {
-        let head = (64 / W::BITS) as usize;
-        let key = (0..head).fold(0u64, |k, i| k | self[i].widen() << (i as u32 * W::BITS));
-        let expected = |i: usize| {
-            if i < head {
-                W::truncate(key >> (i as u32 * W::BITS))
-            } else {
-                W::truncate(fill(key, i))
-            }
-        };
+        let key = key_of(self);
+        let expected = |i: usize| word::<W>(key, i);
         // Every word is read and none is branched on, CHECK_RUN at a time: a short-circuiting
         // `all` issued each load only after the previous one had arrived (128 load latencies
         // per 1 KiB element, most of the queue benchmark's time per batch, issue 27).
@@ -245,7 +232,7 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
             return None;
         }
         // SAFETY: `lane < count`.
-        let key = lane_check(unsafe { &*src.add(lane as usize) }, lane).0;
+        let key = key_of(unsafe { &*src.add(lane as usize) });
         Some(((key >> 32) as u32, key as u32))
     }
 }
@@ -286,8 +273,7 @@ unsafe fn lane_diffs<W: Word, const N: usize, const G: usize>(
 /// where one differs.
 #[inline(always)]
 fn lane_check<W: Word, const N: usize>(element: &[W; N], lane: u32) -> (u64, u64) {
-    let head = (64 / W::BITS) as usize;
-    let key = (0..head).fold(0u64, |k, i| k | element[i].widen() << (i as u32 * W::BITS));
+    let key = key_of(element);
     let mut diff = 0u64;
     // A constant trip count (not `while i < N`), so that the loads unroll and issue together.
     for k in 0..N.div_ceil(32) {
@@ -297,6 +283,13 @@ fn lane_check<W: Word, const N: usize>(element: &[W; N], lane: u32) -> (u64, u64
         }
     }
     (key, diff)
+}
+
+/// The key an array element carries in its first words (as [`word`] writes it).
+#[inline(always)]
+fn key_of<W: Word, const N: usize>(element: &[W; N]) -> u64 {
+    let head = (64 / W::BITS) as usize;
+    (0..head).fold(0u64, |k, i| k | element[i].widen() << (i as u32 * W::BITS))
 }
 
 /// Word `i` of the array element tagged `key`: the key's own bits in the first words, filler
@@ -386,6 +379,16 @@ pub struct Group {
     pub rank: u32,
     /// Threads in the group.
     pub size: u32,
+}
+
+impl Group {
+    /// This thread's warp's part of a batch of the group's first `count` elements, which the
+    /// warp tags or checks side by side: `(lane, first, n)`, its elements `first..first + n`
+    /// (at most 32); `None` for a warp past the batch.
+    pub fn warp_part(&self, count: u32) -> Option<(u32, u32, u32)> {
+        let (lane, first) = (self.rank % 32, self.rank / 32 * 32);
+        (first < count).then(|| (lane, first, (count - first).min(32)))
+    }
 }
 
 /// The calling thread's [`Group`] under `mode`.
@@ -592,9 +595,7 @@ unsafe fn bench_push<E: Tagged>(
             let count = g.size.min(items - start);
             let mut lap = Lap::start();
             // Each warp tags its 32 of the group's elements, side by side.
-            let (lane, first) = (g.rank % 32, g.rank / 32 * 32);
-            if first < count {
-                let n = (count - first).min(32);
+            if let Some((lane, first, n)) = g.warp_part(count) {
                 E::write_tags_by_warp(stage.add(first as usize), g.index, start + first, n, lane);
             }
             lap.lap(Phase::Tag);
@@ -646,9 +647,7 @@ unsafe fn bench_pop<E: Tagged>(
             let mut lap = Lap::start();
             // Each warp checks its 32 of the group's elements, side by side; lane `e` counts
             // element `e`.
-            let (lane, first) = (g.rank % 32, g.rank / 32 * 32);
-            if first < count {
-                let n = (count - first).min(32);
+            if let Some((lane, first, n)) = g.warp_part(count) {
                 let lanes = 32.min(g.size - first);
                 let mask = if lanes == 32 {
                     warp::FULL_MASK
