@@ -195,6 +195,12 @@ def main():
     handle = _ops._runtime.stream_handle(pe, None)
     xa, aa, ba, ca = (_ops.tensor_arg(t, "t", "bench") for t in (x, a, b, c))
     side = torch.cuda.Stream()
+    # The native calls alone, their arguments prepared once: what the extension adds
+    # (argument conversion, GIL release, the heap lookup) on top of the Rust call.
+    native = {
+        "all_reduce_native_only": lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle),
+        "gemm_native_only": lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle),
+    }
     print(f"torch's current stream: {handle:#x} (0: the legacy default stream)")
     overhead = {
         "all_reduce_4KiB": host_per_call(lambda: rshmem.all_reduce(x, op="max"), args.calls),
@@ -210,12 +216,7 @@ def main():
         "all_reduce_prep_only": host_per_call(
             lambda: (_ops._runtime.current(), _ops.tensor_arg(x, "x", "all_reduce"),
                      _ops._runtime.stream_handle(_ops._runtime.current(), None)), args.calls),
-        # The native calls alone, their arguments prepared once: what the extension adds
-        # (argument conversion, GIL release, the heap lookup) on top of the Rust call.
-        "all_reduce_native_only": host_per_call(
-            lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle), args.calls),
-        "gemm_native_only": host_per_call(
-            lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle), args.calls),
+        **{op: host_per_call(fn, args.calls) for op, fn in native.items()},
         # The same calls on a stream of torch's pool (non-blocking, as rshmem's own), beside the
         # rows above on torch's default, the legacy stream (call_overhead's `*_legacy` rows are
         # Rust's like for like): on an H100 on 2026-12-06 the stream made no difference.
@@ -231,8 +232,7 @@ def main():
     # The native call's own steps (the extension's counters, docs/python.md): GIL release,
     # stream, the Ops call, GIL back, and the argument lookup, µs per call.
     steps = {}
-    for op, fn in (("all_reduce_native_only", lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle)),
-                   ("gemm_native_only", lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle))):
+    for op, fn in native.items():
         torch.cuda.synchronize()
         _native.profile_take()
         _native.profile(True)
