@@ -81,9 +81,8 @@ def read_bf16(path, rows, cols):
         return torch.frombuffer(bytearray(f.read()), dtype=torch.bfloat16).reshape(rows, cols)
 
 
-# PEs sharing a GPU time-slice unless --mps: under MPS 2 PEs run every shape since the fused
-# GEMMs leave SMs free (`persistent_waiting`), but 4 PEs' reduce-scatter at 4096 x 4096 x 1024
-# made no progress (one H100, 2026-12-06; docs/mps.md).
+# PEs sharing a GPU time-slice unless --mps: under MPS the fused GEMMs leave SMs free
+# (`persistent_waiting`) and the ops wait outside their GEMMs (`Waits`; docs/mps.md).
 UNDER_MPS = False
 
 
@@ -91,7 +90,7 @@ def bench_env(npes, ngpu):
     return rshmem_env.bench_env(npes, ngpu, "10G", under_mps=UNDER_MPS)  # a, b, c, gathered a, workspace
 
 
-def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp):
+def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp, waits="auto"):
     """Runs the fused op on npes PEs, checks every PE's C; returns PE 0's row (+ max over PEs)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     gen = torch.Generator(device="cuda").manual_seed(1234 + m + n + k)
@@ -107,7 +106,7 @@ def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp):
         for r, a in enumerate(As):
             write(os.path.join(tmp, "a%d.bin" % r), a)
     cmd = [binary, "--dir", tmp, "--op", op, "--m", str(m), "--n", str(n), "--k", str(k),
-           "--kernel", kernel, "--iters", str(iters)]
+           "--kernel", kernel, "--iters", str(iters), "--waits", waits]
     row = {"op": op, "m": m, "n": n, "k": k, "npes": npes}
     p = subprocess.run(cmd, env=bench_env(npes, ngpu), capture_output=True, text=True, timeout=900)
     lines = []
@@ -251,6 +250,8 @@ def main():
     ap.add_argument("--npes", type=int, help="PEs (default: one per GPU, 2 on one GPU)")
     ap.add_argument("--kernel", default="auto", choices=["auto", "sm90", "sm80"])
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--waits", default="auto", choices=["auto", "in-gemm", "outside"],
+                    help="where the fused ops wait for the other PEs' data (rshmem_ops::Waits)")
     ap.add_argument("--shapes", help="op:MxNxK,... with op ag or rs and K per PE (default: the list)")
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--mps", action="store_true",
@@ -276,7 +277,8 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for op, m, n, k in shapes:
-            row = run_rshmem(args.bin, op, m, n, k, npes, ngpu, args.kernel, args.iters, tmp)
+            row = run_rshmem(args.bin, op, m, n, k, npes, ngpu, args.kernel, args.iters, tmp,
+                             args.waits)
             rows.append(row)
             print(json.dumps(row), flush=True)
             for f in os.listdir(tmp):

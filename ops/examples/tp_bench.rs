@@ -8,7 +8,8 @@
 //!   (`m x k`, `k` its share of K) from `DIR/a{r}.bin` and B_r from `DIR/b{r}.bin`, writes its
 //!   `m / n x n` rows to `DIR/c{r}.bin`.
 //!
-//! B is `n x k` (`--kn`: `k x n`), raw little-endian bf16. After one run (whose output the
+//! B is `n x k` (`--kn`: `k x n`), raw little-endian bf16; `--waits` forces where the op
+//! waits for the other PEs' data (`Waits`: default auto). After one run (whose output the
 //! script checks against torch), each PE times `--iters` runs of the fused op and of the same
 //! GEMM alone (`Ops::gemm`, this PE's shape, no communication), CUDA events around each after
 //! `--warmup` runs, and prints one JSON line: the medians and minima, the exposed
@@ -17,13 +18,14 @@
 //! ```text
 //! RSHMEM_BACKEND=gpu RSHMEM_NPES=2 NVSHMEM_SYMMETRIC_SIZE=8G \
 //!     tp_bench --dir /tmp/x --op ag --m 8192 --n 8192 --k 8192 [--kn] [--kernel auto|sm90|sm80]
+//!     [--waits auto|in-gemm|outside]
 //! ```
 //!
 //! On the simulator it runs too (small shapes), which is how it is tested without a GPU.
 
 use anyhow::{bail, ensure, Context, Result};
 use rshmem::{bf16, Shmem, SymBuffer};
-use rshmem_ops::{BLayout, FusedOptions, GemmOptions, GemmShape, Kernel, Ops};
+use rshmem_ops::{BLayout, FusedOptions, GemmOptions, GemmShape, Kernel, Ops, Waits};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +41,7 @@ struct Args {
     op: Op,
     shape: GemmShape,
     kernel: Kernel,
+    waits: Waits,
     warmup: usize,
     iters: usize,
 }
@@ -46,6 +49,7 @@ struct Args {
 fn parse() -> Result<Args> {
     let (mut dir, mut op, mut m, mut n, mut k) = (None, None, 0u32, 0u32, 0u32);
     let (mut layout, mut kernel, mut warmup, mut iters) = (BLayout::NK, Kernel::Auto, 3, 20);
+    let mut waits = Waits::Auto;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -73,9 +77,18 @@ fn parse() -> Result<Args> {
                     other => bail!("--kernel {other:?}: use auto, sm90 or sm80"),
                 }
             }
+            "--waits" => {
+                waits = match value()?.as_str() {
+                    "auto" => Waits::Auto,
+                    "in-gemm" => Waits::InGemm,
+                    "outside" => Waits::OutsideGemm,
+                    other => bail!("--waits {other:?}: use auto, in-gemm or outside"),
+                }
+            }
             other => bail!(
                 "unknown argument {other:?}: use --dir DIR --op ag|rs --m M --n N --k K [--kn] \
-                 [--kernel auto|sm90|sm80] [--warmup W] [--iters I]"
+                 [--kernel auto|sm90|sm80] [--waits auto|in-gemm|outside] [--warmup W] \
+                 [--iters I]"
             ),
         }
     }
@@ -85,6 +98,7 @@ fn parse() -> Result<Args> {
         op: op.context("--op ag|rs is needed")?,
         shape: GemmShape::new(m, n, k, layout),
         kernel,
+        waits,
         warmup,
         iters,
     })
@@ -133,6 +147,7 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
     let stream = shmem.stream();
     let fused = FusedOptions {
         kernel: args.kernel,
+        waits: args.waits,
         ..FusedOptions::default()
     };
     let plain = GemmOptions::kernel(args.kernel);

@@ -81,7 +81,7 @@ mod handle;
 pub mod moe;
 
 pub use coll::{Algorithm, CollElem, NormElem};
-pub use fused::FusedOptions;
+pub use fused::{FusedOptions, Waits};
 pub use gemm::elem::{Fp8In, Fp8Out, GemmIn, GemmOut};
 pub use gemm::fp8::Fp8Scales;
 pub use gemm::grouped::{GroupRows, GroupedShape};

@@ -1,11 +1,11 @@
 //! The fused tensor-parallel ops (`Ops::all_gather_gemm`, `Ops::gemm_reduce_scatter`) on every
 //! backend against a host reference, on 2 to 4 PEs: chunks of A that do not fall on tile
 //! boundaries (tiles straddling two, three or four PEs' rows), odd tile counts along M and N,
-//! both kernels (sm90 where it runs, sm80 everywhere), both layouts of B, several calls in a
-//! row on the same buffers (the flags' epochs, the workspace's reuse), a PE whose data
-//! arrives last (`Ops::set_send_delay_for_tests`), split teams, graphs launched many times on
-//! fresh data with eager calls in between, and the errors of bad shapes and of what a graph
-//! cannot record.
+//! both kernels (sm90 where it runs, sm80 everywhere), both layouts of B, waiting in the GEMM
+//! and outside it (`Waits`), several calls in a row on the same buffers (the flags' epochs,
+//! the workspace's reuse), a PE whose data arrives last (`Ops::set_send_delay_for_tests`),
+//! split teams, graphs launched many times on fresh data with eager calls in between, and the
+//! errors of bad shapes and of what a graph cannot record.
 //!
 //! Inputs are small integers from a fresh seed: products and their sums are exact in f32, and
 //! the reduce-scatter's partials stay below 256 in magnitude (exact in bf16), so every result
@@ -20,14 +20,14 @@ mod common;
 
 use common::{agreed_seed, random_u32, Outcome};
 use rshmem::{bf16, Result, Shmem, Stream, SymBuffer, Team};
-use rshmem_ops::{BLayout, FusedOptions, GemmShape, Kernel, Ops};
+use rshmem_ops::{BLayout, FusedOptions, GemmShape, Kernel, Ops, Waits};
 use std::time::Duration;
 
 per_backend! {
     all_gather_gemm_odd_shapes => [2, 3, 4];
     all_gather_gemm_late_chunk => [3];
-    all_gather_gemm_more_tiles_than_multiprocessors => [2];
-    gemm_reduce_scatter_more_tiles_than_multiprocessors => [2];
+    all_gather_gemm_more_tiles_than_multiprocessors => [2, 4];
+    gemm_reduce_scatter_more_tiles_than_multiprocessors => [2, 4];
     gemm_reduce_scatter_odd_shapes => [2, 3, 4];
     gemm_reduce_scatter_late_partials => [3];
     fused_calls_over_split_teams => [4];
@@ -38,6 +38,9 @@ per_backend! {
 
 /// Poison past C's end.
 const TAIL: usize = 29;
+
+/// Both places to wait (in the GEMM, outside it), forced whatever `Auto` would pick here.
+const WAITS: [Waits; 2] = [Waits::InGemm, Waits::OutsideGemm];
 
 /// The kernels to run on `npes` PEs: the simulated sm90 kernel is the slow one (three
 /// warpgroups of host threads per block), so the tests run both kernels on 2 PEs, sm90 alone
@@ -449,42 +452,51 @@ fn check_reduce_scatter(
 fn all_gather_gemm_odd_shapes(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     for kernel in kernels(&ops, shmem.n_pes()) {
-        let options = FusedOptions {
-            kernel,
-            ..FusedOptions::default()
-        };
-        for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
-            check_all_gather(shmem, &ops, shape, layout, options, calls)?;
+        for waits in WAITS {
+            let options = FusedOptions {
+                kernel,
+                waits,
+                ..FusedOptions::default()
+            };
+            for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
+                check_all_gather(shmem, &ops, shape, layout, options, calls)?;
+            }
         }
     }
     Ok(())
 }
 
-/// The last rank sends its chunk 100 ms late: every other PE's tiles of it wait (the rest of
-/// its GEMM goes on), and read nothing before it arrived.
+/// The last rank sends its chunk 100 ms late: waiting in the GEMM, every other PE's tiles of
+/// it wait (the rest of its GEMM goes on); outside it, `ag_wait` does; nothing reads it
+/// before it arrived.
 fn all_gather_gemm_late_chunk(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let late = shmem.my_pe() + 1 == shmem.n_pes();
     ops.set_send_delay_for_tests(Duration::from_millis(if late { 100 } else { 0 }));
     for kernel in kernels(&ops, 2) {
-        let options = FusedOptions {
-            kernel,
-            ..FusedOptions::default()
-        };
-        check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+        for waits in WAITS {
+            let options = FusedOptions {
+                kernel,
+                waits,
+                ..FusedOptions::default()
+            };
+            check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+        }
     }
     Ok(())
 }
 
 /// Twice as many tiles as the PE has multiprocessors (so the persistent grid is as large as it
-/// gets) while the chunks are still being pushed: where PEs share a GPU the grid must leave
-/// the pushes SMs of their own (`persistent_waiting`; at 4096³ under MPS it hung).
+/// gets) while the chunks are still being pushed: where PEs share a GPU the call waits for
+/// them outside its GEMM ([`Waits::Auto`]; waiting in it with the whole share, 2 PEs under
+/// MPS hung at 4096³, and 4 PEs now and then with SMs left free).
 fn all_gather_gemm_more_tiles_than_multiprocessors(shmem: &Shmem) -> Outcome {
     more_tiles_than_multiprocessors(shmem, check_all_gather)
 }
 
-/// The same for the reduce-scatter, whose blocks wait for the other PEs' partials: where PEs
-/// share a GPU their grids must all be resident at once.
+/// The same for the reduce-scatter, whose blocks would wait for the other PEs' partials:
+/// where PEs share a GPU it reduces after its GEMM ([`Waits::Auto`]; reducing in the
+/// epilogue, 4 PEs under MPS hung: MPS does not keep every PE's grid resident).
 fn gemm_reduce_scatter_more_tiles_than_multiprocessors(shmem: &Shmem) -> Outcome {
     more_tiles_than_multiprocessors(shmem, check_reduce_scatter)
 }
@@ -493,12 +505,13 @@ fn gemm_reduce_scatter_more_tiles_than_multiprocessors(shmem: &Shmem) -> Outcome
 type Check = fn(&Shmem, &Ops<'_>, (u32, u32, u32), BLayout, FusedOptions, usize) -> Outcome;
 
 /// `check` (of a fused op) of a problem with twice as many 128 x 256 tiles as the PE has
-/// multiprocessors, with each kernel.
+/// multiprocessors, with each kernel (on the simulator those [`kernels`] picks).
 fn more_tiles_than_multiprocessors(shmem: &Shmem, check: Check) -> Outcome {
     let ops = Ops::new(shmem)?;
     let sms = ops.device_info().multiprocessors;
     let rows = 256 * sms / shmem.n_pes() as u32; // 128-row tiles, n in one 256-column tile
-    for kernel in kernels(&ops, 2) {
+    let sim = shmem.backend() == rshmem::Backend::Sim;
+    for kernel in kernels(&ops, if sim { shmem.n_pes() } else { 2 }) {
         let options = FusedOptions {
             kernel,
             ..FusedOptions::default()
@@ -511,30 +524,37 @@ fn more_tiles_than_multiprocessors(shmem: &Shmem, check: Check) -> Outcome {
 fn gemm_reduce_scatter_odd_shapes(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     for kernel in kernels(&ops, shmem.n_pes()) {
-        let options = FusedOptions {
-            kernel,
-            ..FusedOptions::default()
-        };
-        for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
-            check_reduce_scatter(shmem, &ops, shape, layout, options, calls)?;
+        for waits in WAITS {
+            let options = FusedOptions {
+                kernel,
+                waits,
+                ..FusedOptions::default()
+            };
+            for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
+                check_reduce_scatter(shmem, &ops, shape, layout, options, calls)?;
+            }
         }
     }
     Ok(())
 }
 
 /// Rank 0 starts its GEMM 100 ms late: its partials of everyone else's rows arrive last, and
-/// every owner waits for them: rank 2 (rows 128..192, a whole band) in its epilogue, ranks 0
-/// and 1 (band 0 straddles them) in the fix-up.
+/// every owner waits for them: reducing in the epilogue, rank 2 (rows 128..192, a whole band)
+/// in its epilogue, ranks 0 and 1 (band 0 straddles them) in the fix-up; reducing after the
+/// GEMM, every rank in `rs_wait`.
 fn gemm_reduce_scatter_late_partials(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let late = shmem.my_pe() == 0;
     ops.set_send_delay_for_tests(Duration::from_millis(if late { 100 } else { 0 }));
     for kernel in kernels(&ops, 2) {
-        let options = FusedOptions {
-            kernel,
-            ..FusedOptions::default()
-        };
-        check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+        for waits in WAITS {
+            let options = FusedOptions {
+                kernel,
+                waits,
+                ..FusedOptions::default()
+            };
+            check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
+        }
     }
     Ok(())
 }
@@ -556,6 +576,7 @@ fn fused_calls_over_split_teams(shmem: &Shmem) -> Outcome {
     let options = FusedOptions {
         kernel,
         team: team.team(),
+        ..FusedOptions::default()
     };
     check_all_gather(shmem, &ops, (150, 40, 24), BLayout::NK, options, 1)?;
     check_reduce_scatter(shmem, &ops, (37, 40, 24), BLayout::KN, options, 1)?;
@@ -853,6 +874,9 @@ fn tp_bench_runs_both_ops_on_the_simulator() {
         let nums: Vec<String> = dims.iter().map(|d| d.1.to_string()).collect();
         for (d, v) in dims.iter().zip(&nums) {
             args.extend([d.0, v.as_str()]);
+        }
+        if op == "rs" {
+            args.extend(["--waits", "outside"]); // what PEs sharing a GPU run
         }
         let out = common::run_example_sim("tp_bench", npes, &args);
         for r in 0..npes {

@@ -135,9 +135,11 @@ fn fused_images_hold_exactly_their_tables_kernels() {
         name::<<Layout<true> as Tp80>::ReduceScatter>(),
         name::<tp80::tp_barrier>(),
         name::<tp80::rs_fixup>(),
+        name::<tp80::rs_wait>(),
+        name::<tp80::ag_wait>(),
     ]);
     assert_eq!(tp90.len(), 4);
-    assert_eq!(tp80.len(), 6);
+    assert_eq!(tp80.len(), 8);
     assert_eq!(set(fused::IMAGE90.kernels.iter().copied()), tp90);
     assert_eq!(set(fused::IMAGE80.kernels.iter().copied()), tp80);
 }

@@ -249,6 +249,7 @@ fn fused_args(
     let options = FusedOptions {
         team: team_of(&pe.core, team)?,
         kernel: kernel(call, kern)?,
+        ..FusedOptions::default()
     };
     let [a, b, c]: [Sym; 3] = found.try_into().ok().expect("three tensors");
     Ok(([a, b, c], shape, options))

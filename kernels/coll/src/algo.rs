@@ -46,7 +46,7 @@ fn grid() -> (u32, u32) {
 /// The part `[lo, hi)` of `0..len` that block `b` of `g` takes: equal pieces of whole packs of
 /// `lanes` elements (the last may be shorter, some may be empty).
 #[inline(always)]
-fn block_part(len: usize, lanes: usize, b: u32, g: u32) -> (usize, usize) {
+pub fn block_part(len: usize, lanes: usize, b: u32, g: u32) -> (usize, usize) {
     let per = len.div_ceil(lanes).div_ceil(g as usize) * lanes;
     let lo = (b as usize * per).min(len);
     (lo, (lo + per).min(len))

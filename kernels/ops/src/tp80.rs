@@ -8,8 +8,12 @@
 //!   C `m / size x n`;
 //! * `tp_barrier`: the barrier that starts every call and advances the call counter the
 //!   other kernels read their epoch from ([`rshmem_tp::barrier`]);
-//! * `rs_fixup`: the reduce-scatter's rows of bands straddling two chunks
-//!   ([`rshmem_tp::rs::fixup`]), after either GEMM (its `bm`, `bn`).
+//! * `rs_fixup`: the reduce-scatter's rows of bands straddling two chunks, or its whole chunk
+//!   when the call reduces after the GEMM ([`rshmem_tp::rs::fixup`]), after either GEMM (its
+//!   `bm`, `bn`); `rs_wait` before it, one block, where PEs share a GPU
+//!   ([`rshmem_tp::rs::wait_for_partials`]);
+//! * `ag_wait`: the all-gather's wait for every chunk before its GEMM, one block, where PEs
+//!   share a GPU ([`rshmem_tp::ag::wait_for_chunks`]).
 //!
 //! Launch the GEMMs with 1-D blocks of [`sm80::THREADS`], [`sm80::SHARED_BYTES`] of shared
 //! memory and at most one block per SM (the reduce-scatter's waits need every block resident).
@@ -147,7 +151,45 @@ pub unsafe fn tp_barrier(flags: *mut u64, call: TpCall) {
     unsafe { rshmem_tp::barrier::barrier(flags, call) }
 }
 
-/// The reduce-scatter's rows of bands that straddle two chunks ([`rshmem_tp::rs::fixup`]),
+/// Waits (one block) for every other rank's chunk of the all-gather
+/// ([`rshmem_tp::ag::wait_for_chunks`]), so that the GEMM after it on the same stream waits
+/// for nothing: where PEs share a GPU one block per PE spins, not the GEMM's grid.
+///
+/// # Safety
+///
+/// `flags` is this PE's copy of the call's flag buffer, after the call's barrier (queued
+/// before on the stream); every rank of the team pushes its chunk.
+#[kernel]
+pub unsafe fn ag_wait(flags: *const u64, call: TpCall) {
+    // SAFETY: this kernel's contract is the wait's.
+    unsafe { rshmem_tp::ag::wait_for_chunks(&call, flags) }
+}
+
+/// Waits (one block) for the peers' partials `rs_fixup` reduces
+/// ([`rshmem_tp::rs::wait_for_partials`]), so that the fix-up after it on the same stream
+/// finds them there: where PEs share a GPU one block per PE spins, not the fix-up's grid.
+///
+/// # Safety
+///
+/// As `rs_fixup`'s, this PE's GEMM of the call queued before it on the stream.
+#[kernel]
+pub unsafe fn rs_wait(
+    out: *mut bf16,
+    recv: *mut bf16,
+    flags: *mut u64,
+    call: TpCall,
+    bm: u32,
+    bn: u32,
+) {
+    // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
+    let call = unsafe { call.load_epoch(flags) };
+    // SAFETY: as for the GEMM (the contract).
+    let epilogue = unsafe { RsEpilogue::new(call, (bm, bn), flags, recv, out) };
+    // SAFETY: this kernel's contract is the wait's.
+    unsafe { rshmem_tp::rs::wait_for_partials(&epilogue) }
+}
+
+/// The reduce-scatter's rows outside its whole bands ([`rshmem_tp::rs::fixup`]),
 /// after this PE's GEMM of the call (on its stream), whose tile shape is `bm x bn`. Any 1-D
 /// launch.
 ///

@@ -35,6 +35,7 @@ use crate::flags;
 use crate::order;
 use rshmem_coll::signal;
 use rshmem_device::hopper;
+use rshmem_device::thread;
 use rshmem_gemm::{Schedule, Tile};
 
 /// The all-gather GEMM's schedule (see the module docs). `TMA`: the loads are TMA loads (the
@@ -79,5 +80,27 @@ impl<const TMA: bool> Schedule for AgSchedule<TMA> {
         if TMA && waited {
             hopper::fence_proxy_async_global();
         }
+    }
+}
+
+/// Waits until every other rank's chunk of the call has arrived (each rank's arrival flag,
+/// acquired at system scope): what a GEMM that must not wait (where PEs share a GPU) is
+/// queued after, so that its tiles' waits in [`AgSchedule::before_loads`] find every flag
+/// set. Every thread of the block calls it.
+///
+/// # Safety
+///
+/// `flags` is this PE's copy of the call's flag buffer, after the call's barrier; every rank
+/// pushes its chunk with its arrival flag (the module docs).
+pub unsafe fn wait_for_chunks(call: &TpCall, flags: *const u64) {
+    let mut q = thread::thread_idx_x();
+    while q < call.size {
+        if q != call.rank {
+            let flag = flags.wrapping_add(flags::arrived_slot(call.size, q));
+            // SAFETY: as in `before_loads`: the slot lies in the buffer, set by rank q's side
+            // stream after its barrier of this call.
+            unsafe { signal::wait(flag, flags::ARRIVED, call.world_pe(q)) };
+        }
+        q += thread::block_dim_x();
     }
 }

@@ -46,8 +46,10 @@ pub struct TpCall {
     pub size: u32,
     /// This PE's rank in the team.
     pub rank: u32,
-    /// Keeps the layout free of padding (a `KernelArg` requirement).
-    pub reserved: u32,
+    /// Reduce-scatter: nonzero when the GEMM's epilogue waits for nothing and the fix-up
+    /// reduces this rank's whole chunk ([`crate::rs`], "Where PEs share a GPU"); 0 otherwise
+    /// (and for the all-gather). Also keeps the layout free of padding (`KernelArg`).
+    pub reduce_after_gemm: u32,
     /// The call's number (see the type's docs): 0 as the host passes it.
     pub epoch: u64,
 }
@@ -71,9 +73,25 @@ impl TpCall {
             stride,
             size,
             rank,
-            reserved: 0,
+            reduce_after_gemm: 0,
             epoch: 0,
         }
+    }
+
+    /// The call with its reduce-scatter reducing this rank's chunk after the GEMM, which then
+    /// waits for no other PE ([`crate::rs`], "Where PEs share a GPU").
+    pub const fn reducing_after_gemm(self) -> Self {
+        Self {
+            reduce_after_gemm: 1,
+            ..self
+        }
+    }
+
+    /// Whether the reduce-scatter reduces this rank's chunk after the GEMM
+    /// ([`TpCall::reducing_after_gemm`]).
+    #[inline(always)]
+    pub const fn reduces_after_gemm(&self) -> bool {
+        self.reduce_after_gemm != 0
     }
 
     /// The call with its epoch: this PE's call counter ([`crate::flags::EPOCH`]), which the

@@ -47,6 +47,15 @@
 //! the GEMM by [`fixup`] instead. The persistent grid must be resident at once (one block per
 //! multiprocessor at most, which `rshmem::ops` launches).
 //!
+//! **Where PEs share a GPU** (MPS), the argument above is not enough: its waits need every
+//! block of every PE's grid resident at once, and MPS does not keep the SMs of its clients
+//! apart. Four PEs under MPS, each with 28 blocks on its 32 SMs, hung (an H100, 2026-12-06).
+//! So there the host marks the call [`TpCall::reducing_after_gemm`]: no row is reduced in the
+//! epilogue (every row, this rank's own too, goes to its owner's slot), the GEMM waits for
+//! nothing, and after it [`wait_for_partials`] (one block) and then [`fixup`] reduce this
+//! rank's whole chunk. A PE's GEMM then finishes on whatever SMs it gets, and at most one
+//! block per PE spins.
+//!
 //! **Precision.** Partials travel as bf16 (half the bytes of f32, what an NCCL reduce-scatter of
 //! bf16 moves); each is rounded once, to nearest even. The owner adds them in f32 to its own
 //! unrounded f32 partial and rounds the sum once: `|c - sum| <= 2^-8 (|sum| + Σ_q |partial_q|)`
@@ -57,7 +66,7 @@ use crate::call::TpCall;
 use crate::flags;
 use crate::order;
 use core::num::NonZeroU32;
-use rshmem_coll::{signal, MAX_PEERS};
+use rshmem_coll::{algo, signal, tile, Elem, Sum, MAX_PEERS};
 use rshmem_device::bf16;
 use rshmem_device::half::Half;
 use rshmem_device::shmem;
@@ -244,10 +253,13 @@ impl RsEpilogue {
     }
 }
 
-/// See [`RsEpilogue::whole_rows`].
+/// See [`RsEpilogue::whole_rows`]; none when the call reduces after the GEMM.
 #[inline(always)]
 pub const fn whole_rows(call: &TpCall, bm: u32) -> (u32, u32) {
     let (start, end) = (call.first_row(call.rank), call.first_row(call.rank + 1));
+    if call.reduces_after_gemm() {
+        return (start, start);
+    }
     let lo = start.next_multiple_of(bm);
     let hi = if end == call.m { end } else { end / bm * bm };
     (lo, hi)
@@ -260,8 +272,9 @@ impl Epilogue for RsEpilogue {
     #[inline(always)]
     unsafe fn before_epilogue(&self, tile: Tile) {
         let c = &self.call;
-        let (first, last) = c.owners(tile.m0, self.bm);
-        if first != c.rank || last != c.rank {
+        // Only bands of the whole rows are reduced here (none when reducing after the GEMM).
+        let (lo, hi) = self.whole_rows();
+        if !(lo <= tile.m0 && tile.m0 < hi) {
             return;
         }
         let (tiles, id) = (self.tiles(), self.tile_id(tile.m0, tile.n0));
@@ -363,8 +376,66 @@ impl Epilogue for RsEpilogue {
     }
 }
 
-/// Reduces the rows of this rank's chunk that lie in bands straddling two chunks (those
-/// outside [`RsEpilogue::whole_rows`]): waits for every peer's flags of those tiles, then writes
+/// The rows of this rank's chunk that [`fixup`] reduces, `(a, b)`: the ranges `a.0..a.1` and
+/// `b.0..b.1` outside [`RsEpilogue::whole_rows`] (the whole chunk when it has none).
+#[inline(always)]
+pub const fn fixup_rows(call: &TpCall, bm: u32) -> ((u32, u32), (u32, u32)) {
+    let (start, end) = (call.first_row(call.rank), call.first_row(call.rank + 1));
+    let (lo, hi) = whole_rows(call, bm);
+    if hi <= lo {
+        ((start, end), (end, end))
+    } else {
+        let (lo, hi) = (
+            if lo < end { lo } else { end },
+            if hi > start { hi } else { start },
+        );
+        ((start, lo), (hi, end))
+    }
+}
+
+/// Waits (and acquires) every peer's flags of the tiles whose rows [`fixup`] reduces: the
+/// bands of this rank's chunk outside [`RsEpilogue::whole_rows`]. Every thread of the block
+/// calls it; the waits are shared among them, so the block meets at a barrier after it
+/// before reading.
+///
+/// # Safety
+///
+/// `epilogue` is that of this PE's GEMM of the call (queued before on the same stream).
+pub unsafe fn wait_for_partials(epilogue: &RsEpilogue) {
+    let c = &epilogue.call;
+    let (start, end) = (c.first_row(c.rank), c.first_row(c.rank + 1));
+    let (lo, hi) = epilogue.whole_rows();
+    let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
+    let (tiles, tiles_n) = (epilogue.tiles(), epilogue.tiles_n());
+    let (first, bands) = (
+        start / epilogue.bm,
+        (end - 1) / epilogue.bm + 1 - start / epilogue.bm,
+    );
+    let waits = c.size * tiles_n * bands;
+    let mut w = tid;
+    while w < waits {
+        let (q, j, band) = (
+            w / (bands * tiles_n),
+            w / bands % tiles_n,
+            first + w % bands,
+        );
+        let m0 = band * epilogue.bm;
+        if q != c.rank && !(lo <= m0 && m0 < hi) {
+            let id = band * tiles_n + j;
+            let flag = epilogue
+                .flags
+                .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
+            // SAFETY: the slot lies in the buffer, which only signals write; rank q signals it
+            // in its GEMM of this call without waiting for us (the tile's rows meet our chunk).
+            unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
+        }
+        w += threads;
+    }
+}
+
+/// Reduces the rows of this rank's chunk outside [`RsEpilogue::whole_rows`] ([`fixup_rows`]:
+/// the bands straddling two chunks, or the whole chunk when the call reduces after the GEMM):
+/// waits for every peer's flags of those tiles ([`wait_for_partials`]), then writes
 /// `bf16(Σ_s slot s)` for each of their elements. Run after the GEMM, on the same stream; a
 /// no-op when every band of the chunk lies wholly in it. Every thread of a 1-D launch calls it
 /// with the same `epilogue` (any grid: blocks share the rows).
@@ -375,67 +446,30 @@ impl Epilogue for RsEpilogue {
 /// block calls it (it meets at a block barrier).
 pub unsafe fn fixup(epilogue: &RsEpilogue) {
     let c = &epilogue.call;
-    let (start, end) = (c.first_row(c.rank), c.first_row(c.rank + 1));
-    let (lo, hi) = epilogue.whole_rows();
-    // The straddling rows: start..lo and hi..end, or the whole chunk when no band fits.
-    let (a, b) = if hi <= lo {
-        ((start, end), (end, end))
-    } else {
-        ((start, lo.min(end)), (hi.max(start), end))
-    };
-    let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
-    let (tiles, tiles_n) = (epilogue.tiles(), epilogue.tiles_n());
-    // Those rows lie in the chunk's first and last band (the same band for a short chunk):
-    // wait for every peer's partial of each of them that straddles two chunks.
-    let bands = [start / epilogue.bm, (end - 1) / epilogue.bm];
-    let straddles = |band: u32| {
-        let (first, last) = c.owners(band * epilogue.bm, epilogue.bm);
-        first != last
-    };
-    let waits = c.size * tiles_n * 2;
-    let mut w = tid;
-    while w < waits {
-        let (q, j, band) = (w / (2 * tiles_n), w / 2 % tiles_n, bands[(w % 2) as usize]);
-        if q != c.rank && straddles(band) {
-            let id = band * tiles_n + j;
-            let flag = epilogue
-                .flags
-                .wrapping_add(flags::tile_slot(c.size, tiles, q, id));
-            // SAFETY: the slot lies in the buffer, which only signals write; rank q signals it
-            // in its GEMM of this call without waiting for us.
-            unsafe { signal::wait(flag, c.epoch, c.world_pe(q)) };
-        }
-        w += threads;
-    }
+    let (start, n, size) = (c.first_row(c.rank), c.n as usize, c.size as usize);
+    // SAFETY: this function's contract.
+    unsafe { wait_for_partials(epilogue) };
     // Every wait of the block is done (and acquired) before any thread reads.
     thread::sync_threads();
-    let n = c.n;
-    let rows_a = a.1 - a.0;
-    let total = (rows_a + (b.1 - b.0)) as usize * n as usize;
-    let mut e = (thread::block_idx_x() * threads + tid) as usize;
-    let step = (thread::grid_dim_x() * threads) as usize;
-    while e < total {
-        let (r, col) = ((e / n as usize) as u32, (e % n as usize) as u32);
-        let row = if r < rows_a {
-            a.0 + r
-        } else {
-            b.0 + r - rows_a
-        };
-        let lr = row - start;
-        let mut sum = 0.0f32;
-        for s in 0..c.size {
-            // SAFETY: in the workspace; published and acquired above (slot `rank`: our own
-            // GEMM's, finished).
-            sum += unsafe { epilogue.recv.add(epilogue.slot_at(s, lr, col)).read() }.to_f32_exact();
+    let (block, grid) = (thread::block_idx_x(), thread::grid_dim_x());
+    let (a, b) = fixup_rows(c, epilogue.bm);
+    for (r0, r1) in [a, b] {
+        // Rows r0..r1 of C and of every slot are contiguous: one tile to reduce, this
+        // block's part of it in whole 16-byte packs.
+        let lr = r0.saturating_sub(start);
+        let count = r1.saturating_sub(r0) as usize * n;
+        let (lo, hi) = algo::block_part(count, <bf16 as Elem>::LANES, block, grid);
+        if lo < hi {
+            let at = |s: usize| epilogue.slot_at((s % size) as u32, lr, 0) + lo;
+            let srcs: [*const bf16; MAX_PEERS] =
+                core::array::from_fn(|s| epilogue.recv.wrapping_add(at(s)).cast_const());
+            let dst = epilogue.out.wrapping_add(lr as usize * n + lo);
+            // SAFETY: slot `s`'s rows `lr..` and C's lie in the workspace and C (rows() x n
+            // each), `hi - lo` elements from `lo` inside `count`; the peers' slots were
+            // published and acquired above, slot `rank` is our own GEMM's (finished); the
+            // sum is in slot order, in f32, rounded once.
+            unsafe { tile::reduce_tile::<bf16, Sum>(&[dst], &srcs[..size], hi - lo) };
         }
-        // SAFETY: C holds rows() rows of n.
-        unsafe {
-            epilogue
-                .out
-                .add(lr as usize * n as usize + col as usize)
-                .write(bf16::from_f32_rn(sum))
-        };
-        e += step;
     }
 }
 
@@ -465,6 +499,38 @@ mod tests {
                                 "bm {bm}, {size} PEs of {rows} rows, rank {rank}: row {row} \
                                  (whole rows {lo}..{hi})"
                             );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    /// `fixup_rows` is the rest of the chunk: every row of it either in `whole_rows` or in the
+    /// fix-up's ranges, never both; the whole chunk when the call reduces after the GEMM.
+    #[test]
+    fn fixup_rows_are_the_rest_of_the_chunk() {
+        for bm in [16u32, 128] {
+            for size in 1..=8u32 {
+                for rows in [1u32, 7, 37, 128, 150, 300] {
+                    for rank in 0..size {
+                        let call = TpCall::new((rows * size, 8, 8), (0, 1, size, rank));
+                        let (start, end) = (call.first_row(rank), call.first_row(rank + 1));
+                        for call in [call, call.reducing_after_gemm()] {
+                            let (lo, hi) = whole_rows(&call, bm);
+                            let (a, b) = fixup_rows(&call, bm);
+                            for row in start..end {
+                                let fixed = (a.0..a.1).contains(&row) || (b.0..b.1).contains(&row);
+                                assert_ne!(
+                                    (lo..hi).contains(&row),
+                                    fixed,
+                                    "bm {bm}, {size} PEs of {rows} rows, rank {rank}, after \
+                                     {}: row {row}",
+                                    call.reduces_after_gemm()
+                                );
+                                assert!(!call.reduces_after_gemm() || fixed);
+                            }
+                            assert!(a.0 <= a.1 && a.1 <= b.0 && b.0 <= b.1);
+                            assert!(start <= a.0 && b.1 <= end);
                         }
                     }
                 }

@@ -11,12 +11,15 @@
 //!    call before that PE has finished everything it queued before it;
 //! 3. all-gather: `X` waits for `S`, then pushes this rank's chunk of A to ranks `r - 1`,
 //!    `r - 2`, ... with the copy engine (`Stream::put_signal`: the rows, then
-//!    `flags::ARRIVED` into the target's arrival flag); reduce-scatter: nothing (its GEMM
-//!    sends);
-//! 4. the GEMM on `S` (persistent; the reduce-scatter's cooperative, since its blocks wait
-//!    for peers that wait for theirs; where PEs share the GPU its grid leaves SMs to the
-//!    pushes and the other PEs' grids: `persistent_waiting`), then for the reduce-scatter the
-//!    fix-up kernel when the chunks do not fall on tile boundaries;
+//!    `flags::ARRIVED` into the target's arrival flag), and where the call waits outside its
+//!    GEMM (PEs sharing a GPU, [`crate::Waits`]) `ag_wait` on `S` (one block) waits for every
+//!    chunk; reduce-scatter: nothing (its GEMM sends);
+//! 4. the GEMM on `S` (persistent; where PEs share the GPU its grid leaves SMs free:
+//!    `persistent_waiting`). The reduce-scatter's reduces this rank's rows in its
+//!    epilogue where the PE has the GPU to itself (cooperative, since its blocks wait for
+//!    peers that wait for theirs), then the fix-up kernel reduces the rows of bands that
+//!    straddle two chunks; where PEs share the GPU the GEMM waits for nothing and `rs_wait`
+//!    (one block) and the fix-up reduce the whole chunk after it ([`crate::Waits`]);
 //! 5. `S` waits for `X` (the pushes read this rank's rows, which later work on `S` may
 //!    overwrite) and `X` for `S` (step 1 of the next call).
 //!
@@ -37,7 +40,7 @@ use rshmem_device::bf16;
 use rshmem_device::hopper::TensorMap as DevTensorMap;
 use rshmem_gemm::{sm80, sm90, Problem};
 use rshmem_host::{
-    Error, LaunchConfig, Module, Result, Stream, SymBuffer, SymRange, SymRangeMut, Team,
+    Error, GpuSharing, LaunchConfig, Module, Result, Stream, SymBuffer, SymRange, SymRangeMut, Team,
 };
 use rshmem_ops_kernels::tp80::{self as k80, Tp80};
 use rshmem_ops_kernels::tp90::Tp90;
@@ -206,6 +209,18 @@ impl<'s> Ops<'s> {
             )?;
         }
 
+        if self.waits_outside_gemm(options) {
+            // The GEMM's tiles then find every chunk there.
+            // SAFETY: this PE's copy of the call's flag buffer; every rank pushes its chunk
+            // with `put_signal` on its arrival slot (above, on every PE).
+            unsafe {
+                tp80.launch_on::<k80::ag_wait>(
+                    stream,
+                    LaunchConfig::new(1, 32),
+                    (flags.cast_const(), call),
+                )?
+            };
+        }
         let c_ptr = c.as_mut_ptr();
         let result = match (path, maps) {
             (Path::Sm90, Some((map_a, map_b))) => {
@@ -310,7 +325,23 @@ impl<'s> Ops<'s> {
         let flags = self.grow_flags(RS_CALL, mode, &mut st, words)?;
         let recv = self.grow_recv(mode, &mut st, shape.m as usize * shape.n as usize)?;
         let call = self.begin_call(stream, mode, &mut st, shape, team)?;
+        let after = self.waits_outside_gemm(options);
+        let call = if after {
+            call.reducing_after_gemm()
+        } else {
+            call
+        };
         let side = st.side.as_ref().expect("made by begin_call");
+        // Reducing in the epilogue, the GEMM's blocks wait for the peers' blocks: all resident
+        // (cooperative, one per SM at most); after the GEMM, they wait for nothing.
+        let config = |tiles, threads, shared| {
+            let config = self.persistent_waiting(tiles, threads, shared);
+            if after {
+                config
+            } else {
+                config.cooperative()
+            }
+        };
 
         launch_barrier(tp80, stream, flags, call)?;
         std::thread::sleep(st.send_delay);
@@ -318,13 +349,11 @@ impl<'s> Ops<'s> {
         let (bm, bn) = match (path, maps) {
             (Path::Sm90, Some((map_a, map_b))) => {
                 let tiles = sm90::tiles(call.problem());
-                let config = self
-                    .persistent_waiting(tiles, sm90::THREADS, sm90::SHARED_BYTES)
-                    .cooperative();
+                let config = config(tiles, sm90::THREADS, sm90::SHARED_BYTES);
                 let args = (map_a, map_b, out, recv, flags, call);
                 // SAFETY: the launch shape is the kernel's (sm_90 checked by `path_for`),
-                // cooperative (its blocks wait for peers whose blocks wait for theirs: all
-                // resident, one per SM at most); the maps describe `a` (m x k) and `b` of
+                // cooperative where its blocks wait for peers whose blocks wait for theirs
+                // (`config`); the maps describe `a` (m x k) and `b` of
                 // bf16, checked long enough; `c` holds m / size x n; `recv` (m x n = size slots
                 // of m / size x n) and `flags` (words for this tiling) are this PE's copies of
                 // the symmetric workspace; every rank queues the same call after its barrier.
@@ -343,9 +372,7 @@ impl<'s> Ops<'s> {
             }
             _ => {
                 let tiles = sm80::tiles(call.problem());
-                let config = self
-                    .persistent_waiting(tiles, sm80::THREADS, sm80::SHARED_BYTES)
-                    .cooperative();
+                let config = config(tiles, sm80::THREADS, sm80::SHARED_BYTES);
                 let args = (a, b, out, recv, flags, call);
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
                 // multiple of 8, `n` too for B K x N: checked).
@@ -363,17 +390,23 @@ impl<'s> Ops<'s> {
                 (sm80::BM, sm80::BN)
             }
         };
-        let (lo, hi) = rs::whole_rows(&call, bm);
-        let (start, end) = (call.first_row(team.rank), call.first_row(team.rank + 1));
-        if !(lo == start && hi == end) || hi <= lo {
-            // Rows in bands that straddle two chunks: at most a band's worth at each end, and
-            // no more than the chunk.
-            let elements = (2 * bm).min(call.rows()) * shape.n;
-            let blocks = elements.div_ceil(256).min(self.info.multiprocessors.max(1));
-            let config = LaunchConfig::new(blocks, 256);
-            // SAFETY: the arguments of this PE's GEMM of the call, queued before on `stream`.
+        // The rows the epilogue did not reduce: those of bands that straddle two chunks, or
+        // the whole chunk after the GEMM.
+        let ((a0, a1), (b0, b1)) = rs::fixup_rows(&call, bm);
+        let rows = (a1 - a0) + (b1 - b0);
+        if rows > 0 {
+            let args = (out, recv, flags, call, bm, bn);
+            if after {
+                // SAFETY: the arguments of this PE's GEMM of the call, queued before on `stream`.
+                unsafe { tp80.launch_on::<k80::rs_wait>(stream, LaunchConfig::new(1, 256), args)? };
+            }
+            // A pass over memory: 16-byte packs, a few blocks per SM to keep loads in flight.
+            let blocks = (rows * shape.n)
+                .div_ceil(8 * 256)
+                .min(4 * self.info.multiprocessors.max(1));
+            // SAFETY: as above.
             unsafe {
-                tp80.launch_on::<k80::rs_fixup>(stream, config, (out, recv, flags, call, bm, bn))?
+                tp80.launch_on::<k80::rs_fixup>(stream, LaunchConfig::new(blocks, 256), args)?
             };
         }
         end_call(stream, side, mode)
@@ -535,6 +568,13 @@ impl<'s> Ops<'s> {
     /// The call's descriptor (the kernels count its epoch); makes the side stream at the first
     /// call, and hands the workspace's pin to the graph a capture records. Then, eagerly,
     /// `stream` waits for the previous fused call's end (step 1 of the module docs).
+    /// Whether this call waits for the other PEs' data outside its GEMM ([`crate::Waits`]).
+    fn waits_outside_gemm(&self, options: FusedOptions) -> bool {
+        options
+            .waits
+            .outside_gemm(self.info.sharing != GpuSharing::Exclusive)
+    }
+
     fn begin_call(
         &self,
         stream: &Stream<'_>,

@@ -87,6 +87,9 @@ pub struct FusedOptions {
     /// The GEMM kernel; [`Kernel::Auto`] unless a test or benchmark forces one. Every PE of
     /// the team must run the same one.
     pub kernel: Kernel,
+    /// Where the call waits for the other PEs' data; [`Waits::Auto`] unless a test or
+    /// benchmark forces one. Every PE of the team must use the same.
+    pub waits: Waits,
 }
 
 impl Default for FusedOptions {
@@ -94,6 +97,40 @@ impl Default for FusedOptions {
         Self {
             team: Team::WORLD,
             kernel: Kernel::Auto,
+            waits: Waits::Auto,
+        }
+    }
+}
+
+/// Where a fused call waits for the other PEs' data ([`FusedOptions::waits`]; the arguments
+/// are in `rshmem-tp`'s `ag` and `rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Waits {
+    /// [`Waits::InGemm`] where the PE has its GPU to itself, [`Waits::OutsideGemm`] where PEs
+    /// share one (MPS or time-slicing).
+    #[default]
+    Auto,
+    /// In the GEMM, tile by tile: the all-gather's tiles wait for their chunk, the
+    /// reduce-scatter's epilogue adds the peers' partials of this rank's rows as they arrive
+    /// (the rows of tiles that straddle two ranks' chunks after the GEMM). Communication
+    /// overlaps the GEMM, but its blocks wait for work of other PEs' kernels: every PE's
+    /// grid must be resident at once, which MPS does not promise (four PEs sharing an H100
+    /// hung).
+    InGemm,
+    /// Outside the GEMM, which then waits for nothing: the all-gather waits for every chunk
+    /// before it, the reduce-scatter sends every partial row to its owner and reduces this
+    /// rank's rows after it, in one pass (its own partial is rounded to bf16 before the sum
+    /// too, within the same error bound). One block per PE waits.
+    OutsideGemm,
+}
+
+impl Waits {
+    /// Whether a call on a PE whose GPU is shared (`shared`) or not waits outside its GEMM.
+    pub(crate) fn outside_gemm(self, shared: bool) -> bool {
+        match self {
+            Waits::Auto => shared,
+            Waits::InGemm => false,
+            Waits::OutsideGemm => true,
         }
     }
 }

@@ -51,14 +51,17 @@ pub fn persistent(info: DeviceInfo, tiles: u32, threads: u32, shared: u32) -> La
     LaunchConfig::new(blocks, threads).shared_mem(shared)
 }
 
-/// [`persistent`] for a GEMM whose blocks wait for work outside their grid: the chunks
-/// NVSHMEM's on-stream transfers deliver while it runs (the fused all-gather,
-/// `Stream::put_signal`), or the partials the other PEs' blocks send (the fused
-/// reduce-scatter). Where the GPU is shared that work needs SMs of the same GPU — the
-/// transfers the PE's own, the other PEs' grids theirs at the same time — so the grid leaves
-/// one multiprocessor in eight (at least one) free: with the whole share, both fused GEMMs hung
-/// at 4096³ with 2 PEs under MPS, the transfer or the other PE's kernel pending (an H100 and an
-/// H200, 2026-12-06).
+/// [`persistent`] for a GEMM that runs beside work it waits for or that waits for it: the
+/// fused ops' GEMMs, with the chunks NVSHMEM's on-stream transfers deliver (the all-gather,
+/// `Stream::put_signal`), the other PEs' partials (the reduce-scatter), and one-block waits
+/// (`ag_wait`, `rs_wait`). Where the GPU is shared that work needs SMs of the same GPU, so
+/// the grid leaves one multiprocessor in eight (at least one) free. Measured under MPS (an
+/// H100 and an H200, 2026-12-06): with the whole share, both fused GEMMs hung at 4096³ with 2
+/// PEs, waiting in their tiles; waiting outside the GEMM ([`crate::Waits`]), the one waiting
+/// block of another kernel held back one block of the persistent grid until the others had
+/// finished (the 8192³ all-gather took 8.4 ms against 3.9 ms). Leaving SMs free is not enough
+/// for tiles that wait under MPS: with 4 PEs (28 of 32 SMs each) the reduce-scatter still
+/// hung, which is why shared GPUs wait outside the GEMM.
 pub fn persistent_waiting(info: DeviceInfo, tiles: u32, threads: u32, shared: u32) -> LaunchConfig {
     let free = match info.sharing {
         GpuSharing::Exclusive => 0,
