@@ -33,12 +33,13 @@ and the same GEMM alone (Ops::gemm, no communication): CUDA events around each r
   NCCL + cuBLAS) and writes the rows to $OUT/tp_bench.json when $OUT is set
   (scripts/plot_tp_bench.py draws them).
 
-With one GPU the PEs share it and smaller shapes run unless --shapes says otherwise. They
-time-slice (RSHMEM_GPU_OVERSUBSCRIBE=1, even where MPS runs: see UNDER_MPS): a smoke test of
-correctness whose timings mean nothing. With --mps and an MPS daemon they run side by side,
-each on 1/n of the SMs: fused against the GEMM alone on the same share is the fused
-machinery's cost on one GPU (local HBM, no NVLink: a lower bound, not a peer comparison).
-NCCL cannot run two ranks on one GPU, so only cuBLAS alone is timed beside it.
+With one GPU the PEs share it and smaller shapes run unless --shapes says otherwise. Where an
+MPS daemon answers they run side by side, each on 1/n of the SMs, the fused ops waiting
+outside their GEMMs (`Waits::Auto`, docs/mps.md): fused against the GEMM alone on the same
+share is the fused machinery's cost on one GPU (local HBM, no NVLink: a lower bound, not a
+peer comparison). Without MPS, or with --timeslice, they time-slice
+(RSHMEM_GPU_OVERSUBSCRIBE=1): a smoke test of correctness whose timings mean nothing. NCCL
+cannot run two ranks on one GPU, so only cuBLAS alone is timed beside it.
 
   device run: python3 .gpu/scripts/tp_bench.py [--npes N] [--bin PATH] [--shapes ag:MxNxK,rs:MxNxK,...]
 """
@@ -81,16 +82,7 @@ def read_bf16(path, rows, cols):
         return torch.frombuffer(bytearray(f.read()), dtype=torch.bfloat16).reshape(rows, cols)
 
 
-# PEs sharing a GPU time-slice unless --mps: under MPS the fused GEMMs leave SMs free
-# (`persistent_waiting`) and the ops wait outside their GEMMs (`Waits`; docs/mps.md).
-UNDER_MPS = False
-
-
-def bench_env(npes, ngpu):
-    return rshmem_env.bench_env(npes, ngpu, "10G", under_mps=UNDER_MPS)  # a, b, c, gathered a, workspace
-
-
-def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp, waits="auto"):
+def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp, waits="auto", under_mps=True):
     """Runs the fused op on npes PEs, checks every PE's C; returns PE 0's row (+ max over PEs)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     gen = torch.Generator(device="cuda").manual_seed(1234 + m + n + k)
@@ -108,7 +100,8 @@ def run_rshmem(binary, op, m, n, k, npes, ngpu, kernel, iters, tmp, waits="auto"
     cmd = [binary, "--dir", tmp, "--op", op, "--m", str(m), "--n", str(n), "--k", str(k),
            "--kernel", kernel, "--iters", str(iters), "--waits", waits]
     row = {"op": op, "m": m, "n": n, "k": k, "npes": npes}
-    p = subprocess.run(cmd, env=bench_env(npes, ngpu), capture_output=True, text=True, timeout=900)
+    p = subprocess.run(cmd, env=rshmem_env.bench_env(npes, ngpu, "10G", under_mps=under_mps),
+                       capture_output=True, text=True, timeout=900)  # heap: a, b, c, gathered a, workspace
     lines = []
     for line in p.stdout.splitlines():
         line = line.split("] ", 1)[1] if line.startswith("[PE ") else line
@@ -254,11 +247,10 @@ def main():
                     help="where the fused ops wait for the other PEs' data (rshmem_ops::Waits)")
     ap.add_argument("--shapes", help="op:MxNxK,... with op ag or rs and K per PE (default: the list)")
     ap.add_argument("--no-baselines", action="store_true")
-    ap.add_argument("--mps", action="store_true",
-                    help="PEs sharing a GPU run under MPS where its daemon answers (same-GPU numbers)")
+    ap.add_argument("--timeslice", action="store_true",
+                    help="PEs sharing a GPU time-slice even where an MPS daemon answers")
     args = ap.parse_args()
-    global UNDER_MPS
-    UNDER_MPS = args.mps
+    under_mps = not args.timeslice
     ngpu = torch.cuda.device_count()
     npes = args.npes or max(ngpu, 2)
     smoke = npes > ngpu
@@ -272,13 +264,13 @@ def main():
         shapes = smoke_shapes(npes) if smoke else standard_shapes(npes)
     sharing = "" if not smoke else (
         "(sharing one GPU under MPS: same-GPU numbers, each PE on 1/n of the SMs)"
-        if UNDER_MPS and rshmem_env.mps_running() else "(sharing one GPU: a smoke test, timings mean nothing)")
+        if under_mps and rshmem_env.mps_running() else "(sharing one GPU: a smoke test, timings mean nothing)")
     print("GPU:", torch.cuda.get_device_name(), "x", ngpu, "| torch", torch.__version__, "| PEs:", npes, sharing)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for op, m, n, k in shapes:
             row = run_rshmem(args.bin, op, m, n, k, npes, ngpu, args.kernel, args.iters, tmp,
-                             args.waits)
+                             args.waits, under_mps)
             rows.append(row)
             print(json.dumps(row), flush=True)
             for f in os.listdir(tmp):
