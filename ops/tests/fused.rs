@@ -450,20 +450,7 @@ fn check_reduce_scatter(
 }
 
 fn all_gather_gemm_odd_shapes(shmem: &Shmem) -> Outcome {
-    let ops = Ops::new(shmem)?;
-    for kernel in kernels(&ops, shmem.n_pes()) {
-        for waits in WAITS {
-            let options = FusedOptions {
-                kernel,
-                waits,
-                ..FusedOptions::default()
-            };
-            for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
-                check_all_gather(shmem, &ops, shape, layout, options, calls)?;
-            }
-        }
-    }
-    Ok(())
+    odd_shapes(shmem, check_all_gather)
 }
 
 /// The last rank sends its chunk 100 ms late: waiting in the GEMM, every other PE's tiles of
@@ -473,15 +460,8 @@ fn all_gather_gemm_late_chunk(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let late = shmem.my_pe() + 1 == shmem.n_pes();
     ops.set_send_delay_for_tests(Duration::from_millis(if late { 100 } else { 0 }));
-    for kernel in kernels(&ops, 2) {
-        for waits in WAITS {
-            let options = FusedOptions {
-                kernel,
-                waits,
-                ..FusedOptions::default()
-            };
-            check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
-        }
+    for options in every_wait(kernels(&ops, 2)) {
+        check_all_gather(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
     }
     Ok(())
 }
@@ -522,20 +502,30 @@ fn more_tiles_than_multiprocessors(shmem: &Shmem, check: Check) -> Outcome {
 }
 
 fn gemm_reduce_scatter_odd_shapes(shmem: &Shmem) -> Outcome {
+    odd_shapes(shmem, check_reduce_scatter)
+}
+
+/// `check` (of a fused op) of every shape of [`shapes`], with the kernels [`kernels`] picks,
+/// waiting in the GEMM and outside it.
+fn odd_shapes(shmem: &Shmem, check: Check) -> Outcome {
     let ops = Ops::new(shmem)?;
-    for kernel in kernels(&ops, shmem.n_pes()) {
-        for waits in WAITS {
-            let options = FusedOptions {
-                kernel,
-                waits,
-                ..FusedOptions::default()
-            };
-            for &(shape, layout, calls) in shapes(kernel, shmem.n_pes()) {
-                check_reduce_scatter(shmem, &ops, shape, layout, options, calls)?;
-            }
+    for options in every_wait(kernels(&ops, shmem.n_pes())) {
+        for &(shape, layout, calls) in shapes(options.kernel, shmem.n_pes()) {
+            check(shmem, &ops, shape, layout, options, calls)?;
         }
     }
     Ok(())
+}
+
+/// The options of each of `kernels` with each of [`WAITS`].
+fn every_wait(kernels: Vec<Kernel>) -> impl Iterator<Item = FusedOptions> {
+    kernels.into_iter().flat_map(|kernel| {
+        WAITS.map(|waits| FusedOptions {
+            kernel,
+            waits,
+            ..FusedOptions::default()
+        })
+    })
 }
 
 /// Rank 0 starts its GEMM 100 ms late: its partials of everyone else's rows arrive last, and
@@ -546,15 +536,8 @@ fn gemm_reduce_scatter_late_partials(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     let late = shmem.my_pe() == 0;
     ops.set_send_delay_for_tests(Duration::from_millis(if late { 100 } else { 0 }));
-    for kernel in kernels(&ops, 2) {
-        for waits in WAITS {
-            let options = FusedOptions {
-                kernel,
-                waits,
-                ..FusedOptions::default()
-            };
-            check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
-        }
+    for options in every_wait(kernels(&ops, 2)) {
+        check_reduce_scatter(shmem, &ops, (64, 40, 16), BLayout::NK, options, 1)?;
     }
     Ok(())
 }

@@ -181,12 +181,8 @@ pub unsafe fn rs_wait(
     bm: u32,
     bn: u32,
 ) {
-    // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
-    let call = unsafe { call.load_epoch(flags) };
-    // SAFETY: as for the GEMM (the contract).
-    let epilogue = unsafe { RsEpilogue::new(call, (bm, bn), flags, recv, out) };
-    // SAFETY: this kernel's contract is the wait's.
-    unsafe { rshmem_tp::rs::wait_for_partials(&epilogue) }
+    // SAFETY: this kernel's contract is the epilogue's and the wait's.
+    unsafe { rshmem_tp::rs::wait_for_partials(&rs_epilogue(out, recv, flags, call, (bm, bn))) }
 }
 
 /// The reduce-scatter's rows outside its whole bands ([`rshmem_tp::rs::fixup`]),
@@ -205,10 +201,26 @@ pub unsafe fn rs_fixup(
     bm: u32,
     bn: u32,
 ) {
+    // SAFETY: this kernel's contract is the epilogue's and the fix-up's.
+    unsafe { rshmem_tp::rs::fixup(&rs_epilogue(out, recv, flags, call, (bm, bn))) }
+}
+
+/// The epilogue of this PE's reduce-scatter GEMM of the call (tiles `bm x bn`), as the kernels
+/// after it on the stream see it: the call's epoch read from `flags`.
+///
+/// # Safety
+///
+/// The arguments are those of that GEMM, queued before on the stream (after the barrier).
+#[inline(always)]
+unsafe fn rs_epilogue(
+    out: *mut bf16,
+    recv: *mut bf16,
+    flags: *mut u64,
+    call: TpCall,
+    tile: (u32, u32),
+) -> RsEpilogue {
     // SAFETY: `flags` is this PE's flag buffer, after the call's barrier (the contract).
     let call = unsafe { call.load_epoch(flags) };
     // SAFETY: as for the GEMM (the contract).
-    let epilogue = unsafe { RsEpilogue::new(call, (bm, bn), flags, recv, out) };
-    // SAFETY: this kernel's contract is the fix-up's.
-    unsafe { rshmem_tp::rs::fixup(&epilogue) }
+    unsafe { RsEpilogue::new(call, tile, flags, recv, out) }
 }
