@@ -15,9 +15,11 @@
 //!   calls.
 //! * [`order`]: the tile orders (own chunk first for the all-gather, own rows last for the
 //!   reduce-scatter).
-//! * [`ag`]: [`AgSchedule`], all-gather + GEMM (the chunks of A arrive by copy engine).
+//! * [`ag`]: [`AgSchedule`], all-gather + GEMM (the chunks of A arrive by copy engine), and
+//!   [`ag::wait_for_chunks`] for a GEMM that must not wait (PEs sharing a GPU).
 //! * [`rs`]: [`RsSchedule`], [`RsEpilogue`] and [`rs::fixup`], GEMM + reduce-scatter (partial
-//!   tiles are stored to their owner in the epilogue and reduced there).
+//!   tiles are stored to their owner in the epilogue and reduced there, or, where PEs share a
+//!   GPU, after the GEMM: [`TpCall::reducing_after_gemm`], [`rs::wait_for_partials`]).
 //!
 //! Each module states the ordering argument for what it does: why a tile never reads a chunk
 //! before it arrived ([`ag`]), why a reduction never reads a partial before it is complete
