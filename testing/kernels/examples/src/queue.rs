@@ -160,7 +160,7 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
     }
     #[inline(always)]
     unsafe fn write_tag(dst: *mut Self, producer: u32, seq: u32) {
-        let key = (producer as u64) << 32 | seq as u64;
+        let key = u64::tag(producer, seq);
         let dst = dst.cast::<W>();
         for i in 0..N {
             // SAFETY: `i < N`, inside the array the caller gave.
@@ -195,7 +195,7 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
     #[inline(always)]
     unsafe fn write_tags_by_warp(dst: *mut Self, producer: u32, seq0: u32, count: u32, lane: u32) {
         for e in 0..count {
-            let key = (producer as u64) << 32 | (seq0 + e) as u64;
+            let key = u64::tag(producer, seq0 + e);
             // SAFETY: `e < count`: inside `dst`.
             let words = unsafe { dst.add(e as usize) }.cast::<W>();
             let mut i = lane as usize;
