@@ -37,6 +37,8 @@ for var, val in (("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0"),
 
 import torch
 
+import rshmem_env  # scripts/rshmem_env.py, beside this one
+
 SHAPES = [(7168, 256, 8, 2048), (4096, 8, 2, 14336)]  # hidden, experts, top-k, intermediate
 TOKENS = [128, 4096]
 HBM = 4.8e12
@@ -52,18 +54,10 @@ def layer_bytes(npes, tokens, hidden, experts, inter):
 
 
 def run_rshmem(binary, npes, tokens, hidden, experts, top_k, ll, iters, layer=0, fp8=False):
-    env = dict(os.environ, RSHMEM_BACKEND="gpu", RSHMEM_NPES=str(npes), RUST_LIB_BACKTRACE="0")
     heap = 24 << 30
     if layer:
         heap += int(layer_bytes(npes, tokens, hidden, experts, layer) * 1.1)
-    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str(heap))
-    try:
-        import nvidia.nvshmem as nvs
-        home = list(nvs.__path__)[0]
-        env.setdefault("NVSHMEM_HOME", home)
-        env["LD_LIBRARY_PATH"] = home + "/lib:" + env.get("LD_LIBRARY_PATH", "")
-    except ImportError:
-        pass
+    env = rshmem_env.bench_env(npes, torch.cuda.device_count(), str(heap))
     cmd = [binary, "--tokens", str(tokens), "--hidden", str(hidden), "--experts", str(experts),
            "--top-k", str(top_k), "--iters", str(iters)] + (["--ll"] if ll else []) \
         + (["--fp8"] if fp8 else []) \
