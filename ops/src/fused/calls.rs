@@ -15,7 +15,7 @@
 //!    GEMM (PEs sharing a GPU, [`crate::Waits`]) `ag_wait` on `S` (one block) waits for every
 //!    chunk; reduce-scatter: nothing (its GEMM sends);
 //! 4. the GEMM on `S` (persistent; where PEs share the GPU its grid leaves SMs free:
-//!    `persistent_waiting`). The reduce-scatter's reduces this rank's rows in its
+//!    `persistent_waiting`). The reduce-scatter's GEMM reduces this rank's rows in its
 //!    epilogue where the PE has the GPU to itself (cooperative, since its blocks wait for
 //!    peers that wait for theirs), then the fix-up kernel reduces the rows of bands that
 //!    straddle two chunks; where PEs share the GPU the GEMM waits for nothing and `rs_wait`
@@ -565,9 +565,6 @@ impl<'s> Ops<'s> {
         Ok(st.recv.as_mut().expect("set above").as_mut_ptr())
     }
 
-    /// The call's descriptor (the kernels count its epoch); makes the side stream at the first
-    /// call, and hands the workspace's pin to the graph a capture records. Then, eagerly,
-    /// `stream` waits for the previous fused call's end (step 1 of the module docs).
     /// Whether this call waits for the other PEs' data outside its GEMM ([`crate::Waits`]).
     fn waits_outside_gemm(&self, options: FusedOptions) -> bool {
         options
@@ -575,6 +572,9 @@ impl<'s> Ops<'s> {
             .outside_gemm(self.info.sharing != GpuSharing::Exclusive)
     }
 
+    /// The call's descriptor (the kernels count its epoch); makes the side stream at the first
+    /// call, and hands the workspace's pin to the graph a capture records. Then, eagerly,
+    /// `stream` waits for the previous fused call's end (step 1 of the module docs).
     fn begin_call(
         &self,
         stream: &Stream<'_>,
