@@ -20,6 +20,7 @@ use rshmem_ops::{MoeConfig, MoePayload, Ops};
 per_backend! {
     random_routings => [2, 3, 4];
     top_k_one_to_eight => [2, 3];
+    top_k_past_eight_ragged_hidden => [2, 3];
     every_token_to_one_expert => [2, 3];
     only_rank0_receives => [3];
     fp8_rows_and_scales => [2, 3];
@@ -65,6 +66,26 @@ fn top_k_one_to_eight(shmem: &Shmem) -> Outcome {
         moe_cases::run(shmem, &ops, &case, 2)?;
     }
     Ok(())
+}
+
+/// Twelve entries per token (the kernels take them eight at a time) and rows of 36 elements
+/// (not whole 16-byte packs: the element-wise tails of the scatter and the combine).
+fn top_k_past_eight_ragged_hidden(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: MoeConfig {
+            experts: 8 * n,
+            top_k: 12,
+            hidden: 36,
+            max_tokens: 21,
+            align: 3,
+            payload: MoePayload::Bf16,
+        },
+        tokens: |pe, _| [21, 6, 0][pe % 3],
+        draw: Draw::Random { none_in: 5 },
+    };
+    moe_cases::run(shmem, &ops, &case, 2)
 }
 
 fn every_token_to_one_expert(shmem: &Shmem) -> Outcome {

@@ -8,7 +8,8 @@
 //! * [`push_tile`]: copies a local tile into a symmetric buffer of PE `pe`: stores through the
 //!   peer mapping, or `shmem::put` where there is none.
 //! * [`copy_tile`]: the copy itself, between any two addresses this thread can access, in the
-//!   widest words both ends are aligned for.
+//!   widest words both ends are aligned for; [`fan_out`] one source into several
+//!   destinations, each pack loaded once; [`zero_tile`] zeroes.
 //!
 //! None of them orders anything: follow a push with [`crate::signal`] before the owner reads.
 //!
@@ -99,6 +100,87 @@ pub unsafe fn reduce_tile<E: Elem, O: Reduce>(dsts: &[*mut E], srcs: &[*const E]
                 d[r].add(e).write(v);
             });
         }
+        e += nt;
+    }
+}
+
+/// Copies `src[0..count]` into every non-null destination of `dsts`: each pack loaded once
+/// and stored to each (a row that fans out to several places, as an MoE token to its
+/// experts). Every thread of the block calls it with the same arguments. Packs of 16 bytes
+/// where every pointer is 16-byte aligned and the element size divides 16, elements
+/// otherwise.
+///
+/// # Safety
+///
+/// `src` valid for `count` reads and each non-null destination for `count` writes (local or
+/// peer-mapped), none overlapping `src`; no write races with them.
+#[inline(always)]
+pub unsafe fn fan_out<E: Copy>(dsts: &[*mut E; MAX_PEERS], src: *const E, count: usize) {
+    let (t, nt) = block_lanes();
+    let mut aligned = pack::aligned(src) && pack::BYTES % size_of::<E>() == 0;
+    for d in dsts {
+        aligned &= pack::aligned(*d);
+    }
+    let per = pack::BYTES / size_of::<E>().max(1);
+    let packs = if aligned { count / per } else { 0 };
+    let mut i = t;
+    let (from, store) = (src.cast::<Pack>(), |i: usize, v: Pack| {
+        crate::unroll8!(r < MAX_PEERS => {
+            if !dsts[r].is_null() {
+                // SAFETY: pack `i` lies inside every destination (`i < count / per`).
+                unsafe { pack::store(dsts[r].cast::<Pack>().add(i), v) };
+            }
+        });
+    });
+    // Two loads in flight before their stores, as copy_tile's four.
+    while i + nt < packs {
+        // SAFETY: packs `i`, `i + nt` lie inside `src`.
+        let (a, b) = unsafe { (pack::load(from.add(i)), pack::load(from.add(i + nt))) };
+        store(i, a);
+        store(i + nt, b);
+        i += 2 * nt;
+    }
+    if i < packs {
+        // SAFETY: pack `i` lies inside `src`.
+        store(i, unsafe { pack::load(from.add(i)) });
+    }
+    let mut e = packs * per + t;
+    while e < count {
+        // SAFETY: `e < count`.
+        unsafe {
+            let v = src.add(e).read();
+            crate::unroll8!(r < MAX_PEERS => {
+                if !dsts[r].is_null() {
+                    dsts[r].add(e).write(v);
+                }
+            });
+        }
+        e += nt;
+    }
+}
+
+/// Zeroes `dst[0..count]` (bit patterns of zero): packs where `dst` is 16-byte aligned and
+/// the element size divides 16, elements otherwise. Every thread of the block calls it.
+///
+/// # Safety
+///
+/// `dst` valid for `count` writes; no access races with them.
+#[inline(always)]
+pub unsafe fn zero_tile<E: Copy + Default>(dst: *mut E, count: usize) {
+    let (t, nt) = block_lanes();
+    let per = pack::BYTES / size_of::<E>().max(1);
+    let whole = pack::aligned(dst) && pack::BYTES % size_of::<E>() == 0;
+    let packs = if whole { count / per } else { 0 };
+    let mut i = t;
+    while i < packs {
+        // SAFETY: pack `i` lies inside `dst`.
+        unsafe { pack::store(dst.cast::<Pack>().add(i), Pack::default()) };
+        i += nt;
+    }
+    let mut e = packs * per + t;
+    while e < count {
+        // SAFETY: `e < count`.
+        unsafe { dst.add(e).write(E::default()) };
         e += nt;
     }
 }
@@ -202,6 +284,15 @@ unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize)
     unsafe {
         let (wd, ws) = (dst.add(head).cast::<W>(), src.add(head).cast::<W>());
         let mut i = t;
+        // Four loads in flight before their stores (the compiler may not hoist a load above
+        // a store that could alias it).
+        while i + 3 * nt < words {
+            let v = [0, 1, 2, 3].map(|j| W::load(ws.add(i + j * nt)));
+            for (j, v) in v.into_iter().enumerate() {
+                W::store(wd.add(i + j * nt), v);
+            }
+            i += 4 * nt;
+        }
         while i < words {
             W::store(wd.add(i), W::load(ws.add(i)));
             i += nt;

@@ -481,6 +481,55 @@ fn copy_tile_every_skew() {
     }
 }
 
+#[test]
+fn fan_out_and_zero_tile_every_skew() {
+    let w = World::new(1, 1 << 16).unwrap();
+    let buf = Sym::new(&w, 4096);
+    let src: Vec<u8> = (0..200u32).map(|i| (i * 7 + 1) as u8).collect();
+    for s in [0usize, 1, 8, 16] {
+        for d in 0..17 {
+            for len in [0usize, 1, 15, 16, 17, 100] {
+                // Destinations at 0 + d, 256 (aligned), 512 + 3; slots 1 and 3 left null.
+                let at = [d, 256, 512 + 3];
+                buf.write(&w, 0, &vec![0u8; 4096]);
+                Sym(buf.0 + 1024).write(&w, 0, &src);
+                let base = Shared(buf.at::<u8>(&w, 0));
+                launch(&w, 1, 8, |_| {
+                    let b = base.get();
+                    let mut dsts = [core::ptr::null_mut(); rshmem_coll::MAX_PEERS];
+                    // SAFETY: every range lies inside the 4 KiB buffer, none overlapping.
+                    unsafe {
+                        (dsts[0], dsts[2], dsts[4]) = (b.add(at[0]), b.add(at[1]), b.add(at[2]));
+                        tile::fan_out(&dsts, b.add(1024 + s).cast_const(), len);
+                    }
+                });
+                let got: Vec<u8> = buf.read(&w, 0, 4096);
+                for a in at {
+                    assert_eq!(&got[a..a + len], &src[s..s + len], "s {s} d {a} len {len}");
+                }
+                let outside = (0..1024).filter(|i| !at.iter().any(|&a| (a..a + len).contains(i)));
+                assert!(
+                    outside.into_iter().all(|i| got[i] == 0),
+                    "s {s} d {d} len {len}"
+                );
+            }
+        }
+    }
+    for d in 0..17 {
+        for len in [0usize, 1, 15, 16, 17, 100] {
+            buf.write(&w, 0, &vec![0xFFu8; 4096]);
+            let base = Shared(buf.at::<u8>(&w, 0));
+            launch(&w, 1, 8, |_| {
+                // SAFETY: the range lies inside the buffer.
+                unsafe { tile::zero_tile(base.get().add(d), len) };
+            });
+            let got: Vec<u8> = buf.read(&w, 0, 4096);
+            assert!(got[d..d + len].iter().all(|&b| b == 0), "d {d} len {len}");
+            assert!(got[..d].iter().chain(&got[d + len..]).all(|&b| b == 0xFF));
+        }
+    }
+}
+
 /// Many collectives back to back in one launch per PE, with no host synchronisation between
 /// them: a fast PE runs ahead into the next call while a slow one still reads the last, which
 /// is what the slot parities (push, flag-in-data) must survive.

@@ -15,7 +15,7 @@
 //! assert_eq!((call.staged_bytes(), call.with_fp8().staged_bytes()), (2048, 1024 + 32));
 //! ```
 
-use rshmem_coll::tile;
+use rshmem_coll::{tile, MAX_PEERS};
 use rshmem_device::KernelArg;
 
 /// "No value" in the u32 words of the buffers: a token not sent to a rank, a record entry
@@ -152,32 +152,38 @@ impl MoeCall {
         }
     }
 
-    /// Copies the staged row `src` (what [`MoeCall::push_staged`] left) into a received row:
-    /// its elements to `x` (`data_bytes`), its scales (if any) to `scales[i × scale_step]`,
-    /// `scale_step` the received rows' count (the FP8 grouped GEMM's layout for A, where a K
-    /// block's scales of every row are contiguous). Every thread of the block calls it.
+    /// Copies the staged row `src` (what [`MoeCall::push_staged`] left) into the received
+    /// rows `x[r]` (`data_bytes` each; null ones skipped), each pack of it loaded once, and its
+    /// scales (if any) to `scales[r][i × scale_step]`, `scale_step` the received rows' count
+    /// (the FP8 grouped GEMM's layout for A, where a K block's scales of every row are
+    /// contiguous). Every thread of the block calls it.
     ///
     /// # Safety
     ///
-    /// `src` a staged row (`staged_bytes`), whose writes this thread has acquired; `x` valid
-    /// for `data_bytes` writes and `scales` for `self.scales` at that step; nothing else
-    /// writes them meanwhile.
+    /// `src` a staged row (`staged_bytes`), whose writes this thread has acquired; each
+    /// non-null `x[r]` valid for `data_bytes` writes and `scales[r]` for `self.scales` at that
+    /// step; nothing else writes them meanwhile.
     #[inline(always)]
     pub unsafe fn receive_staged(
         &self,
         src: *const u8,
-        x: *mut u8,
-        scales: *mut f32,
+        x: &[*mut u8; MAX_PEERS],
+        scales: &[*mut f32; MAX_PEERS],
         scale_step: usize,
     ) {
         // SAFETY: the caller's.
         unsafe {
-            tile::copy_tile(x, src, self.data_bytes() as usize);
+            tile::fan_out(x, src, self.data_bytes() as usize);
             let from = src.add(self.scales_offset() as usize).cast::<f32>();
             let (first, threads) = tile::block_lanes();
             let mut i = first;
             while i < self.scales as usize {
-                scales.add(i * scale_step).write(from.add(i).read());
+                let v = from.add(i).read();
+                for (row, at) in x.iter().zip(scales) {
+                    if !row.is_null() {
+                        at.add(i * scale_step).write(v);
+                    }
+                }
                 i += threads;
             }
         }

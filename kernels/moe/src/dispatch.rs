@@ -1,7 +1,7 @@
 //! Dispatch: each token to the ranks of its experts, once per rank, then grouped by expert
 //! there. Four kernels after the [`crate::barrier`] and [`crate::route`], in stream order:
 //!
-//! 1. [`send`] (any grid): per token and destination rank `d`, its record (token index; per
+//! 1. [`send`] (any grid of blocks of at least `top_k` threads): per token and destination rank `d`, its record (token index; per
 //!    entry the local expert on `d`, its position, its weight) and its row into `d`'s staging
 //!    region for this PE, at the token's slot: stores through the peer mapping, or NVSHMEM
 //!    puts where `d` has none (`rshmem_coll::tile::push_tile`); then `quiet`.
@@ -20,7 +20,7 @@
 
 use crate::call::{data_slot, destinations, LayoutWords, MoeBufs, MoeCall, NONE};
 use rshmem_coll::peers::Peers;
-use rshmem_coll::{signal as sig, tile};
+use rshmem_coll::{signal as sig, tile, MAX_PEERS};
 use rshmem_device::shmem::{self, Team, Thread};
 use rshmem_device::{device_assert, thread};
 
@@ -38,7 +38,7 @@ pub enum Announce {
 ///
 /// # Safety
 ///
-/// `x` holds `tokens` rows of `data_bytes` and `scales` `tokens × call.scales` f32 (unused
+/// Blocks of at least `top_k` threads (a thread writes each entry of a record); `x` holds `tokens` rows of `data_bytes` and `scales` `tokens × call.scales` f32 (unused
 /// when 0), in symmetric memory (an NVSHMEM put's source where a rank has no peer mapping);
 /// `topk` and `weights` hold `tokens × top_k`; `bufs` this PE's buffers
 /// of the call's shape (every member's at the same symmetric addresses), after this call's
@@ -68,10 +68,11 @@ pub unsafe fn send(
             // SAFETY: `send_slot` and `meta_out` hold max_tokens × size entries (records).
             let (slot, record) =
                 unsafe { (bufs.send_slot.add(at).read(), bufs.meta_out.add(at * w)) };
-            if thread::thread_idx_x() == 0 {
+            let kk = thread::thread_idx_x();
+            if kk < call.top_k {
                 // SAFETY: the record lies in `meta_out`; `topk`, `weights` and `pos` hold t's
                 // entries.
-                unsafe { write_record(&call, record, topk, weights, bufs.pos, t, d) };
+                unsafe { write_entry(&call, record, (topk, weights, bufs.pos), t, d, kk) };
             }
             thread::sync_threads();
             let region = peers.rank as usize * r + slot as usize;
@@ -91,38 +92,38 @@ pub unsafe fn send(
     }
 }
 
-/// Token `t`'s record for rank `d`: its index, then per entry the local expert on `d` (or
-/// [`NONE`]), its position and its weight's bits.
+/// Entry `kk` of token `t`'s record for rank `d` (entry 0 also the token's index): the local
+/// expert on `d` (or [`NONE`]), its position and its weight's bits. A thread per entry.
 ///
 /// # Safety
 ///
-/// `record` holds `record_words` words; `topk`, `weights`, `pos` hold token `t`'s entries.
+/// `record` holds `record_words` words; `topk`, `weights`, `pos` hold token `t`'s entries;
+/// `kk < top_k`.
 #[inline(always)]
-unsafe fn write_record(
+unsafe fn write_entry(
     call: &MoeCall,
     record: *mut u32,
-    topk: *const i32,
-    weights: *const f32,
-    pos: *const u32,
+    (topk, weights, pos): (*const i32, *const f32, *const u32),
     t: u32,
     d: u32,
+    kk: u32,
 ) {
     // SAFETY: the caller's.
     unsafe {
-        record.write(t);
-        for kk in 0..call.top_k {
-            let i = (t * call.top_k + kk) as usize;
-            let e = topk.add(i).read();
-            let here = e >= 0 && (e as u32) < call.experts && call.owner(e as u32) == d;
-            let entry = record.add(1 + 3 * kk as usize);
-            entry.write(if here { call.local(e as u32) } else { NONE });
-            entry.add(1).write(if here { pos.add(i).read() } else { 0 });
-            entry.add(2).write(if here {
-                weights.add(i).read().to_bits()
-            } else {
-                0
-            });
+        if kk == 0 {
+            record.write(t);
         }
+        let i = (t * call.top_k + kk) as usize;
+        let e = topk.add(i).read();
+        let here = e >= 0 && (e as u32) < call.experts && call.owner(e as u32) == d;
+        let entry = record.add(1 + 3 * kk as usize);
+        entry.write(if here { call.local(e as u32) } else { NONE });
+        entry.add(1).write(if here { pos.add(i).read() } else { 0 });
+        entry.add(2).write(if here {
+            weights.add(i).read().to_bits()
+        } else {
+            0
+        });
     }
 }
 
@@ -184,28 +185,49 @@ pub unsafe fn layout(team: Team, bufs: MoeBufs, call: MoeCall) {
         unsafe { sig::wait(bufs.flags.add(data_slot(s)), call.epoch, peers.world(s)) };
     }
     thread::sync_threads();
-    if s != 0 {
+    // The first warp: experts 32 at a time, their padded sizes summed by a warp scan.
+    if s >= 32 {
         return;
     }
-    let (n, local) = (call.size as usize, call.local_experts() as usize);
+    let (n, local) = (call.size, call.local_experts());
     let words = LayoutWords::new(call.size, call.local_experts());
     let cw = call.count_words() as usize;
     let (lay, counts) = (bufs.layout, bufs.counts_in);
-    let (mut base, mut tokens) = (0u32, 0u32);
-    // SAFETY: every index lies in `layout` (LayoutWords) or `counts_in` (size rows of cw);
-    // the counts arrived before their flags (acquired above, then the block barrier).
-    unsafe {
-        for j in 0..local {
-            lay.add(words.expert_base + j).write(base);
-            let mut rows = 0u32;
-            for src in 0..n {
-                lay.add(words.src_base + src * local + j).write(rows);
-                rows += counts.add(src * cw + 1 + j).read_volatile();
+    let mut base = 0u32;
+    let mut j0 = 0;
+    while j0 < local {
+        let j = j0 + s;
+        let mut rows = 0u32;
+        if j < local {
+            for src in 0..n as usize {
+                // SAFETY: j < local, src < size: the words lie in `layout` (LayoutWords) and
+                // `counts_in` (size rows of cw); the counts arrived before their flags
+                // (acquired above, then the block barrier).
+                unsafe {
+                    lay.add(words.src_base + src * local as usize + j as usize)
+                        .write(rows);
+                    rows += counts.add(src * cw + 1 + j as usize).read_volatile();
+                }
             }
-            lay.add(words.expert_rows + j).write(rows);
-            base += rows.next_multiple_of(call.align);
         }
-        for src in 0..n {
+        let (before, total) = crate::route::warp_scan(rows.next_multiple_of(call.align));
+        if j < local {
+            // SAFETY: j < local: the words lie in `layout`.
+            unsafe {
+                lay.add(words.expert_base + j as usize).write(base + before);
+                lay.add(words.expert_rows + j as usize).write(rows);
+            }
+        }
+        base += total;
+        j0 += 32;
+    }
+    if s != 0 {
+        return;
+    }
+    let mut tokens = 0u32;
+    // SAFETY: as above.
+    unsafe {
+        for src in 0..n as usize {
             lay.add(words.token_base + src).write(tokens);
             tokens += counts.add(src * cw).read_volatile();
         }
@@ -344,21 +366,29 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
             // `recv_*` buffers (below the total, at most capacity).
             unsafe {
                 let token = got.token(i);
-                for kk in 0..call.top_k {
-                    if let Some((row, weight)) = got.row(&token, kk) {
-                        let row = row as usize;
-                        call.receive_staged(
-                            bufs.staging.add(token.at * call.staged_bytes() as usize),
-                            bufs.recv_x.add(row * data),
-                            bufs.recv_scales.wrapping_add(row),
-                            capacity,
-                        );
-                        if first {
-                            bufs.recv_src.add(2 * row).write(token.s);
-                            bufs.recv_src.add(2 * row + 1).write(token.record.read());
-                            bufs.recv_w.add(row).write(weight);
+                let from = bufs.staging.add(token.at * call.staged_bytes() as usize);
+                // Its entries here, eight at a time: the staged row read once for them all.
+                let mut kk0 = 0;
+                while kk0 < call.top_k {
+                    let mut x = [core::ptr::null_mut(); MAX_PEERS];
+                    let mut scales = [core::ptr::null_mut(); MAX_PEERS];
+                    rshmem_coll::unroll8!(slot < MAX_PEERS => {
+                        let kk = kk0 + slot as u32;
+                        if kk < call.top_k {
+                            if let Some((row, weight)) = got.row(&token, kk) {
+                                let row = row as usize;
+                                x[slot] = bufs.recv_x.add(row * data);
+                                scales[slot] = bufs.recv_scales.wrapping_add(row);
+                                if first {
+                                    bufs.recv_src.add(2 * row).write(token.s);
+                                    bufs.recv_src.add(2 * row + 1).write(token.record.read());
+                                    bufs.recv_w.add(row).write(weight);
+                                }
+                            }
                         }
-                    }
+                    });
+                    call.receive_staged(from, &x, &scales, capacity);
+                    kk0 += MAX_PEERS as u32;
                 }
             }
         } else {
@@ -368,15 +398,11 @@ pub unsafe fn scatter(bufs: MoeBufs, call: MoeCall) {
                 let base = bufs.layout.add(words.expert_base + j).read();
                 let rows = bufs.layout.add(words.expert_rows + j).read();
                 for row in base + rows..base + rows.next_multiple_of(call.align) {
-                    let out = bufs.recv_x.add(row as usize * data);
+                    tile::zero_tile(bufs.recv_x.add(row as usize * data), data);
                     let scales = bufs.recv_scales.wrapping_add(row as usize);
                     let mut e = thread::thread_idx_x() as usize;
-                    while e < data + ns {
-                        if e < data {
-                            out.add(e).write(0);
-                        } else {
-                            scales.add((e - data) * capacity).write(0.0);
-                        }
+                    while e < ns {
+                        scales.add(e * capacity).write(0.0);
                         e += thread::block_dim_x() as usize;
                     }
                     if first {

@@ -44,7 +44,7 @@
 
 use crate::call::{MoeCall, RouteBufs, NONE};
 use rshmem_coll::peers::Peers;
-use rshmem_coll::{signal as sig, tile};
+use rshmem_coll::{signal as sig, tile, MAX_PEERS};
 use rshmem_device::half::Half;
 use rshmem_device::shmem::{self, Team};
 use rshmem_device::{bf16, thread, KernelArg};
@@ -279,12 +279,10 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
                 for p in 0..rows {
                     let from = (j * n + src) * r + p;
                     let to = j * n * r + base + p;
-                    call.receive_staged(
-                        ll.staging.add(from * staged),
-                        ll.recv_x.add(to * data),
-                        ll.recv_scales.wrapping_add(to),
-                        m,
-                    );
+                    let mut x = [core::ptr::null_mut(); MAX_PEERS];
+                    let mut scales = [core::ptr::null_mut(); MAX_PEERS];
+                    (x[0], scales[0]) = (ll.recv_x.add(to * data), ll.recv_scales.wrapping_add(to));
+                    call.receive_staged(ll.staging.add(from * staged), &x, &scales, m);
                     if first {
                         ll.recv_src.add(2 * to).write(src as u32);
                         ll.recv_src.add(2 * to + 1).write(ll.meta.add(from).read());

@@ -1,18 +1,24 @@
 //! Routing: which ranks each token goes to, and where its rows land there.
 //!
-//! [`route`] runs one warp per *key*: a key is an expert (`0 .. experts`) or a destination
-//! rank (`experts .. experts + size`). A warp walks this PE's tokens in order, 32 at a time,
-//! and numbers the matches:
+//! A *key* is an expert (`0 .. experts`) or a destination rank (`experts .. experts +
+//! size`). [`route`] numbers each key's matches in token order:
 //!
 //! * expert `e`: each entry `(t, kk)` with `topk[t][kk] = e` gets its position among this
-//!   PE's rows for `e` (`pos`, in token then entry order: a warp prefix sum of each token's
-//!   matches), and the count is this PE's row
+//!   PE's rows for `e` (`pos`, in token then entry order), and the count is this PE's row
 //!   count for `e` on its owner (`counts_out[owner][1 + local(e)]`);
 //! * rank `d`: each token with an entry on `d` gets its slot in `d`'s region for this PE
 //!   (`send_slot`, in token order; a token crosses to `d` once, whatever its entries there),
 //!   and the count is its tokens for `d` (`counts_out[d][0]`).
 //!
-//! Everything is numbered in token order, so a routing gives the same layout every run.
+//! One block does it in two walks over the entries: each warp takes a contiguous run of
+//! tokens and counts its matches per key into its own row of shared memory; the rows are
+//! scanned across warps (each warp's first number per key); then each warp walks again and
+//! numbers its matches from there. Within a warp 32 consecutive entries are numbered at once
+//! (lanes holding the same key find each other with [`same_key`]), so the numbering is the
+//! entry order whatever the launch, and a routing gives the same layout every run. Experts
+//! go through in chunks that fit the shared memory ([`SHARED_WORDS`]), each chunk one more
+//! pair of walks.
+//!
 //! Entries outside `-1 .. experts` are skipped everywhere, and the first (lowest `t × top_k
 //! + kk`) is recorded in the layout's bad-entry word for the host to report.
 
@@ -20,9 +26,35 @@ use crate::call::{MoeCall, RouteBufs, NONE};
 use rshmem_device::atomic::{self, Gpu, Ordering};
 use rshmem_device::{thread, warp};
 
+/// Threads of [`route`]'s block.
+pub const THREADS: u32 = 512;
+
+/// The most shared memory [`route`] asks for, in words (48 KiB: no opt-in needed).
+pub const SHARED_WORDS: u32 = 12 * 1024;
+
+/// Keys [`route`] counts at once: one shared row of this many per warp.
+pub const fn chunk(call: &MoeCall) -> u32 {
+    let room = SHARED_WORDS / (THREADS / 32);
+    let widest = if call.experts > call.size {
+        call.experts
+    } else {
+        call.size
+    };
+    if widest < room {
+        widest
+    } else {
+        room
+    }
+}
+
+/// The dynamic shared memory [`route`]'s launch gives it, in bytes.
+pub const fn shared_bytes(call: &MoeCall) -> u32 {
+    4 * (THREADS / 32) * chunk(call)
+}
+
 /// The sum of `v` over the lanes below this one, and over the whole warp (every lane calls).
 #[inline(always)]
-fn warp_scan(v: u32) -> (u32, u32) {
+pub(crate) fn warp_scan(v: u32) -> (u32, u32) {
     let lane = warp::lane_id();
     let mut inclusive = v;
     for d in [1, 2, 4, 8, 16] {
@@ -34,25 +66,36 @@ fn warp_scan(v: u32) -> (u32, u32) {
     (inclusive - v, warp::shfl_idx(u32::MAX, inclusive, 31))
 }
 
-/// Keys [`route`] numbers: every expert, then every rank.
-pub const fn keys(call: &MoeCall) -> u32 {
-    call.experts + call.size
+/// The lanes whose `key` equals this lane's, among those where `valid` holds (every lane
+/// calls; `key < 2^bits` where valid): one vote per bit instead of a vote per distinct key.
+#[inline(always)]
+fn same_key(valid: bool, key: u32, bits: u32) -> u32 {
+    let mut lanes = warp::ballot(u32::MAX, valid);
+    for b in 0..bits {
+        let set = warp::ballot(u32::MAX, valid && key >> b & 1 == 1);
+        lanes &= if key >> b & 1 == 1 { set } else { !set };
+    }
+    lanes
 }
 
-/// Routes this PE's `call.tokens` tokens (see the module docs). Any 1-D launch of whole warps;
-/// one warp per key is the most that helps ([`keys`]).
+/// Bits that hold every number below `n`.
+const fn bits_below(n: u32) -> u32 {
+    32 - n.saturating_sub(1).leading_zeros()
+}
+
+/// Routes this PE's `call.tokens` tokens (see the module docs).
 ///
 /// # Safety
 ///
-/// `topk` holds `tokens × top_k` entries; `bufs` this PE's routing buffers of the call's
-/// shape, its bad-entry word cleared before this kernel (by the call's barrier, or the
-/// low-latency call's begin).
+/// One block of [`THREADS`] threads with [`shared_bytes`] of dynamic shared memory; `topk`
+/// holds `tokens × top_k` entries; `bufs` this PE's routing buffers of the call's shape, its
+/// bad-entry word cleared before this kernel (by the call's barrier, or the low-latency
+/// call's begin).
 #[inline(always)]
 pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
-    let tid = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
-    let threads = thread::grid_dim_x() * thread::block_dim_x();
+    let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
     let (k, tokens) = (call.top_k, call.tokens);
-    // Bad entries: every thread checks some.
+    // Bad entries: every thread checks some (and brings the entries into cache).
     let mut i = tid;
     while i < tokens * k {
         // SAFETY: `i < tokens × top_k` (the contract).
@@ -63,72 +106,201 @@ pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
         }
         i += threads;
     }
+    let (shared, room) = thread::dynamic_shared::<u32>();
+    let (warps, w) = (threads / 32, warp::warp_id());
+    let chunk = chunk(&call);
+    rshmem_device::device_assert!(
+        threads == THREADS && room as u32 >= warps * chunk,
+        "rshmem-moe: route launched with %u threads and %u shared words",
+        threads,
+        room as u32
+    );
+    // Warp w's tokens: a run of whole warps' worth, in token order across warps.
+    let per = tokens.div_ceil(warps).next_multiple_of(32);
+    let (first, last) = ((w * per).min(tokens), ((w + 1) * per).min(tokens));
+    // SAFETY: this warp's row of `chunk` words lies in the shared memory (checked above).
+    let row = unsafe { shared.add((w * chunk) as usize) };
+    let mut lo = 0;
+    while lo < call.experts {
+        let keys = chunk.min(call.experts - lo);
+        // SAFETY: the rows lie in the shared memory; topk holds the entries walked; `pos`
+        // holds max_tokens × top_k entries.
+        unsafe {
+            clear(row, keys);
+            walk_experts(row, topk, (first * k, last * k), (lo, keys), None);
+            thread::sync_threads();
+            let expert = |j: u32| (call.owner(lo + j), 1 + call.local(lo + j));
+            scan(shared, (warps, chunk, keys), expert, &bufs, &call);
+            walk_experts(row, topk, (first * k, last * k), (lo, keys), Some(bufs.pos));
+            thread::sync_threads();
+        }
+        lo += keys;
+    }
+    // SAFETY: as above; `send_slot` holds max_tokens × size entries.
+    unsafe {
+        clear(row, call.size);
+        walk_ranks(row, topk, (first, last), &call, None);
+        thread::sync_threads();
+        scan(shared, (warps, chunk, call.size), |d| (d, 0), &bufs, &call);
+        walk_ranks(row, topk, (first, last), &call, Some(bufs.send_slot));
+    }
+}
+
+/// Zeroes this warp's first `keys` counts.
+///
+/// # Safety
+///
+/// `row` holds `keys` words of this warp's.
+#[inline(always)]
+unsafe fn clear(row: *mut u32, keys: u32) {
+    let mut j = warp::lane_id();
+    while j < keys {
+        // SAFETY: j < keys.
+        unsafe { row.add(j as usize).write(0) };
+        j += 32;
+    }
+    warp::sync_warp(u32::MAX);
+}
+
+/// Walks entries `first .. last` 32 at a time, counting those of experts `lo .. lo + keys`
+/// into `row`; with `pos`, numbers them from `row` (each warp's start, after [`scan`]).
+///
+/// # Safety
+///
+/// `row` holds `keys` words of this warp's; `topk` the entries; `pos` (if any) as many.
+#[inline(always)]
+unsafe fn walk_experts(
+    row: *mut u32,
+    topk: *const i32,
+    (first, last): (u32, u32),
+    (lo, keys): (u32, u32),
+    pos: Option<*mut u32>,
+) {
     let lane = warp::lane_id();
     let below = (1u32 << lane) - 1;
-    let mut key = tid / 32;
-    while key < keys(&call) {
-        let mut count = 0u32;
-        let mut t0 = 0u32;
-        while t0 < tokens {
-            let t = t0 + lane;
-            if key < call.experts {
-                // This token's matches (several if it lists the expert more than once),
-                // numbered after the lanes below it: a warp prefix sum.
-                let mut matches = 0u32;
-                if t < tokens {
-                    for kk in 0..k {
-                        // SAFETY: t < tokens.
-                        matches += (unsafe { topk.add((t * k + kk) as usize).read() } == key as i32)
-                            as u32;
-                    }
-                }
-                let (before, total) = warp_scan(matches);
-                let mut p = count + before;
-                for kk in 0..k {
-                    // SAFETY: read only for `t < tokens`.
-                    if t < tokens && unsafe { topk.add((t * k + kk) as usize).read() } == key as i32
-                    {
-                        // SAFETY: `pos` holds max_tokens × top_k entries, t < tokens.
-                        unsafe { bufs.pos.add((t * k + kk) as usize).write(p) };
-                        p += 1;
-                    }
-                }
-                count += total;
-            } else {
-                let d = key - call.experts;
-                let hit = if t < tokens {
-                    // SAFETY: t < tokens.
-                    (unsafe { crate::call::destinations(&call, topk, t) }) >> d & 1 == 1
-                } else {
-                    false
-                };
-                let ballot = warp::ballot(u32::MAX, hit);
-                if t < tokens {
+    let mut i0 = first;
+    while i0 < last {
+        let i = i0 + lane;
+        let e = if i < last {
+            // SAFETY: read only below `last` (the caller's).
+            unsafe { topk.add(i as usize).read() }
+        } else {
+            -1
+        };
+        let j = (e as u32).wrapping_sub(lo);
+        let mine = e >= 0 && j < keys;
+        let same = same_key(mine, j, bits_below(keys));
+        let count = if mine {
+            // SAFETY: j < keys: this warp's word.
+            unsafe { row.add(j as usize).read() }
+        } else {
+            0
+        };
+        if let (Some(pos), true) = (pos, mine) {
+            // SAFETY: as above.
+            unsafe {
+                pos.add(i as usize)
+                    .write(count + (same & below).count_ones())
+            };
+        }
+        // Every lane of the key has read its count before the highest one moves it on.
+        warp::sync_warp(u32::MAX);
+        if mine && lane == 31 - same.leading_zeros() {
+            // SAFETY: as above.
+            unsafe { row.add(j as usize).write(count + same.count_ones()) };
+        }
+        warp::sync_warp(u32::MAX);
+        i0 += 32;
+    }
+}
+
+/// As [`walk_experts`] for the ranks: tokens `first .. last`, a match per token and rank it
+/// has an entry on; with `slots`, each token's slot per rank (or [`NONE`]).
+///
+/// # Safety
+///
+/// `row` holds `size` words of this warp's; `topk` the tokens' entries; `slots` (if any)
+/// `size` words per token.
+#[inline(always)]
+unsafe fn walk_ranks(
+    row: *mut u32,
+    topk: *const i32,
+    (first, last): (u32, u32),
+    call: &MoeCall,
+    slots: Option<*mut u32>,
+) {
+    let lane = warp::lane_id();
+    let below = (1u32 << lane) - 1;
+    let mut t0 = first;
+    while t0 < last {
+        let t = t0 + lane;
+        let mask = if t < last {
+            // SAFETY: t < last <= tokens.
+            unsafe { crate::call::destinations(call, topk, t) }
+        } else {
+            0
+        };
+        for d in 0..call.size {
+            let hit = mask >> d & 1 == 1;
+            let lanes = warp::ballot(u32::MAX, hit);
+            // SAFETY: d < size: this warp's word; the slot lies in `slots`.
+            unsafe {
+                let count = row.add(d as usize).read();
+                if let (Some(slots), true) = (slots, t < last) {
                     let slot = if hit {
-                        count + (ballot & below).count_ones()
+                        count + (lanes & below).count_ones()
                     } else {
                         NONE
                     };
-                    // SAFETY: `send_slot` holds max_tokens × size entries.
-                    unsafe { bufs.send_slot.add((t * call.size + d) as usize).write(slot) };
+                    slots.add((t * call.size + d) as usize).write(slot);
                 }
-                count += ballot.count_ones();
+                warp::sync_warp(u32::MAX);
+                if lane == 0 {
+                    row.add(d as usize).write(count + lanes.count_ones());
+                }
+                warp::sync_warp(u32::MAX);
             }
-            t0 += 32;
         }
-        if lane == 0 {
-            let (row, col) = if key < call.experts {
-                (call.owner(key), 1 + call.local(key))
-            } else {
-                (key - call.experts, 0)
-            };
-            // SAFETY: `counts_out` holds size rows of count_words.
-            unsafe {
-                bufs.counts_out
-                    .add((row * call.count_words() + col) as usize)
-                    .write(count)
-            };
-        }
-        key += threads / 32;
+        t0 += 32;
     }
+}
+
+/// Turns the warps' counts of `keys` keys into each warp's first number (an exclusive scan
+/// across warps, per key) and writes each key's total to `counts_out` at the `(row, column)`
+/// `place` names; ends with a block barrier.
+///
+/// # Safety
+///
+/// `shared` holds `warps` rows of `chunk` words, counted by every warp (block barrier
+/// since); `place` names words of `counts_out`.
+#[inline(always)]
+unsafe fn scan(
+    shared: *mut u32,
+    (warps, chunk, keys): (u32, u32, u32),
+    place: impl Fn(u32) -> (u32, u32),
+    bufs: &RouteBufs,
+    call: &MoeCall,
+) {
+    let mut j = thread::thread_idx_x();
+    while j < keys {
+        let mut total = 0u32;
+        for w in 0..warps {
+            // SAFETY: w < warps, j < keys <= chunk.
+            unsafe {
+                let at = shared.add((w * chunk + j) as usize);
+                let count = at.read();
+                at.write(total);
+                total += count;
+            }
+        }
+        let (r, col) = place(j);
+        // SAFETY: the caller's.
+        unsafe {
+            bufs.counts_out
+                .add((r * call.count_words() + col) as usize)
+                .write(total)
+        };
+        j += thread::block_dim_x();
+    }
+    thread::sync_threads();
 }

@@ -6,8 +6,8 @@
 //! | kernel | step | launch |
 //! |---|---|---|
 //! | `moe_barrier` | [`rshmem_moe::barrier`] | one block of `barrier::threads(size)` |
-//! | `moe_route` | [`rshmem_moe::route`] | whole warps, up to one per `route::keys` |
-//! | `moe_send` | [`dispatch::send`] | any grid |
+//! | `moe_route` | [`rshmem_moe::route`] | one block of `route::THREADS`, `route::shared_bytes` |
+//! | `moe_send` | [`dispatch::send`] | any grid, blocks of at least `top_k` threads |
 //! | `moe_signal` | [`dispatch::signal`] (`Announce::Data`) | one block of `barrier::threads(size)` |
 //! | `moe_layout` | [`dispatch::layout`] | one block of `barrier::threads(size)` |
 //! | `moe_scatter` | [`dispatch::scatter`] | any grid |

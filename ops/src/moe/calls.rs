@@ -81,6 +81,11 @@ impl Rows {
 /// wait one per rank run on these blocks too).
 pub(super) const THREADS: u32 = 256;
 
+/// The launch of `call`'s route: one block of [`route::THREADS`] with its shared rows.
+pub(super) fn route_config(call: &MoeCall) -> LaunchConfig {
+    LaunchConfig::new(1, route::THREADS).shared_mem(route::shared_bytes(call))
+}
+
 impl<'s> Ops<'s> {
     /// The buffers of an MoE layer of shape `config` over `team` (every member calls it, with
     /// the same `config`: the allocations are symmetric). See [`crate::moe`] for what they
@@ -221,7 +226,6 @@ impl<'s> Ops<'s> {
         let call = cfg.call(bufs.size, tokens, epoch);
         let (team, dev) = (bufs.team, bufs.device());
         let (one, wide) = self.moe_grids(bufs.size);
-        let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
         // SAFETY: every kernel's contract (rshmem_moe): the buffers are this PE's of the
         // call's shape (every member's at the same addresses: one collective allocation);
         // `x`, `topk`, `weights` hold `tokens` rows (checked above) in symmetric memory; the
@@ -231,7 +235,7 @@ impl<'s> Ops<'s> {
             module.launch_on::<k::moe_barrier>(stream, one, (team, dev, call))?;
             module.launch_on::<k::moe_route>(
                 stream,
-                LaunchConfig::new(route_blocks, THREADS),
+                route_config(&call),
                 (dev, topk.as_ptr(), call),
             )?;
             module.launch_on::<k::moe_send>(

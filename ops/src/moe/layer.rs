@@ -4,7 +4,7 @@
 //! as kernels only (`rshmem_moe::layer` has the steps, the waits and why each is there).
 
 use super::buffers::{bytes, MoeConfig, MoePayload};
-use super::calls::{check_lengths, check_tokens, THREADS};
+use super::calls::{check_lengths, check_tokens, route_config};
 use super::low_latency::LlShared;
 use crate::gemm::grouped::tiles_bound;
 use crate::gemm::launch::{encode_sm90, Boxes};
@@ -16,7 +16,7 @@ use rshmem_host::{
     TensorMap,
 };
 use rshmem_moe::layer::{rows_per_expert, LayerBufs, Ranks, SEND_ROWS};
-use rshmem_moe::{route, MoeCall};
+use rshmem_moe::MoeCall;
 use rshmem_ops_kernels::moe as k;
 use rshmem_ops_kernels::moe90::{self, GateUp90, Waits};
 
@@ -464,7 +464,6 @@ impl<'s> Ops<'s> {
         let (team, ranks, lb) = (bufs.team, bufs.ranks, bufs.device());
         let (mapped, direct) = (bufs.mapped, bufs.direct);
         let (one, wide) = self.moe_grids(bufs.size);
-        let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
         let (first, second) = bufs.gemms();
         let (groups, per) = (bufs.local(), rows_per_expert(&call));
         let rows = GroupRows {
@@ -500,7 +499,7 @@ impl<'s> Ops<'s> {
             module.launch_on::<k::moe_ll_begin>(stream, LaunchConfig::new(1, 32), (lb.ll,))?;
             module.launch_on::<k::moe_ll_route>(
                 stream,
-                LaunchConfig::new(route_blocks, THREADS),
+                route_config(&call),
                 (lb.ll, topk.as_ptr(), call),
             )?;
             module.launch_on::<k::moe_layer_prepare>(

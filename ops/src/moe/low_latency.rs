@@ -5,14 +5,14 @@
 //! (`rshmem_moe::low_latency` has the steps and why no barrier is needed).
 
 use super::buffers::{bytes, wrong_payload, MoeConfig, MoePayload, Recv};
-use super::calls::{check_lengths, check_tokens, Rows, THREADS};
+use super::calls::{check_lengths, check_tokens, route_config, Rows, THREADS};
 use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_host::{
     Error, LaunchConfig, Result, Shmem, Stream, SymBuffer, SymRange, SymRangeMut, Team,
 };
 use rshmem_moe::low_latency::LlBufs;
-use rshmem_moe::{route, MoeCall};
+use rshmem_moe::MoeCall;
 use rshmem_ops_kernels::moe as k;
 
 /// Where the dispatch/combine pair of a low-latency buffer set is, as queued (or recorded).
@@ -355,7 +355,6 @@ impl<'s> Ops<'s> {
         let module = self.moe_module(name)?;
         let (team, dev) = (ll.team, ll.device());
         let (_, wide) = self.moe_grids(ll.size);
-        let route_blocks = (route::keys(&call) * 32).div_ceil(THREADS);
         // SAFETY: every kernel's contract (rshmem_moe::low_latency): the buffers are this
         // PE's of the call's shape and payload (one collective allocation: the same addresses
         // on every member); `x`, its scales and `topk` hold `tokens` rows (checked) in
@@ -365,7 +364,7 @@ impl<'s> Ops<'s> {
             module.launch_on::<k::moe_ll_begin>(stream, LaunchConfig::new(1, 32), (dev,))?;
             module.launch_on::<k::moe_ll_route>(
                 stream,
-                LaunchConfig::new(route_blocks, THREADS),
+                route_config(&call),
                 (dev, topk.as_ptr(), call),
             )?;
             module.launch_on::<k::moe_ll_send>(
