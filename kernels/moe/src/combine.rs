@@ -12,7 +12,8 @@
 //!    the grid or on timing: every sum has a fixed order.
 
 use crate::call::{combine_slot, MoeBufs, MoeCall, NONE};
-use crate::dispatch::{Received, Token};
+use crate::dispatch::Received;
+use crate::weighted::{bf16_pack, Sum};
 use rshmem_coll::pack::{self, Pack};
 use rshmem_coll::peers::Peers;
 use rshmem_coll::{signal as sig, tile};
@@ -20,52 +21,6 @@ use rshmem_device::bf16;
 use rshmem_device::half::Half;
 use rshmem_device::shmem::{self, Team};
 use rshmem_device::thread;
-
-/// A received token's rows here and their weights, entries `8 × half ..` (at most eight;
-/// [`NONE`] where the entry's expert is elsewhere or past `top_k`).
-///
-/// # Safety
-///
-/// As [`Received::row`].
-#[inline(always)]
-unsafe fn entries(got: &Received, token: &Token, top_k: u32, half: u32) -> ([u32; 8], [f32; 8]) {
-    let (mut rows, mut weights) = ([NONE; 8], [0.0f32; 8]);
-    rshmem_coll::unroll8!(slot < 8 => {
-        let kk = 8 * half + slot as u32;
-        if kk < top_k {
-            // SAFETY: the caller's; kk < top_k.
-            if let Some((row, w)) = unsafe { got.row(token, kk) } {
-                (rows[slot], weights[slot]) = (row, w);
-            }
-        }
-    });
-    (rows, weights)
-}
-
-/// Adds `weights[j] × expert_out[rows[j]]` over the entries, in their order, to the eight
-/// elements of pack `g` (`acc`); each row's pack is one load.
-///
-/// # Safety
-///
-/// The rows are `expert_out`'s, `h` elements each, 16-byte aligned, pack `g` inside.
-#[inline(always)]
-unsafe fn add_packs(
-    acc: &mut [f32; 8],
-    (rows, weights): &([u32; 8], [f32; 8]),
-    expert_out: *const bf16,
-    h: usize,
-    g: usize,
-) {
-    rshmem_coll::unroll8!(j < 8 => {
-        if rows[j] != NONE {
-            // SAFETY: the caller's.
-            let p = unsafe { pack::load(expert_out.add(rows[j] as usize * h).cast::<Pack>().add(g)) };
-            rshmem_coll::unroll8!(l < 8 => {
-                acc[l] += weights[j] * pack::lane::<bf16>(&p, l).to_f32_exact();
-            });
-        }
-    });
-}
 
 /// Step 1 (module docs). Where token's rank has a peer mapping the sums are stored straight
 /// into its `combine_recv` row; elsewhere into `combine_stage`, then put.
@@ -82,12 +37,7 @@ pub unsafe fn send(team: Team, bufs: MoeBufs, expert_out: *const bf16, call: Moe
     let got = unsafe { Received::of(&bufs, &call) };
     let (h, r) = (got.h, call.max_tokens as usize);
     let (tid, nt) = tile::block_lanes();
-    // Packs of eight elements where every row starts on 16 bytes (out's rows on 32).
-    let aligned = h % 8 == 0
-        && pack::aligned(expert_out)
-        && pack::aligned(bufs.combine_recv)
-        && pack::aligned(bufs.combine_stage);
-    let groups = if aligned { h / 8 } else { 0 };
+    let out_aligned = pack::aligned(bufs.combine_recv) && pack::aligned(bufs.combine_stage);
     let mut i = thread::block_idx_x();
     while i < got.count {
         // SAFETY: i < count: its record is in `meta`; its rows in `expert_out`; its stage
@@ -104,15 +54,16 @@ pub unsafe fn send(team: Team, bufs: MoeBufs, expert_out: *const bf16, call: Moe
             } else {
                 mapped
             };
-            let first = entries(&got, &token, call.top_k, 0);
-            let second = entries(&got, &token, call.top_k, 1);
+            let sum = Sum::new(call.top_k, expert_out, h, |kk| got.row(&token, kk));
+            // Packs of eight where every row starts on 16 bytes (out's rows on 32).
+            let groups = if sum.packed() && out_aligned {
+                h / 8
+            } else {
+                0
+            };
             let mut g = tid;
             while g < groups {
-                let mut acc = [0.0f32; 8];
-                add_packs(&mut acc, &first, expert_out, h, g);
-                if call.top_k > 8 {
-                    add_packs(&mut acc, &second, expert_out, h, g);
-                }
+                let acc = sum.pack(g);
                 let o = out.add(8 * g).cast::<Pack>();
                 pack::store(o, pack::from_lanes(&acc[..4]));
                 pack::store(o.add(1), pack::from_lanes(&acc[4..]));
@@ -120,15 +71,7 @@ pub unsafe fn send(team: Team, bufs: MoeBufs, expert_out: *const bf16, call: Moe
             }
             let mut e = groups * 8 + tid;
             while e < h {
-                let mut acc = 0.0f32;
-                for (rows, weights) in [&first, &second] {
-                    rshmem_coll::unroll8!(j < 8 => {
-                        if rows[j] != NONE {
-                            acc += weights[j] * expert_out.add(rows[j] as usize * h + e).read().to_f32_exact();
-                        }
-                    });
-                }
-                out.add(e).write(acc);
+                out.add(e).write(sum.element(e));
                 e += nt;
             }
             if mapped.is_null() {
@@ -183,11 +126,10 @@ pub unsafe fn reduce(team: Team, bufs: MoeBufs, out: *mut bf16, call: MoeCall) {
                         });
                     }
                 }
-                let mut v = Pack::default();
-                rshmem_coll::unroll8!(l < 8 => {
-                    pack::set_lane::<bf16>(&mut v, l, bf16::from_f32_rn(acc[l]));
-                });
-                pack::store(out.add(t as usize * h + 8 * g).cast::<Pack>(), v);
+                pack::store(
+                    out.add(t as usize * h + 8 * g).cast::<Pack>(),
+                    bf16_pack(&acc),
+                );
                 g += nt;
             }
             let mut e = groups * 8 + tid;

@@ -33,5 +33,6 @@ pub mod dispatch;
 pub mod layer;
 pub mod low_latency;
 pub mod route;
+mod weighted;
 
 pub use call::{MoeBufs, MoeCall, NONE};

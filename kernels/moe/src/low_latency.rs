@@ -43,6 +43,8 @@
 //! epoch in their high half and only grow: never reset.
 
 use crate::call::{MoeCall, RouteBufs, NONE};
+use crate::weighted::{bf16_pack, Sum};
+use rshmem_coll::pack::{self, Pack};
 use rshmem_coll::peers::Peers;
 use rshmem_coll::{signal as sig, tile, MAX_PEERS};
 use rshmem_device::half::Half;
@@ -394,24 +396,33 @@ pub unsafe fn combine_reduce(
     }
     thread::sync_threads();
     let h = call.hidden as usize;
+    let (tid, nt) = tile::block_lanes();
     let mut t = thread::block_idx_x();
     while t < call.tokens {
-        let mut e = thread::thread_idx_x() as usize;
-        while e < h {
-            let mut acc = 0.0f32;
-            for kk in 0..call.top_k {
-                // SAFETY: t < tokens; a valid entry's slot was filled (the flags above).
-                unsafe {
-                    if expert(&call, topk, t, kk).is_some() {
-                        let i = (t * call.top_k + kk) as usize;
-                        acc += weights.add(i).read()
-                            * ll.combine_recv.add(i * h + e).read().to_f32_exact();
-                    }
-                }
+        let entry = |kk: u32| {
+            let i = t * call.top_k + kk;
+            // SAFETY: t < tokens; a valid entry's slot was filled (the flags above).
+            unsafe { expert(&call, topk, t, kk).map(|_| (i, weights.add(i as usize).read())) }
+        };
+        let sum = Sum::new(call.top_k, ll.combine_recv, h, entry);
+        let groups = if sum.packed() && pack::aligned(out) {
+            h / 8
+        } else {
+            0
+        };
+        // SAFETY: `out` holds tokens × hidden; the slots of t's valid entries hold rows.
+        unsafe {
+            let row = out.add(t as usize * h);
+            let mut g = tid;
+            while g < groups {
+                pack::store(row.add(8 * g).cast::<Pack>(), bf16_pack(&sum.pack(g)));
+                g += nt;
             }
-            // SAFETY: `out` holds tokens × hidden.
-            unsafe { out.add(t as usize * h + e).write(bf16::from_f32_rn(acc)) };
-            e += thread::block_dim_x() as usize;
+            let mut e = groups * 8 + tid;
+            while e < h {
+                row.add(e).write(bf16::from_f32_rn(sum.element(e)));
+                e += nt;
+            }
         }
         t += thread::grid_dim_x();
     }

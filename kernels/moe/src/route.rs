@@ -93,19 +93,7 @@ const fn bits_below(n: u32) -> u32 {
 /// call's begin).
 #[inline(always)]
 pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
-    let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
-    let (k, tokens) = (call.top_k, call.tokens);
-    // Bad entries: every thread checks some (and brings the entries into cache).
-    let mut i = tid;
-    while i < tokens * k {
-        // SAFETY: `i < tokens × top_k` (the contract).
-        let e = unsafe { topk.add(i as usize).read() };
-        if e < -1 || e >= call.experts as i32 {
-            // SAFETY: the word lies in `layout`; only atomics touch it in this kernel.
-            unsafe { atomic::fetch_min::<Gpu, u32>(bufs.bad_entry, i, Ordering::Relaxed) };
-        }
-        i += threads;
-    }
+    let (threads, k, tokens) = (thread::block_dim_x(), call.top_k, call.tokens);
     let (shared, room) = thread::dynamic_shared::<u32>();
     let (warps, w) = (threads / 32, warp::warp_id());
     let chunk = chunk(&call);
@@ -127,11 +115,20 @@ pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
         // holds max_tokens × top_k entries.
         unsafe {
             clear(row, keys);
-            walk_experts(row, topk, (first * k, last * k), (lo, keys), None);
+            // The first chunk's count also looks for bad entries (every entry is walked).
+            let bad = (lo == 0).then_some((bufs.bad_entry, call.experts));
+            walk_experts(row, topk, (first * k, last * k), (lo, keys), None, bad);
             thread::sync_threads();
             let expert = |j: u32| (call.owner(lo + j), 1 + call.local(lo + j));
             scan(shared, (warps, chunk, keys), expert, &bufs, &call);
-            walk_experts(row, topk, (first * k, last * k), (lo, keys), Some(bufs.pos));
+            walk_experts(
+                row,
+                topk,
+                (first * k, last * k),
+                (lo, keys),
+                Some(bufs.pos),
+                None,
+            );
             thread::sync_threads();
         }
         lo += keys;
@@ -163,11 +160,14 @@ unsafe fn clear(row: *mut u32, keys: u32) {
 }
 
 /// Walks entries `first .. last` 32 at a time, counting those of experts `lo .. lo + keys`
-/// into `row`; with `pos`, numbers them from `row` (each warp's start, after [`scan`]).
+/// into `row`; with `pos`, numbers them from `row` (each warp's start, after [`scan`]); with
+/// `bad` (the bad-entry word and the expert count), records the lowest entry outside `-1 ..
+/// experts`.
 ///
 /// # Safety
 ///
-/// `row` holds `keys` words of this warp's; `topk` the entries; `pos` (if any) as many.
+/// `row` holds `keys` words of this warp's; `topk` the entries; `pos` (if any) as many; `bad`
+/// (if any) a word only atomics touch.
 #[inline(always)]
 unsafe fn walk_experts(
     row: *mut u32,
@@ -175,42 +175,56 @@ unsafe fn walk_experts(
     (first, last): (u32, u32),
     (lo, keys): (u32, u32),
     pos: Option<*mut u32>,
+    bad: Option<(*mut u32, u32)>,
 ) {
     let lane = warp::lane_id();
     let below = (1u32 << lane) - 1;
+    let bits = bits_below(keys);
     let mut i0 = first;
     while i0 < last {
-        let i = i0 + lane;
-        let e = if i < last {
-            // SAFETY: read only below `last` (the caller's).
-            unsafe { topk.add(i as usize).read() }
-        } else {
-            -1
-        };
-        let j = (e as u32).wrapping_sub(lo);
-        let mine = e >= 0 && j < keys;
-        let same = same_key(mine, j, bits_below(keys));
-        let count = if mine {
-            // SAFETY: j < keys: this warp's word.
-            unsafe { row.add(j as usize).read() }
-        } else {
-            0
-        };
-        if let (Some(pos), true) = (pos, mine) {
-            // SAFETY: as above.
-            unsafe {
-                pos.add(i as usize)
-                    .write(count + (same & below).count_ones())
+        // Four steps' entries loaded before any is numbered, so their loads overlap.
+        let entries: [i32; 4] = core::array::from_fn(|step| {
+            let i = i0 + 32 * step as u32 + lane;
+            if i < last {
+                // SAFETY: read only below `last` (the caller's).
+                unsafe { topk.add(i as usize).read() }
+            } else {
+                -1
+            }
+        });
+        for (step, e) in entries.into_iter().enumerate() {
+            let i = i0 + 32 * step as u32 + lane;
+            if let Some((word, experts)) = bad {
+                if i < last && (e < -1 || e >= experts as i32) {
+                    // SAFETY: the caller's.
+                    unsafe { atomic::fetch_min::<Gpu, u32>(word, i, Ordering::Relaxed) };
+                }
+            }
+            let j = (e as u32).wrapping_sub(lo);
+            let mine = e >= 0 && j < keys;
+            let same = same_key(mine, j, bits);
+            let count = if mine {
+                // SAFETY: j < keys: this warp's word.
+                unsafe { row.add(j as usize).read() }
+            } else {
+                0
             };
+            if let (Some(pos), true) = (pos, mine) {
+                // SAFETY: `pos` holds entry i (below `last`).
+                unsafe {
+                    pos.add(i as usize)
+                        .write(count + (same & below).count_ones())
+                };
+            }
+            // Every lane of the key has read its count before the highest one moves it on.
+            warp::sync_warp(u32::MAX);
+            if mine && lane == 31 - same.leading_zeros() {
+                // SAFETY: as above.
+                unsafe { row.add(j as usize).write(count + same.count_ones()) };
+            }
+            warp::sync_warp(u32::MAX);
         }
-        // Every lane of the key has read its count before the highest one moves it on.
-        warp::sync_warp(u32::MAX);
-        if mine && lane == 31 - same.leading_zeros() {
-            // SAFETY: as above.
-            unsafe { row.add(j as usize).write(count + same.count_ones()) };
-        }
-        warp::sync_warp(u32::MAX);
-        i0 += 32;
+        i0 += 4 * 32;
     }
 }
 
