@@ -9,10 +9,11 @@
 //!
 //! * [`MoeCall`], [`MoeBufs`] ([`call`]): the call and its buffers as kernels see them;
 //! * [`barrier`]: the barrier every dispatch starts with (why buffers can be reused);
-//! * [`route`]: who gets each token, where each row lands (a warp per expert and per rank,
-//!   numbered in token order: the same layout every run);
+//! * [`route`]: who gets each token, where each row lands (one block: per-warp counts, a
+//!   scan, entries numbered in token order: the same layout every run);
 //! * [`dispatch`]: send, announce, lay out, scatter;
-//! * [`combine`]: weighted partials back, summed per token;
+//! * [`combine`]: weighted partials back, summed per token (the weighted sums of both
+//!   modes' combines are one private block, `weighted`);
 //! * [`low_latency`]: the decode-time mode — fixed receive buffers, counts with the data, no
 //!   host synchronisation, the epoch counted on the device (graphs);
 //! * [`layer`]: the fused MoE layer on the low-latency mode's buffers — rows straight into
