@@ -104,6 +104,35 @@ pub unsafe fn reduce_tile<E: Elem, O: Reduce>(dsts: &[*mut E], srcs: &[*const E]
     }
 }
 
+/// Moves this thread's items `first, first + stride, … < items` with `load` and `store`, up
+/// to four loads in flight before their stores: the compiler may not hoist a load above a
+/// store that could alias it, so a plain loop waits for each load in turn.
+#[inline(always)]
+fn in_flight<T: Copy>(
+    first: usize,
+    stride: usize,
+    items: usize,
+    load: impl Fn(usize) -> T,
+    store: impl Fn(usize, T),
+) {
+    let mut i = first;
+    while i < items {
+        let n = (items - i).div_ceil(stride).min(4);
+        let mut v = [load(i); 4];
+        for (j, v) in v.iter_mut().enumerate().skip(1) {
+            if j < n {
+                *v = load(i + j * stride);
+            }
+        }
+        for (j, v) in v.into_iter().enumerate() {
+            if j < n {
+                store(i + j * stride, v);
+            }
+        }
+        i += 4 * stride;
+    }
+}
+
 /// Copies `src[0..count]` into every non-null destination of `dsts`: each pack loaded once
 /// and stored to each (a row that fans out to several places, as an MoE token to its
 /// experts). Every thread of the block calls it with the same arguments. Packs of 16 bytes
@@ -123,27 +152,18 @@ pub unsafe fn fan_out<E: Copy>(dsts: &[*mut E; MAX_PEERS], src: *const E, count:
     }
     let per = pack::BYTES / size_of::<E>().max(1);
     let packs = if aligned { count / per } else { 0 };
-    let mut i = t;
-    let (from, store) = (src.cast::<Pack>(), |i: usize, v: Pack| {
+    let from = src.cast::<Pack>();
+    // SAFETY: packs below `packs` lie inside `src` and every destination.
+    let load = |i: usize| unsafe { pack::load(from.add(i)) };
+    let store = |i: usize, v: Pack| {
         crate::unroll8!(r < MAX_PEERS => {
             if !dsts[r].is_null() {
-                // SAFETY: pack `i` lies inside every destination (`i < count / per`).
+                // SAFETY: as above.
                 unsafe { pack::store(dsts[r].cast::<Pack>().add(i), v) };
             }
         });
-    });
-    // Two loads in flight before their stores, as copy_tile's four.
-    while i + nt < packs {
-        // SAFETY: packs `i`, `i + nt` lie inside `src`.
-        let (a, b) = unsafe { (pack::load(from.add(i)), pack::load(from.add(i + nt))) };
-        store(i, a);
-        store(i + nt, b);
-        i += 2 * nt;
-    }
-    if i < packs {
-        // SAFETY: pack `i` lies inside `src`.
-        store(i, unsafe { pack::load(from.add(i)) });
-    }
+    };
+    in_flight(t, nt, packs, load, store);
     let mut e = packs * per + t;
     while e < count {
         // SAFETY: `e < count`.
@@ -283,20 +303,13 @@ unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize)
     // elements both pointers are `W`-aligned (they agree modulo `wsize`).
     unsafe {
         let (wd, ws) = (dst.add(head).cast::<W>(), src.add(head).cast::<W>());
-        let mut i = t;
-        // Four loads in flight before their stores (the compiler may not hoist a load above
-        // a store that could alias it).
-        while i + 3 * nt < words {
-            let v = [0, 1, 2, 3].map(|j| W::load(ws.add(i + j * nt)));
-            for (j, v) in v.into_iter().enumerate() {
-                W::store(wd.add(i + j * nt), v);
-            }
-            i += 4 * nt;
-        }
-        while i < words {
-            W::store(wd.add(i), W::load(ws.add(i)));
-            i += nt;
-        }
+        in_flight(
+            t,
+            nt,
+            words,
+            |i| W::load(ws.add(i)),
+            |i, v| W::store(wd.add(i), v),
+        );
         let mut e = t;
         while e < head {
             dst.add(e).write(src.add(e).read());
