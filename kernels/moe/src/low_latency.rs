@@ -49,7 +49,7 @@ use rshmem_coll::peers::Peers;
 use rshmem_coll::{signal as sig, tile, MAX_PEERS};
 use rshmem_device::half::Half;
 use rshmem_device::shmem::{self, Team};
-use rshmem_device::{bf16, thread, KernelArg};
+use rshmem_device::{bf16, thread, warp, KernelArg};
 
 /// The low-latency buffers on this PE (a kernel argument). `E` local experts, `n` ranks,
 /// `R = max_tokens`, `H = hidden`, `k = top_k`.
@@ -308,23 +308,36 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
 ///
 /// # Safety
 ///
-/// After this PE's [`recv`] of the call in stream order; `expert_out` holds `local × n R ×
-/// hidden` elements in symmetric memory; `ll` as for [`send`].
+/// Blocks of whole warps; after this PE's [`recv`] of the call in stream order; `expert_out`
+/// holds `local × n R × hidden` elements in symmetric memory; `ll` as for [`send`].
 #[inline(always)]
 pub unsafe fn combine_send(team: Team, ll: LlBufs, expert_out: *const bf16, call: MoeCall) {
     let peers = Peers::of(team);
     let (h, rows_per) = (call.hidden as usize, (call.size * call.max_tokens) as usize);
+    let local = call.local_experts() as usize;
     let mut w = thread::block_idx_x() as usize;
     // Rows of every expert, one block a row: w walks expert 0's rows, then expert 1's, ...
-    let mut j = 0usize;
-    let mut before = 0usize;
-    while j < call.local_experts() as usize {
-        // SAFETY: written by `recv`, which finished before this kernel.
-        let count = unsafe { ll.recv_count.add(j).read() } as usize;
-        while w < before + count {
-            let row = j * rows_per + (w - before);
-            // SAFETY: the row is one of expert j's; its source's slot for the entry lies in
-            // `combine_recv` (entries < R k) and only this row is sent there.
+    // Experts go 32 at a time, a lane's count each, their starts by a warp scan (each warp
+    // the same), so a block reads the counts once, not one dependent load per expert.
+    let (mut j0, mut before) = (0usize, 0usize);
+    while j0 < local {
+        let j = j0 + warp::lane_id() as usize;
+        let count = if j < local {
+            // SAFETY: written by `recv`, which finished before this kernel; j < local.
+            unsafe { ll.recv_count.add(j).read() }
+        } else {
+            0
+        };
+        let (start, total) = crate::route::warp_scan(count);
+        while w < before + total as usize {
+            // Row w's expert: the last lane starting at or below it (an empty expert starts
+            // where the next one does, so it is never the last).
+            let at = (w - before) as u32;
+            let lane = 31 - warp::ballot(u32::MAX, start <= at).leading_zeros();
+            let row = (j0 + lane as usize) * rows_per
+                + (at - warp::shfl_idx(u32::MAX, start, lane)) as usize;
+            // SAFETY: the row is one of that expert's; its source's slot for the entry lies
+            // in `combine_recv` (entries < R k) and only this row is sent there.
             unsafe {
                 let (src, entry) = (
                     ll.recv_src.add(2 * row).read(),
@@ -335,8 +348,8 @@ pub unsafe fn combine_send(team: Team, ll: LlBufs, expert_out: *const bf16, call
             }
             w += thread::grid_dim_x() as usize;
         }
-        before += count;
-        j += 1;
+        before += total as usize;
+        j0 += 32;
     }
     thread::sync_threads();
     if thread::thread_idx_x() == 0 {

@@ -25,7 +25,7 @@
 //! | `moe_ll_send` | [`low_latency::send`] | any grid |
 //! | `moe_ll_signal_counts` | [`low_latency::signal_counts`] | any grid |
 //! | `moe_ll_recv` | [`low_latency::recv`] | blocks of at least `size` threads |
-//! | `moe_ll_combine_send` | [`low_latency::combine_send`] | any grid |
+//! | `moe_ll_combine_send` | [`low_latency::combine_send`] | any grid of whole-warp blocks |
 //! | `moe_ll_signal_combine` | [`low_latency::signal_combine`] | one block of `barrier::threads(size)` |
 //! | `moe_ll_combine_reduce` | [`low_latency::combine_reduce`] | blocks of at least `size` threads |
 //!
