@@ -1,10 +1,11 @@
 //! Dispatch: each token to the ranks of its experts, once per rank, then grouped by expert
 //! there. Four kernels after the [`crate::barrier`] and [`crate::route`], in stream order:
 //!
-//! 1. [`send`] (any grid of blocks of at least `top_k` threads): per token and destination rank `d`, its record (token index; per
-//!    entry the local expert on `d`, its position, its weight) and its row into `d`'s staging
-//!    region for this PE, at the token's slot: stores through the peer mapping, or NVSHMEM
-//!    puts where `d` has none (`rshmem_coll::tile::push_tile`); then `quiet`.
+//! 1. [`send`] (any grid of blocks of at least `top_k` threads): per token and destination
+//!    rank `d`, its record (token index; per entry the local expert on `d`, its position, its
+//!    weight) and its row into `d`'s staging region for this PE, at the token's slot: stores
+//!    through the peer mapping, or NVSHMEM puts where `d` has none
+//!    (`rshmem_coll::tile::push_tile`); then `quiet`.
 //! 2. [`signal`] (one block, [`crate::barrier::threads`]): thread `d` sends rank `d` this
 //!    PE's count row (tokens, rows per expert of `d`), then sets `d`'s data flag of this PE
 //!    to the epoch (`rshmem_coll::signal`). The sends of step 1 finished before this kernel
@@ -38,8 +39,9 @@ pub enum Announce {
 ///
 /// # Safety
 ///
-/// Blocks of at least `top_k` threads (a thread writes each entry of a record); `x` holds `tokens` rows of `data_bytes` and `scales` `tokens × call.scales` f32 (unused
-/// when 0), in symmetric memory (an NVSHMEM put's source where a rank has no peer mapping);
+/// Blocks of at least `top_k` threads (a thread writes each entry of a record); `x` holds
+/// `tokens` rows of `data_bytes` and `scales` `tokens × call.scales` f32 (unused when 0), in
+/// symmetric memory (an NVSHMEM put's source where a rank has no peer mapping);
 /// `topk` and `weights` hold `tokens × top_k`; `bufs` this PE's buffers
 /// of the call's shape (every member's at the same symmetric addresses), after this call's
 /// route; every member of `team` runs the same call.
