@@ -138,3 +138,27 @@ pub fn sum<T: WarpValue + core::ops::Add<Output = T>>(value: T) -> T {
     }
     v
 }
+
+/// The sum of `value` over the lanes below this one (0 on lane 0), and over all 32 lanes: an
+/// exclusive scan (Hillis-Steele over `shfl_up`), for numbering what each lane contributes.
+/// Every lane calls.
+#[inline(always)]
+pub fn exclusive_sum<T>(value: T) -> (T, T)
+where
+    T: WarpValue + core::ops::Add<Output = T> + core::ops::Sub<Output = T>,
+{
+    let lane = lane_id();
+    let mut inclusive = value;
+    let mut d = 1;
+    while d < WARP_SIZE {
+        let below = shfl_up(FULL_MASK, inclusive, d);
+        if lane >= d {
+            inclusive = inclusive + below;
+        }
+        d *= 2;
+    }
+    (
+        inclusive - value,
+        shfl_idx(FULL_MASK, inclusive, WARP_SIZE - 1),
+    )
+}

@@ -23,7 +23,7 @@ use crate::call::{data_slot, destinations, LayoutWords, MoeBufs, MoeCall, NONE};
 use rshmem_coll::peers::Peers;
 use rshmem_coll::{signal as sig, tile, MAX_PEERS};
 use rshmem_device::shmem::{self, Team, Thread};
-use rshmem_device::{device_assert, thread};
+use rshmem_device::{device_assert, thread, warp};
 
 /// What [`signal`] announces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,7 +212,7 @@ pub unsafe fn layout(team: Team, bufs: MoeBufs, call: MoeCall) {
                 }
             }
         }
-        let (before, total) = crate::route::warp_scan(rows.next_multiple_of(call.align));
+        let (before, total) = warp::exclusive_sum(rows.next_multiple_of(call.align));
         if j < local {
             // SAFETY: j < local: the words lie in `layout`.
             unsafe {

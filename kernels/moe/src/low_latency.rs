@@ -328,7 +328,7 @@ pub unsafe fn combine_send(team: Team, ll: LlBufs, expert_out: *const bf16, call
         } else {
             0
         };
-        let (start, total) = crate::route::warp_scan(count);
+        let (start, total) = warp::exclusive_sum(count);
         while w < before + total as usize {
             // Row w's expert: the last lane starting at or below it (an empty expert starts
             // where the next one does, so it is never the last).

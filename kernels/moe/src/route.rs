@@ -52,20 +52,6 @@ pub const fn shared_bytes(call: &MoeCall) -> u32 {
     4 * (THREADS / 32) * chunk(call)
 }
 
-/// The sum of `v` over the lanes below this one, and over the whole warp (every lane calls).
-#[inline(always)]
-pub(crate) fn warp_scan(v: u32) -> (u32, u32) {
-    let lane = warp::lane_id();
-    let mut inclusive = v;
-    for d in [1, 2, 4, 8, 16] {
-        let below = warp::shfl_up(u32::MAX, inclusive, d);
-        if lane >= d {
-            inclusive += below;
-        }
-    }
-    (inclusive - v, warp::shfl_idx(u32::MAX, inclusive, 31))
-}
-
 /// The lanes whose `key` equals this lane's, among those where `valid` holds (every lane
 /// calls; `key < 2^bits` where valid): one vote per bit instead of a vote per distinct key.
 #[inline(always)]

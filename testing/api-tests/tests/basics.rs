@@ -53,6 +53,7 @@ fn warp_operations(shmem: &Shmem) -> Outcome {
             let o = &got[(w * 32 + lane) * basics::WARP_OPS_OUT..][..basics::WARP_OPS_OUT];
             let up = if lane >= 1 { v[lane - 1] } else { v[lane] };
             let down = if lane + 2 < 32 { v[lane + 2] } else { v[lane] };
+            let below = v[..lane].iter().fold(0u32, |a, &x| a.wrapping_add(x));
             let expected = [
                 v[3],
                 up,
@@ -61,6 +62,8 @@ fn warp_operations(shmem: &Shmem) -> Outcome {
                 ballot,
                 1,
                 v.contains(&7) as u32,
+                sum,
+                below,
                 sum,
             ];
             assert_eq!(o, expected, "warp {w} lane {lane}");
