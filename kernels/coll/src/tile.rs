@@ -10,6 +10,8 @@
 //! * [`copy_tile`]: the copy itself, between any two addresses this thread can access, in the
 //!   widest words both ends are aligned for; [`fan_out`] one source into several
 //!   destinations, each pack loaded once; [`zero_tile`] zeroes.
+//! * [`by_packs`]: any other per-element work shared out the same way (whole packs, then
+//!   elements).
 //!
 //! None of them orders anything: follow a push with [`crate::signal`] before the owner reads.
 //!
@@ -36,6 +38,45 @@ pub fn block_lanes() -> (usize, usize) {
         thread::thread_rank_in_block() as usize,
         thread::block_dim().size() as usize,
     )
+}
+
+/// How many whole 16-byte packs `count` elements of `E` hold where they may move as packs:
+/// none unless `aligned` (every pointer involved on 16 bytes) and `E`'s size divides 16.
+#[inline(always)]
+pub fn whole_packs<E>(count: usize, aligned: bool) -> usize {
+    let size = size_of::<E>().max(1);
+    if aligned && pack::BYTES % size == 0 {
+        count / (pack::BYTES / size)
+    } else {
+        0
+    }
+}
+
+/// `f(i)` for this thread's indices `first, first + stride, … < end`.
+#[inline(always)]
+fn strided(first: usize, stride: usize, end: usize, mut f: impl FnMut(usize)) {
+    let mut i = first;
+    while i < end {
+        f(i);
+        i += stride;
+    }
+}
+
+/// A block's share of `count` elements of `E`: `pack(i)` for each of the
+/// [`whole_packs`]`(count, aligned)`, then `element(e)` for the elements past them, each index
+/// on one thread. Every thread of the block calls it with the same arguments.
+#[inline(always)]
+pub fn by_packs<E>(
+    count: usize,
+    aligned: bool,
+    pack: impl FnMut(usize),
+    mut element: impl FnMut(usize),
+) {
+    let (t, nt) = block_lanes();
+    let packs = whole_packs::<E>(count, aligned);
+    strided(t, nt, packs, pack);
+    let per = pack::BYTES / size_of::<E>().max(1);
+    strided(packs * per + t, nt, count, &mut element);
 }
 
 /// For `i` in `0..count`, stores the reduction of `srcs[0][i], srcs[1][i], …` (in that order)
@@ -133,30 +174,27 @@ fn in_flight<T: Copy>(
     }
 }
 
-/// Copies `src[0..count]` into every non-null destination of `dsts`: each pack loaded once
-/// and stored to each (a row that fans out to several places, as an MoE token to its
-/// experts). Every thread of the block calls it with the same arguments. Packs of 16 bytes
-/// where every pointer is 16-byte aligned and the element size divides 16, elements
-/// otherwise.
+/// Copies `src[0..count]` into every non-null destination of `dsts` (up to [`MAX_PEERS`]):
+/// each pack loaded once and stored to each (a row that fans out to several places, as an MoE
+/// token to its experts). Every thread of the block calls it with the same arguments. Packs
+/// of 16 bytes where every pointer is 16-byte aligned and the element size divides 16,
+/// elements otherwise.
 ///
 /// # Safety
 ///
 /// `src` valid for `count` reads and each non-null destination for `count` writes (local or
 /// peer-mapped), none overlapping `src`; no write races with them.
 #[inline(always)]
-pub unsafe fn fan_out<E: Copy>(dsts: &[*mut E; MAX_PEERS], src: *const E, count: usize) {
+pub unsafe fn fan_out<E: Copy, const N: usize>(dsts: &[*mut E; N], src: *const E, count: usize) {
+    const { assert!(N <= MAX_PEERS) };
     let (t, nt) = block_lanes();
-    let mut aligned = pack::aligned(src) && pack::BYTES % size_of::<E>() == 0;
-    for d in dsts {
-        aligned &= pack::aligned(*d);
-    }
-    let per = pack::BYTES / size_of::<E>().max(1);
-    let packs = if aligned { count / per } else { 0 };
+    let aligned = pack::aligned(src) && dsts.iter().all(|d| pack::aligned(*d));
+    let packs = whole_packs::<E>(count, aligned);
     let from = src.cast::<Pack>();
     // SAFETY: packs below `packs` lie inside `src` and every destination.
     let load = |i: usize| unsafe { pack::load(from.add(i)) };
     let store = |i: usize, v: Pack| {
-        crate::unroll8!(r < MAX_PEERS => {
+        crate::unroll8!(r < N => {
             if !dsts[r].is_null() {
                 // SAFETY: as above.
                 unsafe { pack::store(dsts[r].cast::<Pack>().add(i), v) };
@@ -164,19 +202,18 @@ pub unsafe fn fan_out<E: Copy>(dsts: &[*mut E; MAX_PEERS], src: *const E, count:
         });
     };
     in_flight(t, nt, packs, load, store);
-    let mut e = packs * per + t;
-    while e < count {
+    let per = pack::BYTES / size_of::<E>().max(1);
+    strided(packs * per + t, nt, count, |e| {
         // SAFETY: `e < count`.
         unsafe {
             let v = src.add(e).read();
-            crate::unroll8!(r < MAX_PEERS => {
+            crate::unroll8!(r < N => {
                 if !dsts[r].is_null() {
                     dsts[r].add(e).write(v);
                 }
             });
         }
-        e += nt;
-    }
+    });
 }
 
 /// Zeroes `dst[0..count]` (bit patterns of zero): packs where `dst` is 16-byte aligned and
@@ -187,22 +224,14 @@ pub unsafe fn fan_out<E: Copy>(dsts: &[*mut E; MAX_PEERS], src: *const E, count:
 /// `dst` valid for `count` writes; no access races with them.
 #[inline(always)]
 pub unsafe fn zero_tile<E: Copy + Default>(dst: *mut E, count: usize) {
-    let (t, nt) = block_lanes();
-    let per = pack::BYTES / size_of::<E>().max(1);
-    let whole = pack::aligned(dst) && pack::BYTES % size_of::<E>() == 0;
-    let packs = if whole { count / per } else { 0 };
-    let mut i = t;
-    while i < packs {
+    by_packs::<E>(
+        count,
+        pack::aligned(dst),
         // SAFETY: pack `i` lies inside `dst`.
-        unsafe { pack::store(dst.cast::<Pack>().add(i), Pack::default()) };
-        i += nt;
-    }
-    let mut e = packs * per + t;
-    while e < count {
+        |i| unsafe { pack::store(dst.cast::<Pack>().add(i), Pack::default()) },
         // SAFETY: `e < count`.
-        unsafe { dst.add(e).write(E::default()) };
-        e += nt;
-    }
+        |e| unsafe { dst.add(e).write(E::default()) },
+    );
 }
 
 /// Copies `count` elements from `src` to `dst`, both addresses this thread can load and store
@@ -310,16 +339,9 @@ unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize)
             |i| W::load(ws.add(i)),
             |i, v| W::store(wd.add(i), v),
         );
-        let mut e = t;
-        while e < head {
-            dst.add(e).write(src.add(e).read());
-            e += nt;
-        }
-        let mut e = tail + t;
-        while e < count {
-            dst.add(e).write(src.add(e).read());
-            e += nt;
-        }
+        let element = |e: usize| dst.add(e).write(src.add(e).read());
+        strided(t, nt, head, element);
+        strided(tail + t, nt, count, element);
     }
 }
 

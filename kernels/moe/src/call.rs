@@ -15,7 +15,7 @@
 //! assert_eq!((call.staged_bytes(), call.with_fp8().staged_bytes()), (2048, 1024 + 32));
 //! ```
 
-use rshmem_coll::{tile, MAX_PEERS};
+use rshmem_coll::tile;
 use rshmem_device::KernelArg;
 
 /// "No value" in the u32 words of the buffers: a token not sent to a rank, a record entry
@@ -153,10 +153,11 @@ impl MoeCall {
     }
 
     /// Copies the staged row `src` (what [`MoeCall::push_staged`] left) into the received
-    /// rows `x[r]` (`data_bytes` each; null ones skipped), each pack of it loaded once, and its
-    /// scales (if any) to `scales[r][i × scale_step]`, `scale_step` the received rows' count
-    /// (the FP8 grouped GEMM's layout for A, where a K block's scales of every row are
-    /// contiguous). Every thread of the block calls it.
+    /// rows `x[r]` (`data_bytes` each, up to [`rshmem_coll::MAX_PEERS`] of them; null ones
+    /// skipped), each pack of it loaded once, and its scales (if any) to
+    /// `scales[r][i × scale_step]`, `scale_step` the received rows' count (the FP8 grouped
+    /// GEMM's layout for A, where a K block's scales of every row are contiguous). Every thread
+    /// of the block calls it.
     ///
     /// # Safety
     ///
@@ -164,11 +165,11 @@ impl MoeCall {
     /// non-null `x[r]` valid for `data_bytes` writes and `scales[r]` for `self.scales` at that
     /// step; nothing else writes them meanwhile.
     #[inline(always)]
-    pub unsafe fn receive_staged(
+    pub unsafe fn receive_staged<const N: usize>(
         &self,
         src: *const u8,
-        x: &[*mut u8; MAX_PEERS],
-        scales: &[*mut f32; MAX_PEERS],
+        x: &[*mut u8; N],
+        scales: &[*mut f32; N],
         scale_step: usize,
     ) {
         // SAFETY: the caller's.

@@ -36,7 +36,6 @@ pub unsafe fn send(team: Team, bufs: MoeBufs, expert_out: *const bf16, call: Moe
     // SAFETY: after the dispatch's layout (the contract).
     let got = unsafe { Received::of(&bufs, &call) };
     let (h, r) = (got.h, call.max_tokens as usize);
-    let (tid, nt) = tile::block_lanes();
     let out_aligned = pack::aligned(bufs.combine_recv) && pack::aligned(bufs.combine_stage);
     let mut i = thread::block_idx_x();
     while i < got.count {
@@ -56,24 +55,17 @@ pub unsafe fn send(team: Team, bufs: MoeBufs, expert_out: *const bf16, call: Moe
             };
             let sum = Sum::new(call.top_k, expert_out, h, |kk| got.row(&token, kk));
             // Packs of eight where every row starts on 16 bytes (out's rows on 32).
-            let groups = if sum.packed() && out_aligned {
-                h / 8
-            } else {
-                0
-            };
-            let mut g = tid;
-            while g < groups {
-                let acc = sum.pack(g);
-                let o = out.add(8 * g).cast::<Pack>();
-                pack::store(o, pack::from_lanes(&acc[..4]));
-                pack::store(o.add(1), pack::from_lanes(&acc[4..]));
-                g += nt;
-            }
-            let mut e = groups * 8 + tid;
-            while e < h {
-                out.add(e).write(sum.element(e));
-                e += nt;
-            }
+            tile::by_packs::<bf16>(
+                h,
+                sum.packed() && out_aligned,
+                |g| {
+                    let acc = sum.pack(g);
+                    let o = out.add(8 * g).cast::<Pack>();
+                    pack::store(o, pack::from_lanes(&acc[..4]));
+                    pack::store(o.add(1), pack::from_lanes(&acc[4..]));
+                },
+                |e| out.add(e).write(sum.element(e)),
+            );
             if mapped.is_null() {
                 thread::sync_threads();
                 tile::push_tile(dst, out, h, pe);
@@ -103,9 +95,7 @@ pub unsafe fn reduce(team: Team, bufs: MoeBufs, out: *mut bf16, call: MoeCall) {
     }
     thread::sync_threads();
     let (h, r) = (call.hidden as usize, call.max_tokens as usize);
-    let (tid, nt) = tile::block_lanes();
     let aligned = h % 8 == 0 && pack::aligned(out) && pack::aligned(bufs.combine_recv);
-    let groups = if aligned { h / 8 } else { 0 };
     let mut t = thread::block_idx_x();
     while t < call.tokens {
         // SAFETY: t < tokens: its send slots are the route's of this call; the partials of
@@ -113,36 +103,34 @@ pub unsafe fn reduce(team: Team, bufs: MoeBufs, out: *mut bf16, call: MoeCall) {
         unsafe {
             let slots = bufs.send_slot.add(t as usize * call.size as usize);
             let partial = |d: u32| bufs.combine_recv.add((d as usize * r + t as usize) * h);
-            let mut g = tid;
-            while g < groups {
-                let mut acc = [0.0f32; 8];
-                for d in 0..call.size {
-                    if slots.add(d as usize).read() != NONE {
-                        let p = partial(d).add(8 * g).cast::<Pack>();
-                        let (lo, hi) = (pack::load(p), pack::load(p.add(1)));
-                        rshmem_coll::unroll8!(l < 4 => {
-                            acc[l] += pack::lane::<f32>(&lo, l);
-                            acc[l + 4] += pack::lane::<f32>(&hi, l);
-                        });
+            tile::by_packs::<bf16>(
+                h,
+                aligned,
+                |g| {
+                    let mut acc = [0.0f32; 8];
+                    for d in 0..call.size {
+                        if slots.add(d as usize).read() != NONE {
+                            let p = partial(d).add(8 * g).cast::<Pack>();
+                            let (lo, hi) = (pack::load(p), pack::load(p.add(1)));
+                            rshmem_coll::unroll8!(l < 4 => {
+                                acc[l] += pack::lane::<f32>(&lo, l);
+                                acc[l + 4] += pack::lane::<f32>(&hi, l);
+                            });
+                        }
                     }
-                }
-                pack::store(
-                    out.add(t as usize * h + 8 * g).cast::<Pack>(),
-                    bf16_pack(&acc),
-                );
-                g += nt;
-            }
-            let mut e = groups * 8 + tid;
-            while e < h {
-                let mut acc = 0.0f32;
-                for d in 0..call.size {
-                    if slots.add(d as usize).read() != NONE {
-                        acc += partial(d).add(e).read();
+                    let o = out.add(t as usize * h + 8 * g).cast::<Pack>();
+                    pack::store(o, bf16_pack(&acc));
+                },
+                |e| {
+                    let mut acc = 0.0f32;
+                    for d in 0..call.size {
+                        if slots.add(d as usize).read() != NONE {
+                            acc += partial(d).add(e).read();
+                        }
                     }
-                }
-                out.add(t as usize * h + e).write(bf16::from_f32_rn(acc));
-                e += nt;
-            }
+                    out.add(t as usize * h + e).write(bf16::from_f32_rn(acc));
+                },
+            );
         }
         t += thread::grid_dim_x();
     }

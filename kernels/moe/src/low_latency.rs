@@ -46,7 +46,7 @@ use crate::call::{MoeCall, RouteBufs, NONE};
 use crate::weighted::{bf16_pack, Sum};
 use rshmem_coll::pack::{self, Pack};
 use rshmem_coll::peers::Peers;
-use rshmem_coll::{signal as sig, tile, MAX_PEERS};
+use rshmem_coll::{signal as sig, tile};
 use rshmem_device::half::Half;
 use rshmem_device::shmem::{self, Team};
 use rshmem_device::{bf16, thread, warp, KernelArg};
@@ -281,10 +281,8 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
                 for p in 0..rows {
                     let from = (j * n + src) * r + p;
                     let to = j * n * r + base + p;
-                    let mut x = [core::ptr::null_mut(); MAX_PEERS];
-                    let mut scales = [core::ptr::null_mut(); MAX_PEERS];
-                    (x[0], scales[0]) = (ll.recv_x.add(to * data), ll.recv_scales.wrapping_add(to));
-                    call.receive_staged(ll.staging.add(from * staged), &x, &scales, m);
+                    let (x, scales) = (ll.recv_x.add(to * data), ll.recv_scales.wrapping_add(to));
+                    call.receive_staged(ll.staging.add(from * staged), &[x], &[scales], m);
                     if first {
                         ll.recv_src.add(2 * to).write(src as u32);
                         ll.recv_src.add(2 * to + 1).write(ll.meta.add(from).read());
@@ -409,7 +407,6 @@ pub unsafe fn combine_reduce(
     }
     thread::sync_threads();
     let h = call.hidden as usize;
-    let (tid, nt) = tile::block_lanes();
     let mut t = thread::block_idx_x();
     while t < call.tokens {
         let entry = |kk: u32| {
@@ -418,24 +415,15 @@ pub unsafe fn combine_reduce(
             unsafe { expert(&call, topk, t, kk).map(|_| (i, weights.add(i as usize).read())) }
         };
         let sum = Sum::new(call.top_k, ll.combine_recv, h, entry);
-        let groups = if sum.packed() && pack::aligned(out) {
-            h / 8
-        } else {
-            0
-        };
         // SAFETY: `out` holds tokens × hidden; the slots of t's valid entries hold rows.
         unsafe {
             let row = out.add(t as usize * h);
-            let mut g = tid;
-            while g < groups {
-                pack::store(row.add(8 * g).cast::<Pack>(), bf16_pack(&sum.pack(g)));
-                g += nt;
-            }
-            let mut e = groups * 8 + tid;
-            while e < h {
-                row.add(e).write(bf16::from_f32_rn(sum.element(e)));
-                e += nt;
-            }
+            tile::by_packs::<bf16>(
+                h,
+                sum.packed() && pack::aligned(out),
+                |g| pack::store(row.add(8 * g).cast::<Pack>(), bf16_pack(&sum.pack(g))),
+                |e| row.add(e).write(bf16::from_f32_rn(sum.element(e))),
+            );
         }
         t += thread::grid_dim_x();
     }
