@@ -241,7 +241,11 @@ pub unsafe fn signal_counts(team: Team, ll: LlBufs, call: MoeCall) {
     }
 }
 
-/// Step 5 (module docs): block `b` packs local experts `b, b + gridDim, ...`.
+/// Step 5 (module docs). Each local expert's rows are split in `pieces = max(1, gridDim /
+/// local)` pieces (row `g` of the expert's packed rows in piece `g % pieces`), and block `b`
+/// packs units `b, b + gridDim, ...` (unit `u`: expert `u / pieces`, piece `u % pieces`): with
+/// a few experts (8 of Mixtral's) a block per expert would copy its hundreds of rows one
+/// after another.
 ///
 /// # Safety
 ///
@@ -254,11 +258,14 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
     let epoch = unsafe { ll.epoch() };
     let (r, n) = (call.max_tokens as usize, call.size as usize);
     let (data, staged) = (call.data_bytes() as usize, call.staged_bytes() as usize);
+    let local = call.local_experts() as usize;
     // Rows of the masked layout: a K block's scales of every row are contiguous.
-    let m = call.local_experts() as usize * n * r;
+    let m = local * n * r;
+    let pieces = (thread::grid_dim_x() as usize / local).max(1);
     let first = thread::thread_idx_x() == 0;
-    let mut j = thread::block_idx_x() as usize;
-    while j < call.local_experts() as usize {
+    let mut u = thread::block_idx_x() as usize;
+    while u < local * pieces {
+        let (j, q) = (u / pieces, u % pieces);
         let s = thread::thread_idx_x();
         if s < peers.n {
             // SAFETY: the flag lies in the buffer; rank s sets it for this call.
@@ -278,7 +285,9 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
             unsafe {
                 let flag = ll.flags.add(j * n + src).read_volatile();
                 let rows = (flag & 0xFFFF_FFFF) as usize;
-                for p in 0..rows {
+                // This piece's first row of the source: the one at `q` modulo `pieces`.
+                let mut p = (q + pieces - base % pieces) % pieces;
+                while p < rows {
                     let from = (j * n + src) * r + p;
                     let to = j * n * r + base + p;
                     let (x, scales) = (ll.recv_x.add(to * data), ll.recv_scales.wrapping_add(to));
@@ -287,17 +296,18 @@ pub unsafe fn recv(team: Team, ll: LlBufs, call: MoeCall) {
                         ll.recv_src.add(2 * to).write(src as u32);
                         ll.recv_src.add(2 * to + 1).write(ll.meta.add(from).read());
                     }
+                    p += pieces;
                 }
                 base += rows;
             }
         }
-        if first {
+        if first && q == 0 {
             // SAFETY: recv_count holds one word per local expert.
             unsafe { ll.recv_count.add(j).write(base as u32) };
         }
-        // The next expert's waits reuse the block's threads.
+        // The next unit's waits reuse the block's threads.
         thread::sync_threads();
-        j += thread::grid_dim_x() as usize;
+        u += thread::grid_dim_x() as usize;
     }
 }
 

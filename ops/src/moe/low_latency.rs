@@ -399,15 +399,12 @@ impl<'s> Ops<'s> {
         let call = ll.config.call(ll.size, tokens, 0);
         let (team, dev) = (ll.team, ll.device());
         let (_, wide) = self.moe_grids(ll.size);
+        // At least a block per SM: a few experts' rows are split among them (the step's
+        // docs); not more, as every block spins on flags while its ranks' sends run.
+        let blocks = call.local_experts().max(self.info.multiprocessors);
         // SAFETY: as for the sends, which this PE queued last on these buffers; the blocks
         // have THREADS >= size threads (at most MAX_RANKS ranks).
-        unsafe {
-            module.launch_on::<k::moe_ll_recv>(
-                stream,
-                wide(call.local_experts()),
-                (team, dev, call),
-            )?
-        };
+        unsafe { module.launch_on::<k::moe_ll_recv>(stream, wide(blocks), (team, dev, call))? };
         ll.step = Step::Received { tokens };
         Ok(())
     }
