@@ -33,7 +33,7 @@
 //!    then its count flag there (`epoch`); the entries indexed by (expert, position);
 //! 4. [`send`]: waits for every rank's count flag; lays out this PE's experts (`src_base`,
 //!    `recv_count`); then this PE's rows into their final rows on each expert's rank (in
-//!    pieces of [`SEND_ROWS`] rows spread over the blocks), each row's `(rank, entry)` into
+//!    pieces of up to [`SEND_ROWS`] rows spread over the blocks), each row's `(rank, entry)` into
 //!    `recv_src` beside it; the block that completes an expert's rows sets its arrival flag
 //!    `[j × n + rank] = epoch << 32 | rows` there;
 //! 5. the gate/up GEMM (`ArrivalSchedule` + `SwiGlu`) over `recv_x` → `act`;
@@ -248,14 +248,28 @@ pub unsafe fn prepare(team: Team, lb: LayerBufs, topk: *const i32, call: MoeCall
     }
 }
 
-/// Rows of one expert a block of [`send`] copies as one piece of work: small enough that an
-/// expert with many rows is spread over many blocks (8 experts of 1000 rows each would
+/// The most rows of one expert a block of [`send`] copies as one piece of work: small enough
+/// that an expert with many rows is spread over many blocks (8 experts of 1000 rows each would
 /// otherwise be 8 blocks copying row after row), large enough to amortise the piece's
-/// bookkeeping (one atomic per piece).
+/// bookkeeping (one atomic per piece). Fewer where the entries are few ([`piece_rows`]).
 pub const SEND_ROWS: u32 = 16;
 
+/// The rows per piece of [`send`] on a grid of `blocks`: the call's entries spread over every
+/// block, 1 to [`SEND_ROWS`] (128 tokens of top-2 in pieces of 16 kept 24 blocks busy
+/// copying 16 rows each in turn, the rest of the GPU idle).
+pub const fn piece_rows(call: &MoeCall, blocks: u32) -> u32 {
+    let per = (call.tokens * call.top_k).div_ceil(if blocks == 0 { 1 } else { blocks });
+    if per == 0 {
+        1
+    } else if per > SEND_ROWS {
+        SEND_ROWS
+    } else {
+        per
+    }
+}
+
 /// Step 4 (module docs), any 1-D grid of blocks of at least `size` threads: the rows go in
-/// pieces of [`SEND_ROWS`] rows of one expert, expert after expert (of all ranks' experts),
+/// pieces of [`piece_rows`] rows of one expert, expert after expert (of all ranks' experts),
 /// block `b` taking pieces `b, b + gridDim, ...`; the block that completes an expert's last
 /// piece (`sent[e]` reaches its count) sets the expert's arrival flag on its rank.
 ///
@@ -301,10 +315,11 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
     // Expert `e` and the pieces of the experts before it; pieces only grow with the block's
     // index, so the walk over experts goes one way.
     let (mut e, mut before) = (0u32, 0u32);
+    let rows_per_piece = piece_rows(&call, thread::grid_dim_x());
     let mut piece = thread::block_idx_x();
     loop {
-        while e < call.experts && piece >= before + count(e).div_ceil(SEND_ROWS) {
-            before += count(e).div_ceil(SEND_ROWS);
+        while e < call.experts && piece >= before + count(e).div_ceil(rows_per_piece) {
+            before += count(e).div_ceil(rows_per_piece);
             e += 1;
         }
         if e >= call.experts {
@@ -317,8 +332,8 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
             // SAFETY: as above.
             row += unsafe { rows(&lb, &call, s, d, j) };
         }
-        let first = (piece - before) * SEND_ROWS;
-        let last = (first + SEND_ROWS).min(total);
+        let first = (piece - before) * rows_per_piece;
+        let last = (first + rows_per_piece).min(total);
         for p in first..last {
             // SAFETY: `prepare` indexed every position below the count (`< R`); the
             // destination rows `row .. row + total` lie in expert j's region on `d`
@@ -598,7 +613,20 @@ pub unsafe fn push_unmapped(ranks: Ranks, lb: LayerBufs, call: MoeCall) {
 
 #[cfg(test)]
 mod tests {
-    use super::meets;
+    use super::{meets, piece_rows, SEND_ROWS};
+    use crate::call::MoeCall;
+
+    #[test]
+    fn pieces_spread_the_entries_over_the_grid() {
+        let call = |tokens, k| MoeCall::new((8, k, 4096), (4096, 1), 1, 1).with_tokens(tokens);
+        // Mixtral's 128 tokens of top-2 on an H100's 132 blocks: two rows a piece.
+        assert_eq!(piece_rows(&call(128, 2), 132), 2);
+        // Prefill: the cap.
+        assert_eq!(piece_rows(&call(4096, 8), 528), SEND_ROWS);
+        // No entries, or no grid: still a row per piece (the walk's divisor).
+        assert_eq!(piece_rows(&call(0, 8), 132), 1);
+        assert_eq!(piece_rows(&call(5, 1), 0), SEND_ROWS.min(5));
+    }
 
     #[test]
     fn ranges_meet_only_where_they_share_a_row() {

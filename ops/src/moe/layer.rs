@@ -507,11 +507,13 @@ impl<'s> Ops<'s> {
                 wide(tokens * cfg.top_k),
                 (team, lb, topk.as_ptr(), call),
             )?;
-            // Pieces of SEND_ROWS rows: at most one per expert more than the entries fill.
+            // Pieces of SEND_ROWS rows (at most one per expert more than the entries fill),
+            // on at least a block per SM: with fewer entries the pieces shrink to match.
             let pieces = (tokens * cfg.top_k).div_ceil(SEND_ROWS) + cfg.experts;
+            let blocks = pieces.max(self.info.multiprocessors);
             module.launch_on::<k::moe_layer_send>(
                 stream,
-                wide(pieces),
+                wide(blocks),
                 (team, lb, x.as_ptr(), call),
             )?;
             let (config, args) = gemm(first, 0);
