@@ -83,10 +83,13 @@ pub unsafe fn wait(flag: *const u64, value: u64, from: i32) {
 }
 
 /// [`wait`] where the PE that sets the flag is known to reach it through the peer mapping
-/// (`shmem::ptr` not null, checked by the caller once): a spin on the flag, then a
-/// system-scope acquire, with no call into NVSHMEM. Where a kernel's hot loop waits, a call
-/// there costs more than the call: ptxas keeps no value in uniform registers across it, and
-/// the GEMM + reduce-scatter's k-loop lost its uniform datapath to the one in [`wait`].
+/// (`shmem::ptr` not null, checked by the caller once): a spin on the flag, then one
+/// system-scope acquire load of it, with no call into NVSHMEM. Where a kernel's hot loop
+/// waits, a call there costs more than the call: ptxas keeps no value in uniform registers
+/// across it, and the GEMM + reduce-scatter's k-loop lost its uniform datapath to the one in
+/// [`wait`]. The acquire is the flag's own load, not a fence after it: a system-scope fence
+/// waits for every memory operation the thread has in flight (a GEMM producer's, once per
+/// tile), and the load that reads the signaller's release is all the ordering needs.
 ///
 /// # Safety
 ///
@@ -99,7 +102,9 @@ pub unsafe fn wait_mapped(flag: *const u64, value: u64) {
     while unsafe { atomic::load::<Sys, u64>(flag, Ordering::Relaxed) } < value {
         poll.pause("rshmem-coll: waiting for a peer's signal");
     }
-    atomic::fence::<Sys>(Ordering::Acquire);
+    // SAFETY: as above. Flags only grow, so this load reads the value seen above or a later
+    // one of the same signaller: either synchronises with its release.
+    unsafe { atomic::load::<Sys, u64>(flag, Ordering::Acquire) };
 }
 
 /// [`signal`] for a whole block: every thread calls it (with the same arguments) after its
