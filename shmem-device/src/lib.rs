@@ -85,6 +85,7 @@ pub mod global;
 pub mod half;
 pub mod hopper;
 pub mod kernel;
+pub mod math;
 pub mod matrix;
 pub mod mma;
 pub mod queue;

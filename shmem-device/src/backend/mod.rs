@@ -20,8 +20,9 @@
 //!    `#[kernel]` contract.
 //!
 //! Families with a namespace of their own are submodules with the same name on both sides:
-//! `cvt` (bf16/f16/tf32 conversions), `mma` (warp-level tensor cores, `ldmatrix`,
-//! `cp.async`) and `hopper` (wgmma, mbarrier, the bulk tensor copies, sm_90a).
+//! `cvt` (bf16/f16/tf32 conversions), `math` (the special function unit's `ex2`, `rcp`), `mma`
+//! (warp-level tensor cores, `ldmatrix`, `cp.async`) and `hopper` (wgmma, mbarrier, the bulk
+//! tensor copies, sm_90a).
 //!
 //! A typed family's public trait (`shmem::RmaScalar`, ...) has the backend's trait as a
 //! supertrait, so a type the public API admits but a backend does not implement is a compile

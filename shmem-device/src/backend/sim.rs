@@ -17,7 +17,7 @@ pub(crate) use crate::sim::device::*;
 // (`mma`, `ldmatrix`, `cp.async`), and the Hopper primitives; the GPU side has modules of
 // the same names.
 pub(crate) use crate::sim::wait::check_spin;
-pub(crate) use crate::sim::{cvt, hopper, mma};
+pub(crate) use crate::sim::{cvt, hopper, math, mma};
 
 /// # Safety
 ///

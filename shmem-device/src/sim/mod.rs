@@ -105,6 +105,7 @@ mod export;
 pub(crate) mod hopper;
 mod host;
 mod launch;
+pub(crate) mod math;
 mod mem;
 pub(crate) mod mma;
 mod printf;

@@ -11,6 +11,7 @@ use rshmem_api_tests::{basics, IMAGE};
 
 per_backend! {
     warp_operations => [2];
+    special_functions_within_their_bounds => [2];
     scoped_atomics => [2];
     shared_memory_reverse => [2];
     peer_system_atomics => [2, 3];
@@ -67,6 +68,61 @@ fn warp_operations(shmem: &Shmem) -> Outcome {
                 sum,
             ];
             assert_eq!(o, expected, "warp {w} lane {lane}");
+        }
+    }
+    shmem.barrier_all()?;
+    Ok(())
+}
+
+/// `rshmem_device::math`'s documented bounds (`ex2` within `2⁻²²` relative where the result
+/// is a normal f32, `rcp` within one ulp), on fresh random inputs and the edges.
+fn special_functions_within_their_bounds(shmem: &Shmem) -> Outcome {
+    let module = shmem.load(&IMAGE)?;
+    let mut x: Vec<f32> = common::random_u32(4096, seed() ^ shmem.my_pe() as u64)
+        .iter()
+        .map(|&r| (r as f64 / u32::MAX as f64 * 260.0 - 130.0) as f32)
+        .collect();
+    x.extend([
+        0.0, -0.0, 1.0, -1.0, 0.5, 127.5, -125.9, 200.0, -200.0, 1e-30, -3e38,
+    ]);
+    let n = x.len();
+    let inp = shmem.alloc_from(&x)?;
+    let mut out = shmem.alloc_from(&vec![f32::NAN; 2 * n])?;
+    // SAFETY: `inp` holds n f32s, `out` 2n.
+    unsafe {
+        module.launch::<basics::special_functions>(
+            LaunchConfig::for_num_elems(n as u32, 128),
+            (inp.as_ptr(), out.as_mut_ptr(), n as u32),
+        )?
+    };
+    let got = out.to_vec()?;
+    for (i, &v) in x.iter().enumerate() {
+        let (e, r) = (got[2 * i] as f64, got[2 * i + 1] as f64);
+        let want_e = (v as f64).exp2();
+        if want_e > f32::MAX as f64 {
+            assert_eq!(e, f64::INFINITY, "exp2_approx({v})");
+        } else if want_e >= f32::MIN_POSITIVE as f64 {
+            assert!(
+                (e - want_e).abs() <= want_e * 2f64.powi(-22),
+                "exp2_approx({v}) = {e}, want {want_e}"
+            );
+        } else {
+            // Subnormal results: flushed to zero on a GPU, exact on the simulator.
+            assert!(e <= f32::MIN_POSITIVE as f64, "exp2_approx({v}) = {e}");
+        }
+        let want_r = 1.0 / v as f64;
+        if v == 0.0 {
+            assert!(
+                r.is_infinite() && r.is_sign_negative() == v.is_sign_negative(),
+                "rcp_approx({v}) = {r}"
+            );
+        } else if want_r.abs() < f32::MIN_POSITIVE as f64 {
+            assert!(r.abs() <= f32::MIN_POSITIVE as f64, "rcp_approx({v}) = {r}");
+        } else {
+            assert!(
+                (r - want_r).abs() <= want_r.abs() * 2f64.powi(-23),
+                "rcp_approx({v}) = {r}, want {want_r}"
+            );
         }
     }
     shmem.barrier_all()?;

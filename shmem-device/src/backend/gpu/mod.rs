@@ -6,6 +6,7 @@ mod atomic;
 pub(crate) mod cvt;
 mod fault;
 pub(crate) mod hopper;
+pub(crate) mod math;
 pub(crate) mod mma;
 mod shmem;
 
