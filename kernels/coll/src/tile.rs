@@ -40,15 +40,17 @@ pub fn block_lanes() -> (usize, usize) {
     )
 }
 
-/// How many whole 16-byte packs `count` elements of `E` hold where they may move as packs:
-/// none unless `aligned` (every pointer involved on 16 bytes) and `E`'s size divides 16.
+/// How `count` elements of `E` split to move as 16-byte packs: the whole packs, and the first
+/// element past them. No packs unless `aligned` (every pointer involved on 16 bytes) and
+/// `E`'s size divides 16.
 #[inline(always)]
-pub fn whole_packs<E>(count: usize, aligned: bool) -> usize {
+fn whole_packs<E>(count: usize, aligned: bool) -> (usize, usize) {
     let size = size_of::<E>().max(1);
     if aligned && pack::BYTES % size == 0 {
-        count / (pack::BYTES / size)
+        let per = pack::BYTES / size;
+        (count / per, count / per * per)
     } else {
-        0
+        (0, 0)
     }
 }
 
@@ -62,9 +64,10 @@ fn strided(first: usize, stride: usize, end: usize, mut f: impl FnMut(usize)) {
     }
 }
 
-/// A block's share of `count` elements of `E`: `pack(i)` for each of the
-/// [`whole_packs`]`(count, aligned)`, then `element(e)` for the elements past them, each index
-/// on one thread. Every thread of the block calls it with the same arguments.
+/// A block's share of `count` elements of `E`: `pack(i)` for each whole 16-byte pack (none
+/// unless `aligned`, every pointer involved on 16 bytes, and `E`'s size divides 16), then
+/// `element(e)` for the elements past them, each index on one thread. Every thread of the
+/// block calls it with the same arguments.
 #[inline(always)]
 pub fn by_packs<E>(
     count: usize,
@@ -73,10 +76,9 @@ pub fn by_packs<E>(
     mut element: impl FnMut(usize),
 ) {
     let (t, nt) = block_lanes();
-    let packs = whole_packs::<E>(count, aligned);
+    let (packs, rest) = whole_packs::<E>(count, aligned);
     strided(t, nt, packs, pack);
-    let per = pack::BYTES / size_of::<E>().max(1);
-    strided(packs * per + t, nt, count, &mut element);
+    strided(rest + t, nt, count, &mut element);
 }
 
 /// For `i` in `0..count`, stores the reduction of `srcs[0][i], srcs[1][i], …` (in that order)
@@ -189,7 +191,7 @@ pub unsafe fn fan_out<E: Copy, const N: usize>(dsts: &[*mut E; N], src: *const E
     const { assert!(N <= MAX_PEERS) };
     let (t, nt) = block_lanes();
     let aligned = pack::aligned(src) && dsts.iter().all(|d| pack::aligned(*d));
-    let packs = whole_packs::<E>(count, aligned);
+    let (packs, rest) = whole_packs::<E>(count, aligned);
     let from = src.cast::<Pack>();
     // SAFETY: packs below `packs` lie inside `src` and every destination.
     let load = |i: usize| unsafe { pack::load(from.add(i)) };
@@ -202,8 +204,7 @@ pub unsafe fn fan_out<E: Copy, const N: usize>(dsts: &[*mut E; N], src: *const E
         });
     };
     in_flight(t, nt, packs, load, store);
-    let per = pack::BYTES / size_of::<E>().max(1);
-    strided(packs * per + t, nt, count, |e| {
+    strided(rest + t, nt, count, |e| {
         // SAFETY: `e < count`.
         unsafe {
             let v = src.add(e).read();

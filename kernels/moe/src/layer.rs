@@ -33,9 +33,9 @@
 //!    then its count flag there (`epoch`); the entries indexed by (expert, position);
 //! 4. [`send`]: waits for every rank's count flag; lays out this PE's experts (`src_base`,
 //!    `recv_count`); then this PE's rows into their final rows on each expert's rank (in
-//!    pieces of up to [`SEND_ROWS`] rows spread over the blocks), each row's `(rank, entry)` into
-//!    `recv_src` beside it; the block that completes an expert's rows sets its arrival flag
-//!    `[j × n + rank] = epoch << 32 | rows` there;
+//!    pieces of up to [`SEND_ROWS`] rows spread over the blocks), each row's `(rank, entry)`
+//!    into `recv_src` beside it; the block that completes an expert's rows sets its arrival
+//!    flag `[j × n + rank] = epoch << 32 | rows` there;
 //! 5. the gate/up GEMM (`ArrivalSchedule` + `SwiGlu`) over `recv_x` → `act`;
 //! 6. the down GEMM (`Grouped` + [`SendRows`]) over `act` → the sources' `combine_recv`;
 //! 7. [`push_unmapped`] (only where a source has no peer mapping);
@@ -257,15 +257,11 @@ pub const SEND_ROWS: u32 = 16;
 /// The rows per piece of [`send`] on a grid of `blocks`: the call's entries spread over every
 /// block, 1 to [`SEND_ROWS`] (128 tokens of top-2 in pieces of 16 kept 24 blocks busy
 /// copying 16 rows each in turn, the rest of the GPU idle).
-pub const fn piece_rows(call: &MoeCall, blocks: u32) -> u32 {
-    let per = (call.tokens * call.top_k).div_ceil(if blocks == 0 { 1 } else { blocks });
-    if per == 0 {
-        1
-    } else if per > SEND_ROWS {
-        SEND_ROWS
-    } else {
-        per
-    }
+#[inline(always)]
+pub fn piece_rows(call: &MoeCall, blocks: u32) -> u32 {
+    (call.tokens * call.top_k)
+        .div_ceil(blocks.max(1))
+        .clamp(1, SEND_ROWS)
 }
 
 /// Step 4 (module docs), any 1-D grid of blocks of at least `size` threads: the rows go in
