@@ -107,6 +107,18 @@ struct Start<'m, 's> {
     gemm: &'m Module<'s>,
 }
 
+/// `$gemm.launch_on` of `<Layout<$b_kn> as $family>::$kernel`: B's layout is a type
+/// parameter of the kernels, known here only at run time.
+macro_rules! launch_for_layout {
+    ($gemm:expr, $family:ident::$kernel:ident, $b_kn:expr, $stream:expr, $config:expr, $args:expr) => {
+        if $b_kn {
+            $gemm.launch_on::<<Layout<true> as $family>::$kernel>($stream, $config, $args)
+        } else {
+            $gemm.launch_on::<<Layout<false> as $family>::$kernel>($stream, $config, $args)
+        }
+    };
+}
+
 /// Tiles of the sm80 tiling (128 x 128), the finer one: the flag buffer's size for either
 /// kernel.
 fn most_tiles(m: u32, n: u32) -> u32 {
@@ -234,13 +246,7 @@ impl<'s> Ops<'s> {
                 // every rank queues the same call after its barrier and pushes its chunk with
                 // `put_signal` on its arrival slot (above, on every PE). Buffers outlive the
                 // kernel (dropping them waits for the PE's work).
-                unsafe {
-                    if b_kn {
-                        gemm.launch_on::<<Layout<true> as Tp90>::AllGather>(stream, config, args)
-                    } else {
-                        gemm.launch_on::<<Layout<false> as Tp90>::AllGather>(stream, config, args)
-                    }
-                }
+                unsafe { launch_for_layout!(gemm, Tp90::AllGather, b_kn, stream, config, args) }
             }
             _ => {
                 let tiles = sm80::tiles(call.problem());
@@ -248,13 +254,7 @@ impl<'s> Ops<'s> {
                 let args = (&a, b, c_ptr, flags.cast_const(), call);
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
                 // multiple of 8, `n` too for B K x N: checked).
-                unsafe {
-                    if b_kn {
-                        gemm.launch_on::<<Layout<true> as Tp80>::AllGather>(stream, config, args)
-                    } else {
-                        gemm.launch_on::<<Layout<false> as Tp80>::AllGather>(stream, config, args)
-                    }
-                }
+                unsafe { launch_for_layout!(gemm, Tp80::AllGather, b_kn, stream, config, args) }
             }
         };
         result?;
@@ -358,15 +358,7 @@ impl<'s> Ops<'s> {
                 // of m / size x n) and `flags` (words for this tiling) are this PE's copies of
                 // the symmetric workspace; every rank queues the same call after its barrier.
                 unsafe {
-                    if b_kn {
-                        gemm.launch_on::<<Layout<true> as Tp90>::ReduceScatter>(
-                            stream, config, args,
-                        )?
-                    } else {
-                        gemm.launch_on::<<Layout<false> as Tp90>::ReduceScatter>(
-                            stream, config, args,
-                        )?
-                    }
+                    launch_for_layout!(gemm, Tp90::ReduceScatter, b_kn, stream, config, args)?
                 }
                 (sm90::BM, sm90::BN)
             }
@@ -377,15 +369,7 @@ impl<'s> Ops<'s> {
                 // SAFETY: as above, with plain pointers (sm_80 or later: `path_for`; `k` a
                 // multiple of 8, `n` too for B K x N: checked).
                 unsafe {
-                    if b_kn {
-                        gemm.launch_on::<<Layout<true> as Tp80>::ReduceScatter>(
-                            stream, config, args,
-                        )?
-                    } else {
-                        gemm.launch_on::<<Layout<false> as Tp80>::ReduceScatter>(
-                            stream, config, args,
-                        )?
-                    }
+                    launch_for_layout!(gemm, Tp80::ReduceScatter, b_kn, stream, config, args)?
                 }
                 (sm80::BM, sm80::BN)
             }
