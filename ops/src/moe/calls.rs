@@ -40,6 +40,8 @@ pub(super) fn check_lengths(
 /// A dispatch's rows (either mode's): elements (as bytes) and scales, with the ranges'
 /// lengths (in their elements: bf16 or bytes, f32).
 pub(super) struct Rows {
+    /// What the rows are: a call must match its buffers'.
+    pub(super) payload: MoePayload,
     pub(super) x: *const u8,
     x_len: usize,
     pub(super) scales: *const f32,
@@ -50,6 +52,7 @@ impl Rows {
     /// bf16 rows.
     pub(super) fn bf16(x: SymRange<'_, bf16>) -> Self {
         Self {
+            payload: MoePayload::Bf16,
             x: x.as_ptr().cast(),
             x_len: x.len(),
             scales: std::ptr::null(),
@@ -60,6 +63,7 @@ impl Rows {
     /// FP8 rows: e4m3 bytes and their scales.
     pub(super) fn fp8(x: SymRange<'_, u8>, scales: SymRange<'_, f32>) -> Self {
         Self {
+            payload: MoePayload::Fp8E4m3,
             x: x.as_ptr(),
             x_len: x.len(),
             scales: scales.as_ptr(),
@@ -113,9 +117,6 @@ impl<'s> Ops<'s> {
         tokens: u32,
     ) -> Result<MoeLayout> {
         const CALL: &str = "Ops::moe_dispatch";
-        if bufs.config.payload != MoePayload::Bf16 {
-            return Err(bufs.wrong_payload(CALL));
-        }
         let rows = Rows::bf16(x.into());
         self.dispatch(
             CALL,
@@ -143,9 +144,6 @@ impl<'s> Ops<'s> {
         tokens: u32,
     ) -> Result<MoeLayout> {
         const CALL: &str = "Ops::moe_dispatch_fp8";
-        if bufs.config.payload != MoePayload::Fp8E4m3 {
-            return Err(bufs.wrong_payload(CALL));
-        }
         let rows = Rows::fp8(x.into(), x_scales.into());
         self.dispatch(
             CALL,
@@ -171,6 +169,9 @@ impl<'s> Ops<'s> {
         tokens: u32,
     ) -> Result<MoeLayout> {
         let cfg = bufs.config;
+        if cfg.payload != rows.payload {
+            return Err(bufs.wrong_payload(name));
+        }
         let bad = |message: String| Error::InvalidArgument {
             call: name,
             message,

@@ -4,7 +4,7 @@
 //! only, nothing waits on the host, so a dispatch and its combine record into a graph
 //! (`rshmem_moe::low_latency` has the steps and why no barrier is needed).
 
-use super::buffers::{bytes, wrong_payload, MoeConfig, MoePayload, Recv};
+use super::buffers::{bytes, wrong_payload, MoeConfig, Recv};
 use super::calls::{check_lengths, check_tokens, route_config, Rows, THREADS};
 use crate::Ops;
 use rshmem_device::bf16;
@@ -293,15 +293,7 @@ impl<'s> Ops<'s> {
     ) -> Result<()> {
         const CALL: &str = "Ops::moe_ll_dispatch_send";
         let rows = Rows::bf16(x.into());
-        self.ll_send(
-            CALL,
-            MoePayload::Bf16,
-            stream,
-            ll,
-            rows,
-            topk_idx.into(),
-            tokens,
-        )
+        self.ll_send(CALL, stream, ll, rows, topk_idx.into(), tokens)
     }
 
     /// [`Ops::moe_ll_dispatch_send`] of FP8 rows ([`MoePayload::Fp8E4m3`]): `x` holds `tokens
@@ -320,16 +312,13 @@ impl<'s> Ops<'s> {
     ) -> Result<()> {
         const CALL: &str = "Ops::moe_ll_dispatch_send_fp8";
         let rows = Rows::fp8(x.into(), x_scales.into());
-        let payload = MoePayload::Fp8E4m3;
-        self.ll_send(CALL, payload, stream, ll, rows, topk_idx.into(), tokens)
+        self.ll_send(CALL, stream, ll, rows, topk_idx.into(), tokens)
     }
 
-    /// Both sends: the checks (`payload` the call's), then the steps.
-    #[allow(clippy::too_many_arguments)]
+    /// Both sends: the checks, then the steps.
     fn ll_send(
         &self,
         name: &'static str,
-        payload: MoePayload,
         stream: &Stream<'_>,
         ll: &mut MoeLlBuffers<'s>,
         rows: Rows,
@@ -337,7 +326,7 @@ impl<'s> Ops<'s> {
         tokens: u32,
     ) -> Result<()> {
         let cfg = ll.config;
-        if cfg.payload != payload {
+        if cfg.payload != rows.payload {
             return Err(wrong_payload(name, cfg.payload));
         }
         if ll.step != Step::Idle {
