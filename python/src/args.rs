@@ -46,6 +46,19 @@ impl Sym {
         })
     }
 
+    /// [`Sym::find`], then [`Sym::expect`] of `dtype` (`why`: what needs it).
+    pub fn find_as(
+        core: &PeCore,
+        call: &str,
+        (what, t): (&'static str, &TensorArg),
+        dtype: DType,
+        why: &str,
+    ) -> PyResult<Sym> {
+        let sym = Sym::find(core, call, what, t)?;
+        sym.expect(call, dtype, why)?;
+        Ok(sym)
+    }
+
     /// `t` for an op that reaches no peer: on `core`'s heap if it is there, else memory of the
     /// PE's device (checked when the op takes it, [`Sym::device`]). Memory that starts in a
     /// symmetric allocation and runs past its end is an error, as for [`Sym::find`].

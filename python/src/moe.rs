@@ -373,19 +373,14 @@ fn moe_dispatch(
     stream: Option<u64>,
 ) -> PyResult<Layout> {
     const CALL: &str = "rshmem.moe_dispatch";
-    let find = |what, t: &TensorArg| Sym::find(&pe.core, CALL, what, t);
-    let (x, idx, w) = (
-        find("x", &x)?,
-        find("topk_idx", &topk_idx)?,
-        find("topk_weights", &topk_weights)?,
-    );
-    idx.expect(CALL, DType::I32, "topk_idx")?;
-    w.expect(CALL, DType::F32, "topk_weights")?;
-    let scales = x_scales.map(|t| find("x_scales", &t)).transpose()?;
+    let find = |t, dtype, why| Sym::find_as(&pe.core, CALL, t, dtype, why);
+    let x = Sym::find(&pe.core, CALL, "x", &x)?;
+    let idx = find(("topk_idx", &topk_idx), DType::I32, "topk_idx")?;
+    let w = find(("topk_weights", &topk_weights), DType::F32, "topk_weights")?;
+    let scales = (x_scales.as_ref())
+        .map(|t| find(("x_scales", t), DType::F32, "x_scales"))
+        .transpose()?;
     let inner = bufs.inner.clone();
-    if let Some(sc) = &scales {
-        sc.expect(CALL, DType::F32, "x_scales")?;
-    }
     let layout = on_stream(py, pe, stream, |live, s| {
         // The ranges first: one may be a receive buffer, whose lookup locks the buffers too.
         let (idx, w) = (idx.range::<i32>()?, w.range::<f32>()?);
@@ -431,12 +426,8 @@ fn moe_combine(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.moe_combine";
-    let (e, o) = (
-        Sym::find(&pe.core, CALL, "expert_out", &expert_out)?,
-        Sym::find(&pe.core, CALL, "out", &out)?,
-    );
-    e.expect(CALL, DType::Bf16, "the combine")?;
-    o.expect(CALL, DType::Bf16, "the combine")?;
+    let find = |t| Sym::find_as(&pe.core, CALL, t, DType::Bf16, "the combine");
+    let (e, o) = (find(("expert_out", &expert_out))?, find(("out", &out))?);
     let (inner, layout) = (bufs.inner.clone(), layout.to_rust());
     on_stream(py, pe, stream, |live, s| {
         let (e, o) = (e.range::<bf16>()?, o.range_mut::<bf16>()?);
@@ -461,12 +452,14 @@ fn moe_ll_dispatch(
     stream: Option<u64>,
 ) -> PyResult<()> {
     const CALL: &str = "rshmem.moe_ll_dispatch";
-    let (x, idx) = (
-        Sym::find(&pe.core, CALL, "x", &x)?,
-        Sym::find(&pe.core, CALL, "topk_idx", &topk_idx)?,
-    );
-    x.expect(CALL, DType::Bf16, "the dispatch")?;
-    idx.expect(CALL, DType::I32, "topk_idx")?;
+    let x = Sym::find_as(&pe.core, CALL, ("x", &x), DType::Bf16, "the dispatch")?;
+    let idx = Sym::find_as(
+        &pe.core,
+        CALL,
+        ("topk_idx", &topk_idx),
+        DType::I32,
+        "topk_idx",
+    )?;
     let inner = bufs.inner.clone();
     on_stream(py, pe, stream, |live, s| {
         let (x, idx) = (x.range::<bf16>()?, idx.range::<i32>()?);
@@ -489,16 +482,12 @@ fn weighted(
     topk_weights: &TensorArg,
     out: &TensorArg,
 ) -> PyResult<(Sym, Sym, Sym, Sym)> {
-    let find = |what, t: &TensorArg, dtype, why| {
-        let sym = Sym::find(&pe.core, call, what, t)?;
-        sym.expect(call, dtype, why)?;
-        Ok::<_, PyErr>(sym)
-    };
+    let find = |t, dtype, why| Sym::find_as(&pe.core, call, t, dtype, why);
     Ok((
-        find(rows.0, rows.1, DType::Bf16, why)?,
-        find("topk_idx", topk_idx, DType::I32, "topk_idx")?,
-        find("topk_weights", topk_weights, DType::F32, "topk_weights")?,
-        find("out", out, DType::Bf16, why)?,
+        find(rows, DType::Bf16, why)?,
+        find(("topk_idx", topk_idx), DType::I32, "topk_idx")?,
+        find(("topk_weights", topk_weights), DType::F32, "topk_weights")?,
+        find(("out", out), DType::Bf16, why)?,
     ))
 }
 
@@ -594,12 +583,8 @@ fn moe_layer_weights(
     down: TensorArg,
 ) -> PyResult<MoeLayerW> {
     const CALL: &str = "rshmem.moe_layer_weights";
-    let (gate_up, down) = (
-        Sym::find(&pe.core, CALL, "gate_up", &gate_up)?,
-        Sym::find(&pe.core, CALL, "down", &down)?,
-    );
-    gate_up.expect(CALL, DType::Bf16, "the fused layer")?;
-    down.expect(CALL, DType::Bf16, "the fused layer")?;
+    let find = |t| Sym::find_as(&pe.core, CALL, t, DType::Bf16, "the fused layer");
+    let (gate_up, down) = (find(("gate_up", &gate_up))?, find(("down", &down))?);
     let inner = bufs.inner.clone();
     let weights = py.detach(|| {
         pe.core.with_live(|live| {

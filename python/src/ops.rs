@@ -255,76 +255,52 @@ fn fused_args(
     Ok(([a, b, c], shape, options))
 }
 
-/// `c = all_gather(a) · b`: `a` (m x k) sharded by rows, this PE's rows filled.
-#[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", team=None, stream=None))]
-#[allow(clippy::too_many_arguments)]
-fn all_gather_gemm(
-    py: Python<'_>,
-    pe: &Pe,
-    a: TensorArg,
-    b: TensorArg,
-    c: TensorArg,
-    m: u32,
-    n: u32,
-    k: u32,
-    b_layout: &str,
-    kernel: &str,
-    team: Option<&PyTeam>,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.all_gather_gemm";
-    let ([a, b, c], shape, options) =
-        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel), team)?;
-    on_stream(py, pe, stream, |live, s| {
-        use rshmem_device::bf16;
-        live.ops
-            .all_gather_gemm_with(
-                s,
-                a.range_mut::<bf16>()?,
-                b.range::<bf16>()?,
-                c.range_mut::<bf16>()?,
-                shape,
-                options,
-            )
-            .or_raise()
-    })
+/// The fused GEMMs' entry points: the same arguments, A mutable where the call gathers into it.
+macro_rules! fused_gemm {
+    ($($(#[$doc:meta])* $name:ident => $method:ident, a: $a_range:ident;)*) => {$(
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", team=None, stream=None))]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            py: Python<'_>,
+            pe: &Pe,
+            a: TensorArg,
+            b: TensorArg,
+            c: TensorArg,
+            m: u32,
+            n: u32,
+            k: u32,
+            b_layout: &str,
+            kernel: &str,
+            team: Option<&PyTeam>,
+            stream: Option<u64>,
+        ) -> PyResult<()> {
+            const CALL: &str = concat!("rshmem.", stringify!($name));
+            let ([a, b, c], shape, options) =
+                fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel), team)?;
+            on_stream(py, pe, stream, |live, s| {
+                use rshmem_device::bf16;
+                live.ops
+                    .$method(
+                        s,
+                        a.$a_range::<bf16>()?,
+                        b.range::<bf16>()?,
+                        c.range_mut::<bf16>()?,
+                        shape,
+                        options,
+                    )
+                    .or_raise()
+            })
+        }
+    )*};
 }
 
-/// This PE's rows of `Σ_ranks a_r · b_r` (K sharded): `c` is `m / n_pes x n`.
-#[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", team=None, stream=None))]
-#[allow(clippy::too_many_arguments)]
-fn gemm_reduce_scatter(
-    py: Python<'_>,
-    pe: &Pe,
-    a: TensorArg,
-    b: TensorArg,
-    c: TensorArg,
-    m: u32,
-    n: u32,
-    k: u32,
-    b_layout: &str,
-    kernel: &str,
-    team: Option<&PyTeam>,
-    stream: Option<u64>,
-) -> PyResult<()> {
-    const CALL: &str = "rshmem.gemm_reduce_scatter";
-    let ([a, b, c], shape, options) =
-        fused_args(pe, CALL, [&a, &b, &c], (m, n, k, b_layout, kernel), team)?;
-    on_stream(py, pe, stream, |live, s| {
-        use rshmem_device::bf16;
-        live.ops
-            .gemm_reduce_scatter_with(
-                s,
-                a.range::<bf16>()?,
-                b.range::<bf16>()?,
-                c.range_mut::<bf16>()?,
-                shape,
-                options,
-            )
-            .or_raise()
-    })
+fused_gemm! {
+    /// `c = all_gather(a) · b`: `a` (m x k) sharded by rows, this PE's rows filled.
+    all_gather_gemm => all_gather_gemm_with, a: range_mut;
+    /// This PE's rows of `Σ_ranks a_r · b_r` (K sharded): `c` is `m / n_pes x n`.
+    gemm_reduce_scatter => gemm_reduce_scatter_with, a: range;
 }
 
 /// Makes `stream`'s collective workspace now (collective over every PE): needed before the
