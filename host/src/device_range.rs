@@ -172,6 +172,20 @@ macro_rules! accessors {
             }
         }
 
+        impl<T: Pod> $ty<'_, T> {
+            /// Elements `..mid` and `mid..`, as two ranges that do not overlap (as
+            /// `slice::split_at`).
+            ///
+            /// # Panics
+            ///
+            /// If `mid > len`.
+            pub fn split_at(self, mid: usize) -> (Self, Self) {
+                assert!(mid <= self.len, "split_at({mid}) of a range of {} elements", self.len);
+                let second = self.addr + (mid * size_of::<T>()) as u64;
+                (Self::raw(self.addr, mid), Self::raw(second, self.len - mid))
+            }
+        }
+
         impl<T: Pod> std::fmt::Debug for $ty<'_, T> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($ty))

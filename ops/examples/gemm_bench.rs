@@ -17,7 +17,8 @@
 //!
 //! `--split auto|off|P` sets the split of K (`GemmOptions::split_k`: auto, none, or P parts),
 //! `--tile auto|256|128` the sm90 tile (`GemmOptions::tile`: the cost model's, 128 x 256 or
-//! 128 x 128); the JSON line says what ran (`Ops::gemm_plan`: `split`, the parts, 1 for none;
+//! 128 x 128); the JSON line says what ran (`Ops::gemm_plan`: `split`, the parts, 1 for none,
+//! and `split_from`, the first split row: 0 for all of them, else a split tail;
 //! `tile`, the tile's columns).
 //!
 //! `--fp8 tensor|block` runs the FP8 GEMM instead (`Ops::gemm_fp8`, e4m3, bf16 output; with
@@ -199,9 +200,9 @@ fn bench(shmem: &Shmem, args: &Args) -> Result<()> {
         0 => ops.gemm_plan(shape, options)?,
         _ => ops.grouped_gemm_plan(grouped, &rows, options)?,
     };
-    let (split, tile) = (plan.split, plan.tile.bn());
+    let (split, split_from, tile) = (plan.split, plan.split_from, plan.tile.bn());
     println!(
-        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"split\": {split}, \"tile\": {tile}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
+        "{{\"m\": {}, \"n\": {}, \"k\": {}, \"groups\": {groups}, \"split\": {split}, \"split_from\": {split_from}, \"tile\": {tile}, \"layout\": \"{:?}\", \"kernel\": \"{:?}\", \
          \"backend\": \"{:?}\", \"sm\": {}, \"multiprocessors\": {}, \"iters\": {}, \
          \"median_ms\": {median:.4}, \"min_ms\": {:.4}, \"tflops\": {:.2}}}",
         shape.m,

@@ -34,6 +34,7 @@ per_backend! {
     split_k_is_deterministic => [1];
     split_k_on_two_streams_and_in_graphs => [1];
     split_k_errors_name_the_problem => [1];
+    split_tail_exact_and_the_plan => [1];
     tiles_odd_shapes_both_layouts => [1];
     tiles_grouped_and_the_plan => [1];
     memory_that_is_not_symmetric => [1];
@@ -855,6 +856,49 @@ fn split_k_exact_every_layout_and_output(shmem: &Shmem) -> Outcome {
     Ok(())
 }
 
+/// A split tail (`rshmem_ops::gemm::plan::split_tail`): one tile more than the SMs (rows of
+/// one 128 x 256 tile column), so the last wave would be one tile; its rows run split after
+/// the full wave's. The plan, then exact results through it (both layouts, an f32 and a 16-bit
+/// output, matrices inside larger buffers); under `SplitK::Off` no tail.
+fn split_tail_exact_and_the_plan(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    if !has_sm90(&ops) {
+        return Ok(());
+    }
+    let sms = ops.device_info().multiprocessors;
+    // n = 136: one wide tile column but two narrow ones, so the narrow tile does not win.
+    let (m, n, k) = (sms * 128 + 44, 136, 2048);
+    let tail_parts = match shmem.backend() {
+        Backend::Sim => 2,
+        Backend::Gpu => 8,
+    };
+    let want = |split, split_from| GemmPlan {
+        kernel: SM90,
+        tile: GemmTile::N256,
+        split,
+        split_from,
+    };
+    for layout in [BLayout::NK, BLayout::KN] {
+        let shape = GemmShape::new(m, n, k, layout);
+        let auto = GemmOptions::kernel(SM90);
+        let got = ops.gemm_plan(shape, auto)?;
+        if got != want(tail_parts, sms * 128) {
+            return Err(format!("{shape:?} on {sms} SMs: plan {got:?}").into());
+        }
+        // One run per layout (each is a few seconds on the simulator).
+        match layout {
+            BLayout::NK => run_gemm_at::<bf16, f32>(shmem, &ops, shape, auto, [0; 3])?,
+            BLayout::KN => run_gemm_at::<bf16, bf16>(shmem, &ops, shape, auto, [8, 16, 2])?,
+        }
+        let off = split(SM90, SplitK::Off);
+        let got = ops.gemm_plan(shape, off)?;
+        if got.split != 1 || got.split_from != 0 {
+            return Err(format!("{shape:?} under SplitK::Off: plan {got:?}").into());
+        }
+    }
+    Ok(())
+}
+
 /// Fractional random values (their sums round): a split GEMM gives the same bits run after
 /// run, and stays within f32 rounding of an f64 reference, as the unsplit one does.
 fn split_k_is_deterministic(shmem: &Shmem) -> Outcome {
@@ -1117,6 +1161,7 @@ fn tiles_grouped_and_the_plan(shmem: &Shmem) -> Outcome {
                 _ => GemmTile::N256,
             },
             split: parts,
+            split_from: 0,
         };
         let got = ops.gemm_plan(shape, GemmOptions::kernel(SM90))?;
         if got != want {

@@ -318,6 +318,7 @@ impl<'s> Ops<'s> {
             kernel,
             tile,
             split: 1,
+            split_from: 0,
         };
         match (self.path_for(CALL, options.kernel)?, options.tile) {
             (Path::Sm80, tile) => {

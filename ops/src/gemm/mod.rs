@@ -126,6 +126,19 @@ impl<'s> Ops<'s> {
                 let problem = rshmem_gemm::Problem { m, n, k };
                 let parts = self.split_parts(options.split_k, capturing, problem)?;
                 let sms = self.info.multiprocessors;
+                let auto = (options.split_k, options.tile) == (SplitK::Auto, GemmTile::Auto);
+                if auto && parts == 1 && !capturing {
+                    let bytes = split_k::workspace_bytes(self.shmem.backend());
+                    let parts_of = |rows| split_k::parts(SplitK::Auto, sms, rows, n, k, bytes);
+                    if let Some((split_from, split)) = plan::split_tail(sms, (m, n, k), parts_of) {
+                        return Ok(GemmPlan {
+                            kernel: Kernel::Sm90,
+                            tile: GemmTile::N256,
+                            split,
+                            split_from,
+                        });
+                    }
+                }
                 let split = (options.split_k, parts);
                 plan::sm90_plan(options.tile, split, capturing, || {
                     plan::choose_tile(sms, m, n, k)
@@ -184,14 +197,31 @@ impl<'s> Ops<'s> {
     ) -> Result<()> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
-        let problem = rshmem_gemm::Problem { m, n, k };
-        let c = c.matrix_mut(m, n)?;
         if plan.split > 1 {
+            // Rows `..split_from` (full waves of tiles) unsplit, then the rest split.
+            let from = plan.split_from;
+            let (a_head, a) = a.split_at(from as usize * k as usize);
+            let (c_head, c) = c.split_at(from as usize * n as usize);
+            if from > 0 {
+                let head = GemmShape { m: from, ..shape };
+                let c_head = c_head.matrix_mut(from, n)?;
+                self.sm90_tiled::<Tile256<In>, Out>(stream, a_head, b, c_head, head)?;
+            }
+            let (m, shape) = (
+                m - from,
+                GemmShape {
+                    m: m - from,
+                    ..shape
+                },
+            );
+            let problem = rshmem_gemm::Problem { m, n, k };
+            let c = c.matrix_mut(m, n)?;
             let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;
             let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
             // SAFETY: the maps describe `a` and `b` of `In` with the 128 x 256 boxes the split
-            // kernels read (as the plain launch below); `c` holds m x n; the parts from
-            // `split_parts` (within the workspace and the k-steps).
+            // kernels read (as the plain launch below); `c` holds m x n (the split rows); the
+            // parts from `split_parts` or `split_k::parts` (within the workspace and the
+            // k-steps).
             return unsafe {
                 if b_kn {
                     self.sm90_split::<In, Out, true>(stream, maps, problem, plan.split, c)
@@ -200,6 +230,7 @@ impl<'s> Ops<'s> {
                 }
             };
         }
+        let c = c.matrix_mut(m, n)?;
         match plan.tile {
             GemmTile::N128 => self.sm90_tiled::<Tile128<In>, Out>(stream, a, b, c, shape),
             _ => self.sm90_tiled::<Tile256<In>, Out>(stream, a, b, c, shape),

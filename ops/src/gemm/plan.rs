@@ -1,5 +1,5 @@
-//! What a GEMM runs: the kernel, the sm90 tile configuration and the split of K
-//! ([`GemmPlan`], resolved from [`GemmOptions`](super::shape::GemmOptions) and the shape by
+//! What a GEMM runs: the kernel, the sm90 tile configuration and the split of K (of all its
+//! rows, or of a sparse last wave's: [`split_tail`]) ([`GemmPlan`], resolved from [`GemmOptions`](super::shape::GemmOptions) and the shape by
 //! [`Ops::gemm_plan`](crate::Ops::gemm_plan)), and the cost model that picks the tile
 //! ([`TileModel`], [`choose_tile`]).
 //!
@@ -52,6 +52,18 @@
 //! unsplit under `SplitK::Auto`; `SplitK::Parts(p > 1)` with it is refused (no 128 x 128 split
 //! kernels). A graph capture never splits: where an eager call would, it records the unsplit
 //! kernel on 128 x 256 tiles (the tensor maps the eager calls before it filled are those).
+//!
+//! **A split tail.** Where the last wave of 128 x 256 tiles is sparse (5000 x 1000: 160 tiles
+//! on 132 SMs, the second wave 28 tiles), neither tile helps much: the narrow one has three
+//! waves. Then the rows of the full waves run first, unsplit (`GemmPlan::split_from` rows:
+//! 4224), and the rest run as a split-K GEMM of their own ([`super::split_k`]: 28 tiles in 4
+//! parts of K fill 112 SMs for a quarter of the time), two launches and the reduction on the
+//! stream. [`split_tail`] weighs it in the same units: `head + tail + SPLIT_PASS + bytes /
+//! BYTES_PER_UNIT` (the reduction's launch, its reads of the parts and its writes of C)
+//! against the best unsplit tile; at 5000 x 1000 x 4096, 97 against 135 units (the narrow
+//! tile): ~73 µs predicted against 105.7 measured unsplit (cuBLAS: 68.1). Only under
+//! [`SplitK::Auto`] with [`GemmTile::Auto`], never in a graph capture (which records no
+//! split); [`SplitK::Off`] turns it off. Prediction, not yet measured on a GPU.
 //!
 //! ```
 //! use rshmem_ops::gemm::plan::choose_tile;
@@ -140,6 +152,11 @@ impl TileModel {
 /// The configuration of the lowest modelled cost for `tiles_of(model)` tiles (the default
 /// on a tie).
 pub fn choose_tile_by(sms: u32, k: u32, tiles_of: impl Fn(&TileModel) -> u64) -> GemmTile {
+    best_tile_by(sms, k, tiles_of).1
+}
+
+/// [`choose_tile_by`]'s choice with its modelled cost.
+fn best_tile_by(sms: u32, k: u32, tiles_of: impl Fn(&TileModel) -> u64) -> (f64, GemmTile) {
     let mut best = (f64::INFINITY, GemmTile::N256);
     for model in &TILE_MODELS {
         let cost = model.cost(tiles_of(model), sms, k);
@@ -147,12 +164,51 @@ pub fn choose_tile_by(sms: u32, k: u32, tiles_of: impl Fn(&TileModel) -> u64) ->
             best = (cost, model.tile);
         }
     }
-    best.1
+    best
 }
 
 /// The configuration of the lowest modelled cost for `m x n x k` on `sms` SMs.
 pub fn choose_tile(sms: u32, m: u32, n: u32, k: u32) -> GemmTile {
     choose_tile_by(sms, k, |model| model.tiles(m, n))
+}
+
+/// The model's cost of a split's second pass (the launch of the reduction, in units of the
+/// module docs), beside the bytes it moves ([`split_tail`]).
+pub const SPLIT_PASS: f64 = 4.0;
+
+/// Bytes of HBM traffic per unit of the module docs: 0.73 µs at the H100's ~3.3 TB/s.
+pub const BYTES_PER_UNIT: f64 = 2.4e6;
+
+/// The split tail for `m x n x k` on `sms` SMs: `Some((from, parts))` where running rows
+/// `..from` unsplit on 128 x 256 tiles (their full waves) and then rows `from..` split in
+/// `parts` (`parts_of(rows)`: what [`SplitK::Auto`] would give a GEMM of those rows) costs
+/// less in the model than the best unsplit tile (see the module docs, "A split tail").
+pub fn split_tail(
+    sms: u32,
+    (m, n, k): (u32, u32, u32),
+    parts_of: impl FnOnce(u32) -> u32,
+) -> Option<(u32, u32)> {
+    let wide = TILE_MODELS[0];
+    let sms = sms.max(1);
+    let tiles_n = n.div_ceil(wide.tile.bn());
+    let full_waves = wide.tiles(m, n) / u64::from(sms);
+    let head_tiles_m = full_waves * u64::from(sms) / u64::from(tiles_n);
+    if head_tiles_m == 0 || head_tiles_m >= u64::from(m.div_ceil(BM)) {
+        return None;
+    }
+    let from = head_tiles_m as u32 * BM;
+    let parts = parts_of(m - from);
+    if parts < 2 {
+        return None;
+    }
+    let head = wide.cost(wide.tiles(from, n), sms, k);
+    let part_k = k.div_ceil(BK).div_ceil(parts) * BK;
+    let tail = wide.cost(wide.tiles(m - from, n) * u64::from(parts), sms, part_k);
+    // The reduction reads every part and writes C's rows (2 bytes an element at most).
+    let bytes = f64::from(m - from) * f64::from(n) * (4.0 * f64::from(parts) + 2.0);
+    let split = head + tail + SPLIT_PASS + bytes / BYTES_PER_UNIT;
+    let unsplit = best_tile_by(sms, k, |model| model.tiles(m, n)).0;
+    (split < unsplit).then_some((from, parts))
 }
 
 /// What a GEMM runs, resolved from its options for its shape on a device: the kernel
@@ -167,6 +223,9 @@ pub struct GemmPlan {
     pub tile: GemmTile,
     /// Parts of K (1: not split).
     pub split: u32,
+    /// Where K is split: rows `split_from..m` of a split plan (0: all of them); the rows
+    /// before run unsplit first ([`split_tail`]).
+    pub split_from: u32,
 }
 
 /// The sm80 kernel's plan for the tile `tile` asked for: its tiles are 128 x 128, and it never
@@ -181,6 +240,7 @@ pub(crate) fn sm80_plan(tile: GemmTile) -> Result<GemmPlan, String> {
         _ => Ok(GemmPlan {
             kernel: Kernel::Sm80,
             tile: GemmTile::N128,
+            split_from: 0,
             split: 1,
         }),
     }
@@ -202,6 +262,7 @@ pub(crate) fn sm90_plan(
         kernel: Kernel::Sm90,
         tile,
         split,
+        split_from: 0,
     };
     match (tile, parts > 1) {
         (GemmTile::N128, true) if matches!(split, SplitK::Parts(_)) => Err(format!(
@@ -299,6 +360,31 @@ mod tests {
         assert_eq!(wide.tiles(129, 257), 4);
     }
 
+    /// Where the model splits a tail on 132 SMs (`parts` as `SplitK::Auto` gives the tail
+    /// rows: the SMs over its tiles, at most 16, at least 4 k-steps each).
+    #[test]
+    fn the_model_splits_a_sparse_last_wave() {
+        let parts = |rows: u32, n: u32, k: u32| {
+            let tiles = rows.div_ceil(BM) * n.div_ceil(256);
+            (132 / tiles).min(k.div_ceil(BK) / 4).min(16)
+        };
+        let tail = |m, n, k| split_tail(132, (m, n, k), |rows| parts(rows, n, k));
+        // 40 x 4 tiles: 33 rows of tiles fill a wave, the last 7 (28 tiles) split in 4.
+        assert_eq!(tail(5000, 1000, 4096), Some((4224, 4)));
+        // 136 tiles: the 4 of the second wave split in 16.
+        assert_eq!(tail(4352, 1024, 4096), Some((4224, 16)));
+        // Full waves, or fewer tiles than SMs (a whole split's business): none.
+        assert_eq!(tail(8192, 8192, 8192), None);
+        assert_eq!(tail(4224, 1024, 4096), None);
+        assert_eq!(tail(2048, 1024, 4096), None);
+        // 448 tiles, 3.4 waves: the last 56 tiles split in 2.
+        assert_eq!(tail(8192, 1792, 4096), Some((7168, 2)));
+        // A last wave nearly full (128 of 132 tiles) cannot split: none.
+        assert_eq!(tail(8320, 1024, 4096), None);
+        // Too short a K to split: none.
+        assert_eq!(tail(5000, 1000, 192), None);
+    }
+
     #[test]
     fn split_k_composes_with_the_tile() {
         let auto = || GemmTile::N128;
@@ -308,6 +394,7 @@ mod tests {
                 kernel: Kernel::Sm90,
                 tile,
                 split,
+                split_from: 0,
             })
         };
         // A split runs 128 x 256 whatever the model says.
