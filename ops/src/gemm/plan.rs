@@ -1,5 +1,6 @@
 //! What a GEMM runs: the kernel, the sm90 tile configuration and the split of K (of all its
-//! rows, or of a sparse last wave's: [`split_tail`]) ([`GemmPlan`], resolved from [`GemmOptions`](super::shape::GemmOptions) and the shape by
+//! rows, or of a sparse last wave's: [`split_tail`]) ([`GemmPlan`], resolved from
+//! [`GemmOptions`](super::shape::GemmOptions) and the shape by
 //! [`Ops::gemm_plan`](crate::Ops::gemm_plan)), and the cost model that picks the tile
 //! ([`TileModel`], [`choose_tile`]).
 //!
@@ -60,10 +61,10 @@
 //! parts of K fill 112 SMs for a quarter of the time), two launches and the reduction on the
 //! stream. [`split_tail`] weighs it in the same units: `head + tail + SPLIT_PASS + bytes /
 //! BYTES_PER_UNIT` (the reduction's launch, its reads of the parts and its writes of C)
-//! against the best unsplit tile; at 5000 x 1000 x 4096, 97 against 135 units (the narrow
-//! tile): ~73 µs predicted against 105.7 measured unsplit (cuBLAS: 68.1). Only under
-//! [`SplitK::Auto`] with [`GemmTile::Auto`], never in a graph capture (which records no
-//! split); [`SplitK::Off`] turns it off. Prediction, not yet measured on a GPU.
+//! against the best unsplit tile; at 5000 x 1000 x 4096, 107 against 135 units (the narrow
+//! tile), ~78 µs (the model put the unsplit run at 98 µs, measured 105.7; cuBLAS 68.1).
+//! Only under [`SplitK::Auto`] with [`GemmTile::Auto`], never in a graph capture (which
+//! records no split); [`SplitK::Off`] turns it off. Prediction, not yet measured on a GPU.
 //!
 //! ```
 //! use rshmem_ops::gemm::plan::choose_tile;
