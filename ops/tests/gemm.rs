@@ -859,7 +859,8 @@ fn split_k_exact_every_layout_and_output(shmem: &Shmem) -> Outcome {
 /// A split tail (`rshmem_ops::gemm::plan::split_tail`): one tile more than the SMs (rows of
 /// one 128 x 256 tile column), so the last wave would be one tile; its rows run split after
 /// the full wave's. The plan, then exact results through it (both layouts, an f32 and a 16-bit
-/// output, matrices inside larger buffers); under `SplitK::Off` no tail.
+/// output, matrices inside larger buffers); under `SplitK::Off` no tail; after an eager call,
+/// a graph capture of it (which records the unsplit kernel).
 fn split_tail_exact_and_the_plan(shmem: &Shmem) -> Outcome {
     let ops = Ops::new(shmem)?;
     if !has_sm90(&ops) {
@@ -896,6 +897,40 @@ fn split_tail_exact_and_the_plan(shmem: &Shmem) -> Outcome {
             return Err(format!("{shape:?} under SplitK::Off: plan {got:?}").into());
         }
     }
+    // Seen once eagerly (with its tail), the call records into a graph: the unsplit kernel,
+    // reading the maps the eager call's head filled; the graph's C is the reference.
+    let (shape, auto) = (
+        GemmShape::new(m, n, k, BLayout::NK),
+        GemmOptions::kernel(SM90),
+    );
+    let stream = shmem.new_stream()?;
+    let host = |len: usize, salt| -> Vec<f32> {
+        (0..len as u32)
+            .map(|i| small(i / k, i % k, salt, 2))
+            .collect()
+    };
+    let (ha, hb) = (host(shape.a_len(), 1), host(shape.b_len(), 5));
+    let to_bf16 = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let (a, b) = (
+        shmem.alloc_from(&to_bf16(&ha))?,
+        shmem.alloc_from(&to_bf16(&hb))?,
+    );
+    let mut c = shmem.alloc_zeroed::<f32>(shape.c_len())?;
+    ops.gemm_with(&stream, &a, &b, &mut c, shape, auto)?;
+    let graph = stream.capture(|| ops.gemm_with(&stream, &a, &b, &mut c, shape, auto))?;
+    assert_eq!(
+        graph.operations(),
+        1,
+        "the recorded call is one unsplit launch"
+    );
+    c.copy_from_host(&vec![f32::NAN; c.len()])?;
+    // SAFETY: the operands are alive and as long as the shape needs.
+    unsafe { graph.launch(&stream)? };
+    assert_eq!(
+        c.to_vec()?,
+        reference(&ha, &hb, shape),
+        "the recorded tail shape"
+    );
     Ok(())
 }
 

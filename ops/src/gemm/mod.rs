@@ -127,10 +127,16 @@ impl<'s> Ops<'s> {
                 let parts = self.split_parts(options.split_k, capturing, problem)?;
                 let sms = self.info.multiprocessors;
                 let auto = (options.split_k, options.tile) == (SplitK::Auto, GemmTile::Auto);
-                if auto && parts == 1 && !capturing {
+                if auto && parts == 1 {
                     let bytes = split_k::workspace_bytes(self.shmem.backend());
                     let parts_of = |rows| split_k::parts(SplitK::Auto, sms, rows, n, k, bytes);
                     if let Some((split_from, split)) = plan::split_tail(sms, (m, n, k), parts_of) {
+                        // A capture records the unsplit 128 x 256 kernel, whose tensor maps
+                        // the eager calls' head filled (as for a whole split).
+                        let (split, split_from) = match capturing {
+                            true => (1, 0),
+                            false => (split, split_from),
+                        };
                         return Ok(GemmPlan {
                             kernel: Kernel::Sm90,
                             tile: GemmTile::N256,
@@ -199,14 +205,15 @@ impl<'s> Ops<'s> {
         let b_kn = b_layout == BLayout::KN;
         if plan.split > 1 {
             // Rows `..split_from` (full waves of tiles) unsplit, then the rest split.
+            // The head reads A through the whole shape's maps (those a capture of the call
+            // records: `plan_on`), over its rows only.
             let from = plan.split_from;
-            let (a_head, a) = a.split_at(from as usize * k as usize);
             let (c_head, c) = c.split_at(from as usize * n as usize);
             if from > 0 {
-                let head = GemmShape { m: from, ..shape };
                 let c_head = c_head.matrix_mut(from, n)?;
-                self.sm90_tiled::<Tile256<In>, Out>(stream, a_head, b, c_head, head)?;
+                self.sm90_tiled::<Tile256<In>, Out>(stream, a, b, c_head, (shape, from))?;
             }
+            let (_, a) = a.split_at(from as usize * k as usize);
             let (m, shape) = (
                 m - from,
                 GemmShape {
@@ -232,37 +239,39 @@ impl<'s> Ops<'s> {
         }
         let c = c.matrix_mut(m, n)?;
         match plan.tile {
-            GemmTile::N128 => self.sm90_tiled::<Tile128<In>, Out>(stream, a, b, c, shape),
-            _ => self.sm90_tiled::<Tile256<In>, Out>(stream, a, b, c, shape),
+            GemmTile::N128 => self.sm90_tiled::<Tile128<In>, Out>(stream, a, b, c, (shape, m)),
+            _ => self.sm90_tiled::<Tile256<In>, Out>(stream, a, b, c, (shape, m)),
         }
     }
 
-    /// One plain launch of configuration `C`'s kernel.
+    /// One plain launch of configuration `C`'s kernel over the first `rows` rows of `shape`
+    /// (all of them but for a split tail's head), through the tensor maps of `shape`.
     fn sm90_tiled<C: Sm90Config, Out>(
         &self,
         stream: &Stream<'_>,
         a: DeviceRange<'_, C::In>,
         b: DeviceRange<'_, C::In>,
         c: rshmem_device::matrix::MatrixMut<Out>,
-        shape: GemmShape,
+        (shape, rows): (GemmShape, u32),
     ) -> Result<()>
     where
         C::In: GemmIn,
         Out: GemmOut<C::In> + Gemm90<C::In, false, C> + Gemm90<C::In, true, C>,
     {
         let module = loaded(&self.gemm90, "sm90")?;
-        let GemmShape { m, n, k, b_layout } = shape;
+        let GemmShape { n, k, b_layout, .. } = shape;
         let boxes = launch::Boxes::of::<C>(b_layout);
         let (map_a, map_b) = self.sm90_maps_of(CALL, stream, a, b, shape, 0, boxes)?;
         let maps = rshmem_gemm::Sm90Maps { a: map_a, b: map_b };
-        let problem = rshmem_gemm::Problem { m, n, k };
+        let problem = rshmem_gemm::Problem { m: rows, n, k };
         let config = self.persistent(C::tiles(problem), sm90::THREADS, C::SHARED_BYTES);
         let args = (maps, problem, c);
         // SAFETY: the launch shape is the kernel's (THREADS, its configuration's SHARED_BYTES,
-        // 1-D, sm_90 checked by `path`); the maps in the slot describe `a` (m x k) and `b`
-        // (n x k, or k x n with n a multiple of 8) of `In` with `C`'s boxes, checked long
-        // enough, in global memory, and no slot is rewritten before the PE's work is done
-        // (`MapTable::slot`); `c` holds m x n (checked) with rows n apart. The buffers outlive
+        // 1-D, sm_90 checked by `path`); the maps in the slot describe `a` (m x k, of which
+        // the kernel reads rows ..rows <= m) and `b` (n x k, or k x n with n a multiple of 8)
+        // of `In` with `C`'s boxes, checked long enough, in global memory, and no slot is
+        // rewritten before the PE's work is done (`MapTable::slot`); `c` holds rows x n
+        // (checked by the caller's `matrix_mut`) with rows n apart. The buffers outlive
         // the kernel: dropping or host-copying them waits for the PE's work.
         unsafe {
             if b_layout == BLayout::KN {

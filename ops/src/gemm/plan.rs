@@ -63,8 +63,10 @@
 //! BYTES_PER_UNIT` (the reduction's launch, its reads of the parts and its writes of C)
 //! against the best unsplit tile; at 5000 x 1000 x 4096, 107 against 135 units (the narrow
 //! tile), ~78 µs (the model put the unsplit run at 98 µs, measured 105.7; cuBLAS 68.1).
-//! Only under [`SplitK::Auto`] with [`GemmTile::Auto`], never in a graph capture (which
-//! records no split); [`SplitK::Off`] turns it off. Prediction, not yet measured on a GPU.
+//! Only under [`SplitK::Auto`] with [`GemmTile::Auto`]; a graph capture records the unsplit
+//! 128 x 256 kernel instead, through the tensor maps the eager calls' head filled (it reads
+//! A through the whole shape's maps; the tail has its own); [`SplitK::Off`] turns it off.
+//! Prediction, not yet measured on a GPU.
 //!
 //! ```
 //! use rshmem_ops::gemm::plan::choose_tile;
