@@ -204,9 +204,8 @@ impl<'s> Ops<'s> {
         let GemmShape { m, n, k, b_layout } = shape;
         let b_kn = b_layout == BLayout::KN;
         if plan.split > 1 {
-            // Rows `..split_from` (full waves of tiles) unsplit, then the rest split.
-            // The head reads A through the whole shape's maps (those a capture of the call
-            // records: `plan_on`), over its rows only.
+            // Rows `..split_from` (full waves of tiles) unsplit, through the whole shape's
+            // maps (those a capture of the call records: `plan_on`), then the rest split.
             let from = plan.split_from;
             let (c_head, c) = c.split_at(from as usize * n as usize);
             if from > 0 {
@@ -214,13 +213,11 @@ impl<'s> Ops<'s> {
                 self.sm90_tiled::<Tile256<In>, Out>(stream, a, b, c_head, (shape, from))?;
             }
             let (_, a) = a.split_at(from as usize * k as usize);
-            let (m, shape) = (
-                m - from,
-                GemmShape {
-                    m: m - from,
-                    ..shape
-                },
-            );
+            let shape = GemmShape {
+                m: m - from,
+                ..shape
+            };
+            let m = shape.m;
             let problem = rshmem_gemm::Problem { m, n, k };
             let c = c.matrix_mut(m, n)?;
             let (map_a, map_b) = self.sm90_maps(CALL, stream, a, b, shape, 0)?;

@@ -243,8 +243,8 @@ pub(crate) fn sm80_plan(tile: GemmTile) -> Result<GemmPlan, String> {
         _ => Ok(GemmPlan {
             kernel: Kernel::Sm80,
             tile: GemmTile::N128,
-            split_from: 0,
             split: 1,
+            split_from: 0,
         }),
     }
 }
