@@ -172,6 +172,7 @@ fn moe_image_holds_exactly_its_kernels() {
     use rshmem_ops_kernels::moe::*;
     let all = set([
         name::<moe_barrier>(),
+        name::<moe_route_count>(),
         name::<moe_route>(),
         name::<moe_send>(),
         name::<moe_signal>(),
@@ -180,6 +181,7 @@ fn moe_image_holds_exactly_its_kernels() {
         name::<moe_combine_send>(),
         name::<moe_combine_reduce>(),
         name::<moe_ll_begin>(),
+        name::<moe_ll_route_count>(),
         name::<moe_ll_route>(),
         name::<moe_ll_send>(),
         name::<moe_ll_signal_counts>(),
@@ -191,7 +193,7 @@ fn moe_image_holds_exactly_its_kernels() {
         name::<moe_layer_send>(),
         name::<moe_layer_push>(),
     ]);
-    assert_eq!(all.len(), 19);
+    assert_eq!(all.len(), 21);
     assert_eq!(set(rshmem_ops::moe::IMAGE.kernels.iter().copied()), all);
 }
 

@@ -19,6 +19,7 @@ use rshmem_ops::{MoeConfig, MoePayload, Ops};
 
 per_backend! {
     random_routings => [2, 3, 4];
+    many_tokens_route_over_blocks => [2, 3];
     top_k_one_to_eight => [2, 3];
     top_k_past_eight_ragged_hidden => [2, 3];
     every_token_to_one_expert => [2, 3];
@@ -45,6 +46,28 @@ fn random_routings(shmem: &Shmem) -> Outcome {
         draw: Draw::Random { none_in: 5 },
     };
     moe_cases::run(shmem, &ops, &case, 3)
+}
+
+/// Enough entries for a routing grid of several blocks (`rshmem_moe::route::blocks`: one per
+/// 1024 entries), a block boundary inside a warp's run of tokens, and PEs with one block, a
+/// partial one, and none: the numbering must stay in token and entry order across blocks.
+fn many_tokens_route_over_blocks(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: MoeConfig {
+            experts: 6 * n,
+            top_k: 4,
+            hidden: 8,
+            max_tokens: 700,
+            align: 4,
+            payload: MoePayload::Bf16,
+        },
+        tokens: |pe, _| [700, 257, 0][pe % 3],
+        draw: Draw::Random { none_in: 5 },
+    };
+    assert_eq!(rshmem_moe::route::blocks(700, 4), 3);
+    moe_cases::run(shmem, &ops, &case, 2)
 }
 
 fn top_k_one_to_eight(shmem: &Shmem) -> Outcome {

@@ -24,6 +24,7 @@ use rshmem_ops::{MoeConfig, MoePayload, Ops};
 per_backend! {
     random_routings => [2, 3, 4];
     top8_odd_token_counts => [2, 3];
+    many_tokens_route_over_blocks => [2, 3];
     recorded_graphs_launched_50_times => [2];
     bad_entries_are_skipped => [2];
     errors => [2];
@@ -72,6 +73,30 @@ fn top8_odd_token_counts(shmem: &Shmem) -> Outcome {
         draw: Draw::Random { none_in: 9 },
     };
     moe_cases::ll::run(shmem, &ops, &case, Ll::rounds(2))
+}
+
+/// A routing grid of several blocks (one per 1024 entries: `rshmem_moe::route::blocks`), in
+/// a recorded graph too, and with a bad entry (skipped and reported, the other blocks' entries
+/// numbered as ever).
+fn many_tokens_route_over_blocks(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: config(4 * n, 4, 8, 520),
+        tokens: |pe, _| [520, 300, 0][pe % 3],
+        draw: Draw::Random { none_in: 5 },
+    };
+    assert_eq!(rshmem_moe::route::blocks(520, 4), 3);
+    let graphs = Ll {
+        graphs: true,
+        ..Ll::rounds(2)
+    };
+    moe_cases::ll::run(shmem, &ops, &case, graphs)?;
+    let bad = Ll {
+        bad: true,
+        ..Ll::rounds(1)
+    };
+    moe_cases::ll::run(shmem, &ops, &case, bad)
 }
 
 fn recorded_graphs_launched_50_times(shmem: &Shmem) -> Outcome {

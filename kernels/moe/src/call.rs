@@ -296,6 +296,7 @@ impl LayoutWords {
 /// | `send_slot` | `R × size` | token `t`'s slot in rank `d`'s region from here, or [`NONE`] |
 /// | `pos` | `R × top_k` | entry `(t, kk)`'s position among this PE's rows for its expert |
 /// | `counts_out` (symmetric: a put source) | `size × count_words` | row `d`: what this PE sends rank `d` |
+/// | `route_blocks` | [`crate::route::blocks_words`] | the routing's counts per block ([`crate::route::count`]) |
 /// | `meta_out` (symmetric: a put source) | `R × size × W` | the record of token `t` for rank `d` |
 /// | `combine_stage` (symmetric: a put source) | `size × R × H` f32 | the partials before they are sent back |
 /// | `layout` | [`LayoutWords::words`] | this PE's receive layout |
@@ -323,6 +324,8 @@ pub struct MoeBufs {
     /// See the type's docs.
     pub counts_out: *mut u32,
     /// See the type's docs.
+    pub route_blocks: *mut u32,
+    /// See the type's docs.
     pub meta_out: *mut u32,
     /// See the type's docs.
     pub combine_stage: *mut f32,
@@ -338,7 +341,7 @@ pub struct MoeBufs {
     pub recv_w: *mut f32,
 }
 
-// SAFETY: `#[repr(C)]` of fifteen pointers (120 bytes, no padding): the same bytes on the
+// SAFETY: `#[repr(C)]` of sixteen pointers (128 bytes, no padding): the same bytes on the
 // host and nvptx64 (both 64-bit); the kernels' contracts say what they must point to.
 unsafe impl KernelArg for MoeBufs {}
 
@@ -354,6 +357,8 @@ pub struct RouteBufs {
     pub counts_out: *mut u32,
     /// The first bad `topk_idx` entry ([`LayoutWords::bad_entry`]).
     pub bad_entry: *mut u32,
+    /// The counts per block of a grid of more than one ([`crate::route::count`]).
+    pub blocks: *mut u32,
 }
 
 impl MoeBufs {
@@ -366,6 +371,7 @@ impl MoeBufs {
             send_slot: self.send_slot,
             counts_out: self.counts_out,
             bad_entry: self.layout.wrapping_add(words.bad_entry),
+            blocks: self.route_blocks,
         }
     }
 }

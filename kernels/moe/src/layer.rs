@@ -123,7 +123,7 @@ pub struct LayerBufs {
     pub act: *mut bf16,
 }
 
-// SAFETY: `#[repr(C)]` of twenty pointers (160 bytes, no padding): the same bytes on the
+// SAFETY: `#[repr(C)]` of twenty-one pointers (168 bytes, no padding): the same bytes on the
 // host and nvptx64; the kernels' contracts say what they must point to.
 unsafe impl KernelArg for LayerBufs {}
 

@@ -61,7 +61,7 @@ use rshmem_device::{bf16, thread, warp, KernelArg};
 /// | `staging` (symmetric) | `E × n × R` rows of `staged_bytes` | `[(j × n + s) × R + p]`: rank `s`'s row `p` for expert `j`, its scales after it |
 /// | `meta` (symmetric) | `E × n × R` | the same rows' entry index (`t × k + kk` on rank `s`) |
 /// | `index` (symmetric) | `R × k` | `index[i] = i`: the puts' source of the entry indices |
-/// | `pos`, `send_slot`, `counts_out`, `bad_entry` | as [`crate::MoeBufs`] | the routing ([`RouteBufs`]) |
+/// | `pos`, `send_slot`, `counts_out`, `bad_entry`, `route_blocks` | as [`crate::MoeBufs`] | the routing ([`RouteBufs`]) |
 /// | `recv_x` | `E × n R` rows of `data_bytes` | the packed rows |
 /// | `recv_scales` | `scales × E n R` f32 | FP8 rows' scales, `[kb × E n R + row]` (null for bf16) |
 /// | `recv_src` | `E × n R × 2` | each row's source rank and entry |
@@ -89,6 +89,8 @@ pub struct LlBufs {
     /// See the type's docs.
     pub bad_entry: *mut u32,
     /// See the type's docs.
+    pub route_blocks: *mut u32,
+    /// See the type's docs.
     pub recv_x: *mut u8,
     /// See the type's docs.
     pub recv_scales: *mut f32,
@@ -100,7 +102,7 @@ pub struct LlBufs {
     pub combine_recv: *mut bf16,
 }
 
-// SAFETY: `#[repr(C)]` of fourteen pointers (112 bytes, no padding): the same bytes on the
+// SAFETY: `#[repr(C)]` of fifteen pointers (120 bytes, no padding): the same bytes on the
 // host and nvptx64; the kernels' contracts say what they must point to.
 unsafe impl KernelArg for LlBufs {}
 
@@ -113,6 +115,7 @@ impl LlBufs {
             send_slot: self.send_slot,
             counts_out: self.counts_out,
             bad_entry: self.bad_entry,
+            blocks: self.route_blocks,
         }
     }
 

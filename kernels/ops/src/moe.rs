@@ -6,7 +6,8 @@
 //! | kernel | step | launch |
 //! |---|---|---|
 //! | `moe_barrier` | [`rshmem_moe::barrier`] | one block of `barrier::threads(size)` |
-//! | `moe_route` | [`rshmem_moe::route`] | one block of `route::THREADS`, `route::shared_bytes` |
+//! | `moe_route_count` (grids of more than one block) | [`route::count`] | `route::blocks(tokens, top_k)` blocks of `route::THREADS`, `route::shared_bytes` |
+//! | `moe_route` | [`rshmem_moe::route`] | as `moe_route_count` (where it ran: the same grid) |
 //! | `moe_send` | [`dispatch::send`] | any grid, blocks of at least `top_k` threads |
 //! | `moe_signal` | [`dispatch::signal`] (`Announce::Data`) | one block of `barrier::threads(size)` |
 //! | `moe_layout` | [`dispatch::layout`] | one block of `barrier::threads(size)` |
@@ -21,7 +22,7 @@
 //! | kernel | step | launch |
 //! |---|---|---|
 //! | `moe_ll_begin` | [`low_latency::begin`] | one thread |
-//! | `moe_ll_route` | [`rshmem_moe::route`] | as `moe_route` |
+//! | `moe_ll_route_count`, `moe_ll_route` | as `moe_route_count`, `moe_route` | as they |
 //! | `moe_ll_send` | [`low_latency::send`] | any grid |
 //! | `moe_ll_signal_counts` | [`low_latency::signal_counts`] | any grid |
 //! | `moe_ll_recv` | [`low_latency::recv`] | blocks of at least `size` threads |
@@ -58,6 +59,17 @@ pub use rshmem_moe::{MoeBufs, MoeCall};
 pub unsafe fn moe_barrier(team: Team, bufs: MoeBufs, call: MoeCall) {
     // SAFETY: this kernel's contract is the step's.
     unsafe { barrier::barrier(team, bufs, call) }
+}
+
+/// The routing's counts per block ([`route::count`]).
+///
+/// # Safety
+///
+/// The contract of [`route::count`].
+#[kernel]
+pub unsafe fn moe_route_count(bufs: MoeBufs, topk: *const i32, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { route::count(bufs.route(&call), topk, call) }
 }
 
 /// The routing ([`route::route`]).
@@ -155,6 +167,17 @@ pub unsafe fn moe_combine_reduce(team: Team, bufs: MoeBufs, out: *mut bf16, call
 pub unsafe fn moe_ll_begin(ll: LlBufs) {
     // SAFETY: this kernel's contract is the step's.
     unsafe { low_latency::begin(ll) }
+}
+
+/// The low-latency routing's counts per block ([`route::count`] into [`LlBufs::route`]).
+///
+/// # Safety
+///
+/// The contract of [`route::count`], after [`moe_ll_begin`].
+#[kernel]
+pub unsafe fn moe_ll_route_count(ll: LlBufs, topk: *const i32, call: MoeCall) {
+    // SAFETY: this kernel's contract is the step's.
+    unsafe { route::count(ll.route(), topk, call) }
 }
 
 /// The low-latency routing ([`route::route`] into [`LlBufs::route`]).

@@ -5,7 +5,7 @@
 use rshmem_device::bf16;
 use rshmem_host::{Error, Result, Shmem, SymBuffer, Team};
 use rshmem_moe::call::{flag_words, LayoutWords};
-use rshmem_moe::{MoeBufs, MoeCall};
+use rshmem_moe::{route, MoeBufs, MoeCall};
 
 /// The most ranks a team of the MoE ops may have (a token's ranks are a 64-bit mask).
 pub const MAX_RANKS: usize = 64;
@@ -168,6 +168,7 @@ pub struct MoeBuffers<'s> {
     send_slot: SymBuffer<'s, u32>,
     pos: SymBuffer<'s, u32>,
     counts_out: SymBuffer<'s, u32>,
+    route_blocks: SymBuffer<'s, u32>,
     meta_out: SymBuffer<'s, u32>,
     combine_stage: SymBuffer<'s, f32>,
     pub(crate) layout: SymBuffer<'s, u32>,
@@ -272,6 +273,7 @@ impl<'s> MoeBuffers<'s> {
             send_slot: shmem.alloc_zeroed(r * n)?,
             pos: shmem.alloc_zeroed(r * k)?,
             counts_out: shmem.alloc_zeroed(n * cw)?,
+            route_blocks: shmem.alloc_zeroed(route::blocks_words(&call) as usize)?,
             meta_out: shmem.alloc_zeroed(r * n * w)?,
             combine_stage: shmem.alloc_zeroed(n * r * h)?,
             layout: shmem.alloc_zeroed(words)?,
@@ -303,6 +305,7 @@ impl<'s> MoeBuffers<'s> {
             + bytes(&self.send_slot)
             + bytes(&self.pos)
             + bytes(&self.counts_out)
+            + bytes(&self.route_blocks)
             + bytes(&self.meta_out)
             + bytes(&self.combine_stage)
             + bytes(&self.layout)
@@ -355,6 +358,7 @@ impl<'s> MoeBuffers<'s> {
             send_slot: self.send_slot.as_mut_ptr(),
             pos: self.pos.as_mut_ptr(),
             counts_out: self.counts_out.as_mut_ptr(),
+            route_blocks: self.route_blocks.as_mut_ptr(),
             meta_out: self.meta_out.as_mut_ptr(),
             combine_stage: self.combine_stage.as_mut_ptr(),
             layout: self.layout.as_mut_ptr(),

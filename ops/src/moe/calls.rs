@@ -5,7 +5,10 @@
 use super::buffers::{MoeBuffers, MoeConfig, MoeLayout, MoePayload};
 use crate::Ops;
 use rshmem_device::bf16;
-use rshmem_host::{Error, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut, Team};
+use rshmem_host::{
+    Error, IntoKernelArgs, Kernel, LaunchConfig, Module, Result, Stream, SymRange, SymRangeMut,
+    Team,
+};
 use rshmem_moe::call::{LayoutWords, NONE};
 use rshmem_moe::{barrier, route, MoeCall};
 use rshmem_ops_kernels::moe::{self as k, Announce};
@@ -85,9 +88,31 @@ impl Rows {
 /// wait one per rank run on these blocks too).
 pub(super) const THREADS: u32 = 256;
 
-/// The launch of `call`'s route: one block of [`route::THREADS`] with its shared rows.
-pub(super) fn route_config(call: &MoeCall) -> LaunchConfig {
-    LaunchConfig::new(1, route::THREADS).shared_mem(route::shared_bytes(call))
+/// Queues `call`'s routing on `stream` (`rshmem_moe::route`): `Count`, the counts per block,
+/// where the grid ([`route::blocks`]) has more than one block, then `Number`, the numbering,
+/// on the same grid.
+///
+/// # Safety
+///
+/// `args` meet both kernels' contracts (`route::count`, `route::route`).
+pub(super) unsafe fn queue_route<Count: Kernel, Number: Kernel, A>(
+    module: &Module<'_>,
+    stream: &Stream<'_>,
+    call: &MoeCall,
+    args: A,
+) -> Result<()>
+where
+    A: Copy + IntoKernelArgs<Count::Args> + IntoKernelArgs<Number::Args>,
+{
+    let blocks = route::blocks(call.tokens, call.top_k);
+    let config = LaunchConfig::new(blocks, route::THREADS).shared_mem(route::shared_bytes(call));
+    // SAFETY: the caller's; the launch is the one both kernels take.
+    unsafe {
+        if blocks > 1 {
+            module.launch_on::<Count>(stream, config, args)?;
+        }
+        module.launch_on::<Number>(stream, config, args)
+    }
 }
 
 impl<'s> Ops<'s> {
@@ -234,9 +259,10 @@ impl<'s> Ops<'s> {
         // every member runs the same call (the rules).
         unsafe {
             module.launch_on::<k::moe_barrier>(stream, one, (team, dev, call))?;
-            module.launch_on::<k::moe_route>(
+            queue_route::<k::moe_route_count, k::moe_route, _>(
+                module,
                 stream,
-                route_config(&call),
+                &call,
                 (dev, topk.as_ptr(), call),
             )?;
             module.launch_on::<k::moe_send>(

@@ -4,7 +4,7 @@
 //! as kernels only (`rshmem_moe::layer` has the steps, the waits and why each is there).
 
 use super::buffers::{bytes, MoeConfig, MoePayload};
-use super::calls::{check_lengths, check_tokens, route_config};
+use super::calls::{check_lengths, check_tokens, queue_route};
 use super::low_latency::LlShared;
 use crate::gemm::grouped::tiles_bound;
 use crate::gemm::launch::{encode_sm90, Boxes};
@@ -497,9 +497,10 @@ impl<'s> Ops<'s> {
         // threads (at most MAX_RANKS ranks); every member runs the same call (the rules).
         unsafe {
             module.launch_on::<k::moe_ll_begin>(stream, LaunchConfig::new(1, 32), (lb.ll,))?;
-            module.launch_on::<k::moe_ll_route>(
+            queue_route::<k::moe_ll_route_count, k::moe_ll_route, _>(
+                module,
                 stream,
-                route_config(&call),
+                &call,
                 (lb.ll, topk.as_ptr(), call),
             )?;
             module.launch_on::<k::moe_layer_prepare>(

@@ -5,14 +5,14 @@
 //! (`rshmem_moe::low_latency` has the steps and why no barrier is needed).
 
 use super::buffers::{bytes, wrong_payload, MoeConfig, Recv};
-use super::calls::{check_lengths, check_tokens, route_config, Rows, THREADS};
+use super::calls::{check_lengths, check_tokens, queue_route, Rows, THREADS};
 use crate::Ops;
 use rshmem_device::bf16;
 use rshmem_host::{
     Error, LaunchConfig, Result, Shmem, Stream, SymBuffer, SymRange, SymRangeMut, Team,
 };
 use rshmem_moe::low_latency::LlBufs;
-use rshmem_moe::MoeCall;
+use rshmem_moe::{route, MoeCall};
 use rshmem_ops_kernels::moe as k;
 
 /// Where the dispatch/combine pair of a low-latency buffer set is, as queued (or recorded).
@@ -59,6 +59,7 @@ pub(super) struct LlShared<'s> {
     send_slot: SymBuffer<'s, u32>,
     counts_out: SymBuffer<'s, u32>,
     bad_entry: SymBuffer<'s, u32>,
+    route_blocks: SymBuffer<'s, u32>,
     pub(super) recv_src: SymBuffer<'s, u32>,
     pub(super) recv_count: SymBuffer<'s, u32>,
     pub(super) combine_recv: SymBuffer<'s, bf16>,
@@ -82,6 +83,7 @@ impl<'s> LlShared<'s> {
             send_slot: shmem.alloc_zeroed(r * n)?,
             counts_out: shmem.alloc_zeroed(n * call.count_words() as usize)?,
             bad_entry: shmem.alloc_zeroed(1)?,
+            route_blocks: shmem.alloc_zeroed(route::blocks_words(call) as usize)?,
             recv_src: shmem.alloc_zeroed(local * n * r * 2)?,
             recv_count: shmem.alloc_zeroed(local)?,
             combine_recv: shmem.alloc_zeroed(r * kk * h)?,
@@ -103,6 +105,7 @@ impl<'s> LlShared<'s> {
             + bytes(&self.send_slot)
             + bytes(&self.counts_out)
             + bytes(&self.bad_entry)
+            + bytes(&self.route_blocks)
             + bytes(&self.recv_src)
             + bytes(&self.recv_count)
             + bytes(&self.combine_recv)
@@ -125,6 +128,7 @@ impl<'s> LlShared<'s> {
             send_slot: self.send_slot.as_mut_ptr(),
             counts_out: self.counts_out.as_mut_ptr(),
             bad_entry: self.bad_entry.as_mut_ptr(),
+            route_blocks: self.route_blocks.as_mut_ptr(),
             recv_x,
             recv_scales,
             recv_src: self.recv_src.as_mut_ptr(),
@@ -351,9 +355,10 @@ impl<'s> Ops<'s> {
         // (checked); every member runs the same call (the rules).
         unsafe {
             module.launch_on::<k::moe_ll_begin>(stream, LaunchConfig::new(1, 32), (dev,))?;
-            module.launch_on::<k::moe_ll_route>(
+            queue_route::<k::moe_ll_route_count, k::moe_ll_route, _>(
+                module,
                 stream,
-                route_config(&call),
+                &call,
                 (dev, topk.as_ptr(), call),
             )?;
             module.launch_on::<k::moe_ll_send>(
