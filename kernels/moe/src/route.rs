@@ -154,14 +154,9 @@ impl Walk {
 #[inline(always)]
 pub unsafe fn count(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
     let k = call.top_k;
-    let Walk {
-        shared,
-        warps,
-        chunk,
-        first,
-        last,
-        row,
-    } = Walk::new(&call);
+    let walk = Walk::new(&call);
+    let (shared, warps, chunk, row) = (walk.shared, walk.warps, walk.chunk, walk.row);
+    let (first, last) = (walk.first, walk.last);
     let keys_all = call.experts + call.size;
     // SAFETY: the block's row of `blocks` (the contract).
     let out = unsafe { bufs.blocks.add((thread::block_idx_x() * keys_all) as usize) };
@@ -212,14 +207,9 @@ pub unsafe fn count(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
 #[inline(always)]
 pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
     let k = call.top_k;
-    let Walk {
-        shared,
-        warps,
-        chunk,
-        first,
-        last,
-        row,
-    } = Walk::new(&call);
+    let walk = Walk::new(&call);
+    let (shared, warps, chunk, row) = (walk.shared, walk.warps, walk.chunk, walk.row);
+    let (first, last) = (walk.first, walk.last);
     let mut lo = 0;
     while lo < call.experts {
         let keys = chunk.min(call.experts - lo);
