@@ -377,7 +377,8 @@ fn moe_dispatch(
     let x = Sym::find(&pe.core, CALL, "x", &x)?;
     let idx = find(("topk_idx", &topk_idx), DType::I32, "topk_idx")?;
     let w = find(("topk_weights", &topk_weights), DType::F32, "topk_weights")?;
-    let scales = (x_scales.as_ref())
+    let scales = x_scales
+        .as_ref()
         .map(|t| find(("x_scales", t), DType::F32, "x_scales"))
         .transpose()?;
     let inner = bufs.inner.clone();
