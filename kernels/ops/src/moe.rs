@@ -30,8 +30,9 @@
 //! | `moe_ll_signal_combine` | [`low_latency::signal_combine`] | one block of `barrier::threads(size)` |
 //! | `moe_ll_combine_reduce` | [`low_latency::combine_reduce`] | blocks of at least `size` threads |
 //!
-//! The fused layer ([`layer`]; its two GEMMs are `moe90`'s): `moe_ll_begin`, `moe_ll_route`
-//! on its `LayerBufs::ll`, then
+//! The fused layer ([`layer`]; its two GEMMs are `moe90`'s): `moe_ll_begin`, the route
+//! (`moe_ll_route_count` where its grid has more than one block, `moe_ll_route`) on its
+//! `LayerBufs::ll`, then
 //!
 //! | kernel | step | launch |
 //! |---|---|---|
