@@ -145,6 +145,65 @@ impl Walk {
     }
 }
 
+/// A chunk of keys: experts `lo .. lo + keys`, or the ranks.
+#[derive(Clone, Copy)]
+enum Keys {
+    Experts { lo: u32, keys: u32 },
+    Ranks,
+}
+
+impl Keys {
+    /// The chunk's first key among all keys (experts, then ranks) and its number of keys.
+    #[inline(always)]
+    fn span(self, call: &MoeCall) -> (u32, u32) {
+        match self {
+            Keys::Experts { lo, keys } => (lo, keys),
+            Keys::Ranks => (call.experts, call.size),
+        }
+    }
+}
+
+impl Walk {
+    /// Each chunk of keys in order (the experts a chunk of shared memory at a time, then the
+    /// ranks): every warp's matches counted into its row, a block barrier, then `then(keys)`,
+    /// which reads the rows and ends with a block barrier of its own (the next chunk clears
+    /// them). With `bad`, the first chunk's count records the lowest bad entry there.
+    ///
+    /// # Safety
+    ///
+    /// `topk` holds the call's entries; `bad` (if any) a word only atomics touch.
+    #[inline(always)]
+    unsafe fn chunks(
+        &self,
+        topk: *const i32,
+        call: &MoeCall,
+        bad: Option<*mut u32>,
+        mut then: impl FnMut(Keys),
+    ) {
+        let entries = (self.first * call.top_k, self.last * call.top_k);
+        let mut lo = 0;
+        while lo < call.experts {
+            let keys = self.chunk.min(call.experts - lo);
+            let bad = bad.filter(|_| lo == 0).map(|word| (word, call.experts));
+            // SAFETY: this warp's row lies in the shared memory (`Walk::new`); the caller's.
+            unsafe {
+                clear(self.row, keys);
+                walk_experts(self.row, topk, entries, (lo, keys), None, bad);
+            }
+            thread::sync_threads();
+            then(Keys::Experts { lo, keys });
+            lo += keys;
+        }
+        // SAFETY: as above.
+        unsafe {
+            clear(self.row, call.size);
+            walk_ranks(self.row, topk, (self.first, self.last), call, None);
+        }
+        thread::sync_threads();
+        then(Keys::Ranks);
+    }
+}
+
 /// The first pass of a grid of more than one block: each block's count per key (experts,
 /// then ranks) into `bufs.blocks`, row `block`, for [`route`]'s blocks after it.
 ///
@@ -153,20 +212,18 @@ impl Walk {
 /// [`route`]'s launch, grid and `topk`; `bufs.blocks` holds [`blocks_words`] words.
 #[inline(always)]
 pub unsafe fn count(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
-    let k = call.top_k;
     let walk = Walk::new(&call);
-    let (shared, warps, chunk, row) = (walk.shared, walk.warps, walk.chunk, walk.row);
-    let (first, last) = (walk.first, walk.last);
     let keys_all = call.experts + call.size;
     // SAFETY: the block's row of `blocks` (the contract).
     let out = unsafe { bufs.blocks.add((thread::block_idx_x() * keys_all) as usize) };
-    // Keys `lo .. lo + keys` (of all keys) summed over the warps into `out`.
-    let sum = |lo: u32, keys: u32| {
+    // Each chunk's keys summed over the warps into `out`.
+    let sum = |keys: Keys| {
+        let (lo, keys) = keys.span(&call);
         let mut j = thread::thread_idx_x();
         while j < keys {
-            let total = (0..warps)
+            let total = (0..walk.warps)
                 // SAFETY: w < warps, j < keys <= chunk.
-                .map(|w| unsafe { shared.add((w * chunk + j) as usize).read() })
+                .map(|w| unsafe { walk.shared.add((w * walk.chunk + j) as usize).read() })
                 .sum::<u32>();
             // SAFETY: lo + j < keys_all: this block's row.
             unsafe { out.add((lo + j) as usize).write(total) };
@@ -174,25 +231,8 @@ pub unsafe fn count(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
         }
         thread::sync_threads();
     };
-    let mut lo = 0;
-    while lo < call.experts {
-        let keys = chunk.min(call.experts - lo);
-        // SAFETY: the rows lie in the shared memory; topk holds the entries walked.
-        unsafe {
-            clear(row, keys);
-            walk_experts(row, topk, (first * k, last * k), (lo, keys), None, None);
-        }
-        thread::sync_threads();
-        sum(lo, keys);
-        lo += keys;
-    }
-    // SAFETY: as above.
-    unsafe {
-        clear(row, call.size);
-        walk_ranks(row, topk, (first, last), &call, None);
-    }
-    thread::sync_threads();
-    sum(call.experts, call.size);
+    // SAFETY: the contract.
+    unsafe { walk.chunks(topk, &call, None, sum) }
 }
 
 /// Routes this PE's `call.tokens` tokens (see the module docs).
@@ -206,49 +246,27 @@ pub unsafe fn count(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
 /// barrier, or the low-latency call's begin).
 #[inline(always)]
 pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
-    let k = call.top_k;
     let walk = Walk::new(&call);
-    let (shared, warps, chunk, row) = (walk.shared, walk.warps, walk.chunk, walk.row);
-    let (first, last) = (walk.first, walk.last);
-    let mut lo = 0;
-    while lo < call.experts {
-        let keys = chunk.min(call.experts - lo);
-        // SAFETY: the rows lie in the shared memory; topk holds the entries walked; `pos`
-        // holds max_tokens × top_k entries.
+    let entries = (walk.first * call.top_k, walk.last * call.top_k);
+    let number = |keys: Keys| {
+        // SAFETY: the contract; `pos` holds max_tokens × top_k entries, `send_slot`
+        // max_tokens × size.
         unsafe {
-            clear(row, keys);
-            // The first chunk's count also looks for bad entries (every entry is walked).
-            let bad = (lo == 0).then_some((bufs.bad_entry, call.experts));
-            walk_experts(row, topk, (first * k, last * k), (lo, keys), None, bad);
-            thread::sync_threads();
-            let expert = |j: u32| (call.owner(lo + j), 1 + call.local(lo + j));
-            scan(shared, (warps, chunk, keys), (lo, expert), &bufs, &call);
-            walk_experts(
-                row,
-                topk,
-                (first * k, last * k),
-                (lo, keys),
-                Some(bufs.pos),
-                None,
-            );
-            thread::sync_threads();
+            scan(&walk, keys, &bufs, &call);
+            match keys {
+                Keys::Experts { lo, keys } => {
+                    walk_experts(walk.row, topk, entries, (lo, keys), Some(bufs.pos), None)
+                }
+                Keys::Ranks => {
+                    let tokens = (walk.first, walk.last);
+                    walk_ranks(walk.row, topk, tokens, &call, Some(bufs.send_slot))
+                }
+            }
         }
-        lo += keys;
-    }
-    // SAFETY: as above; `send_slot` holds max_tokens × size entries.
-    unsafe {
-        clear(row, call.size);
-        walk_ranks(row, topk, (first, last), &call, None);
         thread::sync_threads();
-        scan(
-            shared,
-            (warps, chunk, call.size),
-            (call.experts, |d| (d, 0)),
-            &bufs,
-            &call,
-        );
-        walk_ranks(row, topk, (first, last), &call, Some(bufs.send_slot));
-    }
+    };
+    // SAFETY: the contract.
+    unsafe { walk.chunks(topk, &call, Some(bufs.bad_entry), number) }
 }
 
 /// Zeroes this warp's first `keys` counts.
@@ -387,37 +405,35 @@ unsafe fn walk_ranks(
     }
 }
 
-/// Turns the warps' counts of `keys` keys (keys `lo ..` of all keys) into each warp's first
-/// number (an exclusive scan across warps, per key, from the counts of the blocks before this
-/// one) and, in the last block, writes each key's total to `counts_out` at the `(row,
-/// column)` `place` names; ends with a block barrier.
+/// Turns the warps' counts of the chunk `keys` into each warp's first number (an exclusive
+/// scan across warps, per key, from the counts of the blocks before this one) and, in the
+/// last block, writes each key's total to `counts_out` (an expert's in its owner's row, a
+/// rank's in the rank's token column); ends with a block barrier.
 ///
 /// # Safety
 ///
-/// `shared` holds `warps` rows of `chunk` words, counted by every warp (block barrier
-/// since); `place` names words of `counts_out`; with more than one block, `bufs.blocks` holds
-/// every block's counts ([`count`]).
+/// The warps' rows counted by every warp (block barrier since); with more than one block,
+/// `bufs.blocks` holds every block's counts ([`count`]).
 #[inline(always)]
-unsafe fn scan(
-    shared: *mut u32,
-    (warps, chunk, keys): (u32, u32, u32),
-    (lo, place): (u32, impl Fn(u32) -> (u32, u32)),
-    bufs: &RouteBufs,
-    call: &MoeCall,
-) {
+unsafe fn scan(walk: &Walk, keys: Keys, bufs: &RouteBufs, call: &MoeCall) {
+    let (lo, n) = keys.span(call);
+    let place = |j: u32| match keys {
+        Keys::Experts { lo, .. } => (call.owner(lo + j), 1 + call.local(lo + j)),
+        Keys::Ranks => (j, 0),
+    };
     let (b, blocks) = (thread::block_idx_x(), thread::grid_dim_x());
     let keys_all = (call.experts + call.size) as usize;
     let mut j = thread::thread_idx_x();
-    while j < keys {
+    while j < n {
         let before = (0..b as usize)
             // SAFETY: row `c` of `blocks`, key `lo + j` (the contract).
             .map(|c| unsafe { bufs.blocks.add(c * keys_all + (lo + j) as usize).read() })
             .sum::<u32>();
         let mut total = before;
-        for w in 0..warps {
-            // SAFETY: w < warps, j < keys <= chunk.
+        for w in 0..walk.warps {
+            // SAFETY: w < warps, j < n <= chunk.
             unsafe {
-                let at = shared.add((w * chunk + j) as usize);
+                let at = walk.shared.add((w * walk.chunk + j) as usize);
                 let count = at.read();
                 at.write(total);
                 total += count;
