@@ -126,26 +126,18 @@ impl<'s> Ops<'s> {
                 let problem = rshmem_gemm::Problem { m, n, k };
                 let parts = self.split_parts(options.split_k, capturing, problem)?;
                 let sms = self.info.multiprocessors;
+                // A sparse last wave may split its rows alone (`plan::split_tail`), where
+                // nothing split the whole GEMM and nothing was forced.
                 let auto = (options.split_k, options.tile) == (SplitK::Auto, GemmTile::Auto);
-                if auto && parts == 1 {
-                    let bytes = split_k::workspace_bytes(self.shmem.backend());
-                    let parts_of = |rows| split_k::parts(SplitK::Auto, sms, rows, n, k, bytes);
-                    if let Some((split_from, split)) = plan::split_tail(sms, (m, n, k), parts_of) {
-                        // A capture records the unsplit 128 x 256 kernel, whose tensor maps
-                        // the eager calls' head filled (as for a whole split).
-                        let (split, split_from) = match capturing {
-                            true => (1, 0),
-                            false => (split, split_from),
-                        };
-                        return Ok(GemmPlan {
-                            kernel: Kernel::Sm90,
-                            tile: GemmTile::N256,
-                            split,
-                            split_from,
-                        });
-                    }
-                }
-                let split = (options.split_k, parts);
+                let tail = (auto && parts == 1)
+                    .then(|| {
+                        let bytes = split_k::workspace_bytes(self.shmem.backend());
+                        let parts_of = |rows| split_k::parts(SplitK::Auto, sms, rows, n, k, bytes);
+                        plan::split_tail(sms, (m, n, k), parts_of)
+                    })
+                    .flatten();
+                let (parts, from) = tail.map_or((parts, 0), |(from, parts)| (parts, from));
+                let split = (options.split_k, parts, from);
                 plan::sm90_plan(options.tile, split, capturing, || {
                     plan::choose_tile(sms, m, n, k)
                 })

@@ -249,15 +249,16 @@ pub(crate) fn sm80_plan(tile: GemmTile) -> Result<GemmPlan, String> {
     }
 }
 
-/// The sm90 plan of a 16-bit GEMM whose K splits into `parts` under `split` ([`SplitK::Auto`]
-/// already resolved into the parts an eager call splits into), with the tile `tile` asked for,
-/// on a stream that is `capturing` a graph or not; `choose` gives the model's tile. A capture
+/// The sm90 plan of a 16-bit GEMM whose K splits into `parts` from row `from` on (0: every
+/// row; a split tail's first row, [`split_tail`]) under `split` ([`SplitK::Auto`] already
+/// resolved into the parts an eager call splits into), with the tile `tile` asked for, on a
+/// stream that is `capturing` a graph or not; `choose` gives the model's tile. A capture
 /// never splits: where an eager call would, it records the unsplit kernel on the split's
-/// 128 x 256 tiles, whose tensor maps the eager calls before it filled. `Err` names the
-/// conflict.
+/// 128 x 256 tiles, whose tensor maps the eager calls before it filled (a split tail's head
+/// reads through the whole shape's). `Err` names the conflict.
 pub(crate) fn sm90_plan(
     tile: GemmTile,
-    (split, parts): (SplitK, u32),
+    (split, parts, from): (SplitK, u32, u32),
     capturing: bool,
     choose: impl FnOnce() -> GemmTile,
 ) -> Result<GemmPlan, String> {
@@ -265,7 +266,7 @@ pub(crate) fn sm90_plan(
         kernel: Kernel::Sm90,
         tile,
         split,
-        split_from: 0,
+        split_from: if split > 1 { from } else { 0 },
     };
     match (tile, parts > 1) {
         (GemmTile::N128, true) if matches!(split, SplitK::Parts(_)) => Err(format!(
@@ -391,7 +392,7 @@ mod tests {
     #[test]
     fn split_k_composes_with_the_tile() {
         let auto = || GemmTile::N128;
-        let p = |tile, split, parts| sm90_plan(tile, (split, parts), false, auto);
+        let p = |tile, split, parts| sm90_plan(tile, (split, parts, 0), false, auto);
         let plan = |tile, split| {
             Ok(GemmPlan {
                 kernel: Kernel::Sm90,
@@ -413,9 +414,20 @@ mod tests {
             plan(GemmTile::N128, 1)
         );
         // A capture records the unsplit kernel of the split's tile.
-        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 8), true, auto);
+        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 8, 0), true, auto);
         assert_eq!(captured, plan(GemmTile::N256, 1));
-        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 1), true, auto);
+        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 1, 0), true, auto);
         assert_eq!(captured, plan(GemmTile::N128, 1));
+        // A split tail: its rows and parts eagerly, the unsplit 128 x 256 kernel in a capture.
+        let tail = sm90_plan(GemmTile::Auto, (SplitK::Auto, 4, 4224), false, auto);
+        let want = GemmPlan {
+            kernel: Kernel::Sm90,
+            tile: GemmTile::N256,
+            split: 4,
+            split_from: 4224,
+        };
+        assert_eq!(tail, Ok(want));
+        let captured = sm90_plan(GemmTile::Auto, (SplitK::Auto, 4, 4224), true, auto);
+        assert_eq!(captured, plan(GemmTile::N256, 1));
     }
 }
