@@ -15,6 +15,13 @@
 //! Every popped element is checked (tag, bytes, count and sequence sum), every put row too,
 //! and the counter. The table gives each queue kind's GB/s beside the put's, and the ratio.
 //!
+//! `--tags each` (the default) makes every element whole before its push and checks it whole
+//! after its pop, inside the timed batches. `--tags once` (the batched kinds; `thread` stays
+//! `each`) writes the stage rows whole once before the timed loop, as the put row does, then
+//! per batch only each element's key, and checks the popped keys (count and sequence sum, not
+//! every byte): the queue's own work beside the put's, as a dispatch pushes rows already in
+//! memory.
+//!
 //! Prints a table and one CSV line per measurement:
 //! `QB,<kind>,<element bytes>,<ctas>,<items>,<seconds>,<items per s>,<GB per s>` (items =
 //! operations for `fetch_add`). Where the two PEs share a GPU it also prints, per queue run,
@@ -37,7 +44,7 @@ use anyhow::{bail, ensure, Context, Result};
 use rshmem::{
     Backend, DeviceQueue, GpuSharing, Kernel, LaunchConfig, Module, Pod, Shmem, SymQueue,
 };
-use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged, LOG_WORDS};
+use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged, Tags, LOG_WORDS};
 use rshmem_examples_image::IMAGE;
 use std::time::Duration;
 
@@ -103,6 +110,8 @@ struct Options {
     capacity: usize,
     fetch_add_iters: u32,
     reps: usize,
+    /// How the batched kinds make and check their elements.
+    tags: Tags,
     /// Run CTA counts whose two grids may not be resident together (shared GPUs).
     force: bool,
 }
@@ -119,6 +128,7 @@ impl Options {
             capacity: 4096,
             fetch_add_iters: if gpu { 1000 } else { 8 },
             reps: if gpu { 3 } else { 1 },
+            tags: Tags::Each,
             force: false,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
@@ -159,10 +169,17 @@ impl Options {
                 "--capacity" => o.capacity = value()?.parse()?,
                 "--fetch-add-iters" => o.fetch_add_iters = value()?.parse()?,
                 "--reps" => o.reps = value()?.parse()?,
+                "--tags" => {
+                    o.tags = match value()?.as_str() {
+                        "each" => Tags::Each,
+                        "once" => Tags::Once,
+                        t => bail!("--tags: {t:?} is not each or once"),
+                    }
+                }
                 other => bail!(
                     "unknown argument {other:?}: use --ctas A,B --threads T --sizes 8,64,1024,14336 \
                      --kinds thread,warp,coop,put,fetch_add --items PER_WARP --capacity SLOTS \
-                     --fetch-add-iters N --reps N --force"
+                     --fetch-add-iters N --reps N --tags each|once --force"
                 ),
             }
         }
@@ -266,31 +283,24 @@ impl Row {
     }
 }
 
+/// A producer's or consumer's arguments: queue, items per group, mode, tags, stage, scratch,
+/// status, placement log.
+type QueueArgs<E> = (
+    DeviceQueue<E>,
+    u32,
+    u32,
+    u32,
+    *mut E,
+    *mut u64,
+    *mut u64,
+    *mut u64,
+);
+
 /// The producer, consumer and raw-put kernels of one element type.
 trait BenchKernels {
     type E: Tagged + Pod;
-    type Push: Kernel<
-        Args = (
-            DeviceQueue<Self::E>,
-            u32,
-            u32,
-            *mut Self::E,
-            *mut u64,
-            *mut u64,
-            *mut u64,
-        ),
-    >;
-    type Pop: Kernel<
-        Args = (
-            DeviceQueue<Self::E>,
-            u32,
-            u32,
-            *mut Self::E,
-            *mut u64,
-            *mut u64,
-            *mut u64,
-        ),
-    >;
+    type Push: Kernel<Args = QueueArgs<Self::E>>;
+    type Pop: Kernel<Args = QueueArgs<Self::E>>;
     type Put: Kernel<Args = (*mut Self::E, u32, u32, *mut Self::E)>;
 }
 
@@ -360,7 +370,7 @@ fn queue_run<K: BenchKernels>(
     let mut stat = shmem.alloc_zeroed::<u64>(status::LEN)?;
     let mut log = shmem.alloc_zeroed::<u64>(2 * ctas as usize * LOG_WORDS)?;
     let cfg = LaunchConfig::new(ctas, o.threads).cooperative();
-    let (q, m) = (queue.handle(), mode as u32);
+    let (q, m, t) = (queue.handle(), mode as u32, o.tags as u32);
     let mut times = Vec::new();
     let mut phases = [0u64; status::LEN - status::PUSH_PHASES];
     for _ in 0..o.reps {
@@ -380,9 +390,11 @@ fn queue_run<K: BenchKernels>(
             unsafe {
                 match me {
                     0 => {
-                        module.launch::<K::Push>(cfg, (q, per_group, m, stage, scratch, stat, log))
+                        let args = (q, per_group, m, t, stage, scratch, stat, log);
+                        module.launch::<K::Push>(cfg, args)
                     }
-                    1 => module.launch::<K::Pop>(cfg, (q, per_group, m, stage, scratch, stat, log)),
+                    1 => module
+                        .launch::<K::Pop>(cfg, (q, per_group, m, t, stage, scratch, stat, log)),
                     _ => Ok(()),
                 }
             }
@@ -578,8 +590,11 @@ fn main() -> Result<()> {
         if shmem.my_pe() == 1 {
             print_table(&o, &rows);
             println!(
-                "(every element checked: tag, bytes, count and sequence sum; every put row; the \
-                 fetch_add counter{})",
+                "({}; every put row; the fetch_add counter{})",
+                match o.tags {
+                    Tags::Each => "every element checked: tag, bytes, count and sequence sum",
+                    Tags::Once => "--tags once: every popped key, the count and sequence sum",
+                },
                 if shmem.backend() == Backend::Sim {
                     "; CPU simulator: the rates say nothing about GPUs"
                 } else {
@@ -601,9 +616,14 @@ fn print_table(o: &Options, rows: &[Row]) {
     };
     for &b in &o.sizes {
         println!(
-            "\n{b}-byte elements, PE 0 -> PE 1 ({} threads/CTA, capacity {}, ring on PE 1): \
-             Mitems/s | GB/s",
-            o.threads, o.capacity
+            "\n{b}-byte elements, PE 0 -> PE 1 ({} threads/CTA, capacity {}, ring on PE 1, \
+             tags {}): Mitems/s | GB/s",
+            o.threads,
+            o.capacity,
+            match o.tags {
+                Tags::Each => "each",
+                Tags::Once => "once",
+            }
         );
         let kinds: Vec<Kind> = o
             .kinds

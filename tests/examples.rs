@@ -179,6 +179,24 @@ fn queue_bench_example_prints_checked_rows() {
         assert!(out.contains(kind), "{kind} missing:\n{out}");
     }
     assert!(out.contains("every element checked"), "{out}");
+    // Rows written once, keys per batch: the queue's own work beside the put's.
+    let out = run_sim(
+        "queue_bench",
+        2,
+        &[
+            "--ctas", "1,2", "--items", "64", "--sizes", "8,1024", "--kinds", "coop,put", "--tags",
+            "once",
+        ],
+    );
+    for kind in [
+        "QB,queue_coop_warp,1024,",
+        "QB,queue_coop_block,8,",
+        "QB,put_block,1024,",
+    ] {
+        assert!(out.contains(kind), "{kind} missing:\n{out}");
+    }
+    assert!(out.contains("tags once"), "{out}");
+    assert!(out.contains("every popped key"), "{out}");
 }
 
 #[test]

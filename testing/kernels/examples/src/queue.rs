@@ -67,6 +67,55 @@ pub trait Tagged: Copy + 'static {
             .then(|| unsafe { &*src.add(lane as usize) }.untag())
             .flatten()
     }
+    /// Writes only the key `(producer, seq0 + lane)` of `dst[lane]` for `lane < count`
+    /// ([`Tags::Once`]); for single words, the whole element.
+    ///
+    /// # Safety
+    ///
+    /// `dst` valid and aligned for writing `count` elements.
+    #[inline(always)]
+    unsafe fn write_key(dst: *mut Self, producer: u32, seq0: u32, count: u32, lane: u32) {
+        if lane < count {
+            // SAFETY: `lane < count`: inside `dst`.
+            unsafe { Self::write_tag(dst.add(lane as usize), producer, seq0 + lane) }
+        }
+    }
+    /// The key of `src[lane]` for `lane < count`, its other bytes unread ([`Tags::Once`]).
+    ///
+    /// # Safety
+    ///
+    /// `src` valid for reading `count` elements.
+    #[inline(always)]
+    unsafe fn read_key(src: *const Self, count: u32, lane: u32) -> Option<(u32, u32)> {
+        // SAFETY: `lane < count`: inside `src`.
+        (lane < count)
+            .then(|| unsafe { &*src.add(lane as usize) }.untag())
+            .flatten()
+    }
+}
+
+/// How the benchmark's batched kinds make and check their elements.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tags {
+    /// Every element written whole before its push and checked whole after its pop: a torn
+    /// byte anywhere is caught, and the making and checking are part of each batch's time.
+    Each = 0,
+    /// The stage rows written whole once, before the timed loop (as the put row writes its
+    /// rows), then per batch only each element's key, and after a pop only the keys read: the
+    /// queue's own work beside the put's, as a dispatch pushes rows already in memory.
+    Once = 1,
+}
+
+impl Tags {
+    /// The value from its `u32` (as kernels receive it); unknown values are `Each`.
+    pub fn from_raw(raw: u32) -> Tags {
+        if raw == Tags::Once as u32 {
+            Tags::Once
+        } else {
+            Tags::Each
+        }
+    }
 }
 
 /// The filler word `i` of the element tagged `key`: a mix of the whole key (splitmix64's
@@ -205,6 +254,27 @@ impl<W: Word, const N: usize> Tagged for [W; N] {
                 i += 32;
             }
         }
+    }
+    #[inline(always)]
+    unsafe fn write_key(dst: *mut Self, producer: u32, seq0: u32, count: u32, lane: u32) {
+        if lane < count {
+            let key = u64::tag(producer, seq0 + lane);
+            // SAFETY: `lane < count`: element `lane` of `dst`, whose first words hold the key.
+            let words = unsafe { dst.add(lane as usize) }.cast::<W>();
+            for i in 0..(64 / W::BITS) as usize {
+                // SAFETY: `i` is one of the key's words, inside the element.
+                unsafe { words.add(i).write(word::<W>(key, i)) };
+            }
+        }
+    }
+    #[inline(always)]
+    unsafe fn read_key(src: *const Self, count: u32, lane: u32) -> Option<(u32, u32)> {
+        if lane >= count {
+            return None;
+        }
+        // SAFETY: `lane < count`: element `lane` of `src`.
+        let key = key_of(unsafe { &*src.add(lane as usize) });
+        Some(((key >> 32) as u32, key as u32))
     }
     #[inline(always)]
     unsafe fn untag_by_warp(
@@ -565,21 +635,29 @@ unsafe fn batch<E: Tagged>(
 
 /// Benchmark producer: each group (per `mode`: a thread, a warp or a block) of this PE pushes
 /// `items` elements tagged `(group, 0..items)`; batched modes push batches of the group's size
-/// through its rows of `stage` (32 elements per warp) and its `scratch` word (one per warp).
-/// `status`: where the phases go ([`add_phases`]), or null; `log`: the [`Placement`] log, or
+/// through its rows of `stage` (32 elements per warp) and its `scratch` word (one per warp),
+/// making them as `tags` ([`Tags`]) says. `status`: where the phases go ([`add_phases`]), or null; `log`: the [`Placement`] log, or
 /// null.
 unsafe fn bench_push<E: Tagged>(
     q: SymQueue<E>,
     items: u32,
     mode: u32,
+    tags: u32,
     stage: *mut E,
     scratch: *mut u64,
     status: *mut u64,
     log: *mut u64,
 ) {
     use rshmem_device::queue::phases::{Lap, Phase};
-    let mode = Mode::from_raw(mode);
+    let (mode, tags) = (Mode::from_raw(mode), Tags::from_raw(tags));
     let g = group(mode);
+    if tags == Tags::Once && !matches!(mode, Mode::Thread | Mode::Try) {
+        // Whole rows once, outside the timed part: each batch then writes only the keys.
+        let (stage, _) = group_stage(g, mode, stage, scratch);
+        if let Some((lane, first, n)) = g.warp_part(g.size) {
+            E::write_tags_by_warp(stage.add(first as usize), g.index, first, n, lane);
+        }
+    }
     let placed = Placement::begin(log);
     let (t0, mut batches) = ((thread::clock64(), thread::globaltimer_ns()), 0u64);
     if matches!(mode, Mode::Thread | Mode::Try) {
@@ -596,7 +674,11 @@ unsafe fn bench_push<E: Tagged>(
             let mut lap = Lap::start();
             // Each warp tags its 32 of the group's elements, side by side.
             if let Some((lane, first, n)) = g.warp_part(count) {
-                E::write_tags_by_warp(stage.add(first as usize), g.index, start + first, n, lane);
+                let (dst, seq0) = (stage.add(first as usize), start + first);
+                match tags {
+                    Tags::Each => E::write_tags_by_warp(dst, g.index, seq0, n, lane),
+                    Tags::Once => E::write_key(dst, g.index, seq0, n, lane),
+                }
             }
             lap.lap(Phase::Tag);
             // The batch begins with a barrier of the group, which orders the tags before it.
@@ -609,19 +691,20 @@ unsafe fn bench_push<E: Tagged>(
     add_phases(status, status::PUSH_PHASES, batches, t0);
 }
 
-/// Benchmark consumer: each group pops `items` elements and checks them; totals go to
-/// `status` (good, torn, foreign, sum of sequence numbers).
+/// Benchmark consumer: each group pops `items` elements and checks them (whole, or their keys
+/// under [`Tags::Once`]); totals go to `status` (good, torn, foreign, sum of sequence numbers).
 unsafe fn bench_pop<E: Tagged>(
     q: SymQueue<E>,
     items: u32,
     mode: u32,
+    tags: u32,
     stage: *mut E,
     scratch: *mut u64,
     status: *mut u64,
     log: *mut u64,
 ) {
     use rshmem_device::queue::phases::{Lap, Phase};
-    let mode = Mode::from_raw(mode);
+    let (mode, tags) = (Mode::from_raw(mode), Tags::from_raw(tags));
     let g = group(mode);
     let placed = Placement::begin(log);
     let (t0, mut batches) = ((thread::clock64(), thread::globaltimer_ns()), 0u64);
@@ -654,7 +737,11 @@ unsafe fn bench_pop<E: Tagged>(
                 } else {
                     (1 << lanes) - 1
                 };
-                let tag = E::untag_by_warp(stage.add(first as usize), n, lane, mask);
+                let src = stage.add(first as usize);
+                let tag = match tags {
+                    Tags::Each => E::untag_by_warp(src, n, lane, mask),
+                    Tags::Once => E::read_key(src, n, lane),
+                };
                 if lane < n {
                     check(tag);
                 }
@@ -715,12 +802,13 @@ macro_rules! bench_kernels {
             q: SymQueue<$t>,
             items: u32,
             mode: u32,
+            tags: u32,
             stage: *mut $t,
             scratch: *mut u64,
             status: *mut u64,
             log: *mut u64,
         ) {
-            bench_push::<$t>(q, items, mode, stage, scratch, status, log)
+            bench_push::<$t>(q, items, mode, tags, stage, scratch, status, log)
         }
         #[doc = concat!("[`bench_pop`] with elements of type `", stringify!($t), "`.")]
         ///
@@ -732,12 +820,13 @@ macro_rules! bench_kernels {
             q: SymQueue<$t>,
             items: u32,
             mode: u32,
+            tags: u32,
             stage: *mut $t,
             scratch: *mut u64,
             status: *mut u64,
             log: *mut u64,
         ) {
-            bench_pop::<$t>(q, items, mode, stage, scratch, status, log)
+            bench_pop::<$t>(q, items, mode, tags, stage, scratch, status, log)
         }
         #[doc = concat!("[`bench_put`] with elements of type `", stringify!($t), "`.")]
         ///
@@ -866,6 +955,47 @@ mod tests {
                 "byte {byte}: no lane saw it"
             );
         }
+    }
+
+    /// [`Tags::Once`](super::Tags::Once)'s paths: a key rewritten in place reads back, every other byte of the
+    /// element is left as it was.
+    fn keys_rewrite_only_the_key<E: Tagged + PartialEq + core::fmt::Debug>() {
+        let mut rows = [E::tag(3, 0); 4];
+        let before = rows;
+        for lane in 0..32 {
+            // SAFETY: `rows` holds the 3 elements written and read.
+            unsafe { E::write_key(rows.as_mut_ptr(), 7, 100, 3, lane) };
+        }
+        for lane in 0..32 {
+            // SAFETY: as above.
+            let got = unsafe { E::read_key(rows.as_ptr(), 3, lane) };
+            assert_eq!(got, (lane < 3).then_some((7, 100 + lane)), "lane {lane}");
+        }
+        assert_eq!(rows[3], before[3], "past count: untouched");
+        let size = core::mem::size_of::<E>();
+        let key_bytes = size.min(8);
+        for e in 0..3 {
+            // SAFETY: plain words, read as bytes.
+            let (new, old) = unsafe {
+                (
+                    core::slice::from_raw_parts((&rows[e] as *const E).cast::<u8>(), size),
+                    core::slice::from_raw_parts((&before[e] as *const E).cast::<u8>(), size),
+                )
+            };
+            assert_eq!(
+                new[key_bytes..],
+                old[key_bytes..],
+                "element {e}: filler kept"
+            );
+        }
+    }
+
+    #[test]
+    fn key_only_writes_and_reads() {
+        keys_rewrite_only_the_key::<u64>();
+        keys_rewrite_only_the_key::<[u64; 128]>();
+        keys_rewrite_only_the_key::<[u32; 3]>();
+        keys_rewrite_only_the_key::<[u8; 10]>();
     }
 
     #[test]
