@@ -78,6 +78,7 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rust", default=None, help="ops/examples/call_overhead's binary")
+    ap.add_argument("--overhead-only", action="store_true", help="only the per-call overhead rows")
     args = ap.parse_args()
     dist.init_process_group("cpu:gloo,cuda:nccl")
     rshmem.init()
@@ -85,103 +86,105 @@ def main():
     own_gpus = torch.cuda.device_count() >= n
     rows = []
 
-    # All-reduce, bf16.
-    symm = None
-    try:
-        import torch.distributed._symmetric_memory as symm_mem
+    # The ops beside their peers (skipped by --overhead-only).
+    if not args.overhead_only:
+        # All-reduce, bf16.
+        symm = None
+        try:
+            import torch.distributed._symmetric_memory as symm_mem
 
-        symm = symm_mem
-    except ImportError:
-        pass
-    for size in (int(s) for s in args.sizes.split(",")):
-        count = size // 2
-        x = rshmem.empty(count, torch.bfloat16)
-        x.fill_(1)
-        row = {"op": "all_reduce", "bytes": size, "rshmem_us": timed(lambda: rshmem.all_reduce(x, op="max"), args.iters)}
-        if own_gpus:
-            t = torch.ones(count, dtype=torch.bfloat16, device="cuda")
-            row["nccl_us"] = timed(lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX), args.iters)
-        if symm is not None and own_gpus:
-            buf = symm.empty(count, dtype=torch.bfloat16, device="cuda")
-            hdl = symm.rendezvous(buf, dist.group.WORLD.group_name)
-            buf.fill_(1)
-            del hdl
-            name = dist.group.WORLD.group_name
-            row["symm_one_shot_us"] = timed(lambda: torch.ops.symm_mem.one_shot_all_reduce(buf, "sum", name), args.iters)
-            row["symm_two_shot_us"] = timed(lambda: torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", name), args.iters)
-        rows.append(row)
-        del x
+            symm = symm_mem
+        except ImportError:
+            pass
+        for size in (int(s) for s in args.sizes.split(",")):
+            count = size // 2
+            x = rshmem.empty(count, torch.bfloat16)
+            x.fill_(1)
+            row = {"op": "all_reduce", "bytes": size, "rshmem_us": timed(lambda: rshmem.all_reduce(x, op="max"), args.iters)}
+            if own_gpus:
+                t = torch.ones(count, dtype=torch.bfloat16, device="cuda")
+                row["nccl_us"] = timed(lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX), args.iters)
+            if symm is not None and own_gpus:
+                buf = symm.empty(count, dtype=torch.bfloat16, device="cuda")
+                hdl = symm.rendezvous(buf, dist.group.WORLD.group_name)
+                buf.fill_(1)
+                del hdl
+                name = dist.group.WORLD.group_name
+                row["symm_one_shot_us"] = timed(lambda: torch.ops.symm_mem.one_shot_all_reduce(buf, "sum", name), args.iters)
+                row["symm_two_shot_us"] = timed(lambda: torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", name), args.iters)
+            rows.append(row)
+            del x
 
-    # GEMM, bf16 in, bf16 out, B n x k.
-    for s in (int(v) for v in args.gemm.split(",")):
-        a, b = rshmem.empty((s, s), torch.bfloat16), rshmem.empty((s, s), torch.bfloat16)
-        c = rshmem.empty((s, s), torch.bfloat16)
-        a.normal_()
-        b.normal_()
+        # GEMM, bf16 in, bf16 out, B n x k.
+        for s in (int(v) for v in args.gemm.split(",")):
+            a, b = rshmem.empty((s, s), torch.bfloat16), rshmem.empty((s, s), torch.bfloat16)
+            c = rshmem.empty((s, s), torch.bfloat16)
+            a.normal_()
+            b.normal_()
+            us = timed(lambda: rshmem.gemm(a, b, c), args.iters)
+            ref = timed(lambda: torch.matmul(a, b.T), args.iters)
+            torch.testing.assert_close(c.float(), (a.float() @ b.float().T), rtol=2e-2, atol=2e-2 * s ** 0.5)
+            rows.append({"op": "gemm", "m=n=k": s, "rshmem_us": us, "torch_matmul_us": ref,
+                         "rshmem_tflops": 2 * s ** 3 / us / 1e6, "torch_tflops": 2 * s ** 3 / ref / 1e6})
+            del a, b, c
+
+        # GEMM on ordinary torch tensors (torch's allocator): the same kernel, found by address.
+        s = 4096
+        a, b = torch.randn(s, s, device="cuda").to(torch.bfloat16), torch.randn(s, s, device="cuda").to(torch.bfloat16)
+        c = torch.empty(s, s, device="cuda", dtype=torch.bfloat16)
         us = timed(lambda: rshmem.gemm(a, b, c), args.iters)
-        ref = timed(lambda: torch.matmul(a, b.T), args.iters)
-        torch.testing.assert_close(c.float(), (a.float() @ b.float().T), rtol=2e-2, atol=2e-2 * s ** 0.5)
-        rows.append({"op": "gemm", "m=n=k": s, "rshmem_us": us, "torch_matmul_us": ref,
-                     "rshmem_tflops": 2 * s ** 3 / us / 1e6, "torch_tflops": 2 * s ** 3 / ref / 1e6})
+        torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=2e-2, atol=2e-2 * s ** 0.5)
+        rows.append({"op": "gemm_torch_tensors", "m=n=k": s, "rshmem_us": us, "rshmem_tflops": 2 * s ** 3 / us / 1e6})
         del a, b, c
 
-    # GEMM on ordinary torch tensors (torch's allocator): the same kernel, found by address.
-    s = 4096
-    a, b = torch.randn(s, s, device="cuda").to(torch.bfloat16), torch.randn(s, s, device="cuda").to(torch.bfloat16)
-    c = torch.empty(s, s, device="cuda", dtype=torch.bfloat16)
-    us = timed(lambda: rshmem.gemm(a, b, c), args.iters)
-    torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=2e-2, atol=2e-2 * s ** 0.5)
-    rows.append({"op": "gemm_torch_tensors", "m=n=k": s, "rshmem_us": us, "rshmem_tflops": 2 * s ** 3 / us / 1e6})
-    del a, b, c
-
-    # Grouped GEMM: 8 groups of 512 rows, 4096 x 4096 weights, against torch._grouped_mm.
-    groups, rows_g, gn, gk = 8, 512, 4096, 4096
-    a, b = rshmem.empty((groups * rows_g, gk), torch.bfloat16), rshmem.empty((groups, gn, gk), torch.bfloat16)
-    c, offs = rshmem.empty((groups * rows_g, gn), torch.bfloat16), rshmem.empty(groups, torch.int32)
-    a.normal_()
-    b.normal_()
-    offs.copy_(torch.arange(1, groups + 1, dtype=torch.int32, device="cuda") * rows_g)
-    row = {"op": "grouped_gemm", "shape": f"{groups}x{rows_g}, {gn}x{gk}",
-           "rshmem_us": timed(lambda: rshmem.grouped_gemm(a, b, c, offsets=offs), args.iters)}
-    if hasattr(torch, "_grouped_mm"):
-        row["torch_grouped_mm_us"] = timed(lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs), args.iters)
-    rows.append(row)
-    del a, b, c, offs
-
-    # FP8 per tensor, e4m3 -> bf16, against torch._scaled_mm.
-    f8 = torch.float8_e4m3fn
-    for s in (int(v) for v in args.gemm.split(",")):
-        a, b = rshmem.empty((s, s), f8), rshmem.empty((s, s), f8)
-        a.copy_(torch.randn(s, s, device="cuda").to(f8))
-        b.copy_(torch.randn(s, s, device="cuda").to(f8))
-        sa, sb = rshmem.empty(1, torch.float32), rshmem.empty(1, torch.float32)
-        sa.fill_(1)
-        sb.fill_(1)
-        c = rshmem.empty((s, s), torch.bfloat16)
-        row = {"op": "gemm_fp8_tensor", "m=n=k": s, "rshmem_us": timed(lambda: rshmem.gemm_fp8(a, b, c, sa, sb), args.iters)}
-        if hasattr(torch, "_scaled_mm"):
-            row["torch_scaled_mm_us"] = timed(
-                lambda: torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=True),
-                args.iters)
+        # Grouped GEMM: 8 groups of 512 rows, 4096 x 4096 weights, against torch._grouped_mm.
+        groups, rows_g, gn, gk = 8, 512, 4096, 4096
+        a, b = rshmem.empty((groups * rows_g, gk), torch.bfloat16), rshmem.empty((groups, gn, gk), torch.bfloat16)
+        c, offs = rshmem.empty((groups * rows_g, gn), torch.bfloat16), rshmem.empty(groups, torch.int32)
+        a.normal_()
+        b.normal_()
+        offs.copy_(torch.arange(1, groups + 1, dtype=torch.int32, device="cuda") * rows_g)
+        row = {"op": "grouped_gemm", "shape": f"{groups}x{rows_g}, {gn}x{gk}",
+               "rshmem_us": timed(lambda: rshmem.grouped_gemm(a, b, c, offsets=offs), args.iters)}
+        if hasattr(torch, "_grouped_mm"):
+            row["torch_grouped_mm_us"] = timed(lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs), args.iters)
         rows.append(row)
-        del a, b, c, sa, sb
+        del a, b, c, offs
 
-    # The fused MoE layer, decode-sized: 8 experts per rank, top-2, 4096 -> 1408 -> 4096.
-    experts, top_k, hidden, inter, tokens = 8 * n, 2, 4096, 1408, 128
-    local = experts // n
-    bufs = rshmem.moe_layer_buffers(experts, top_k, hidden, inter, max_tokens=tokens)
-    w1, w2 = rshmem.empty((local, 2 * inter, hidden), torch.bfloat16), rshmem.empty((local, hidden, inter), torch.bfloat16)
-    w1.normal_(std=hidden ** -0.5)
-    w2.normal_(std=inter ** -0.5)
-    bound = rshmem.moe_layer_weights(bufs, w1, w2)
-    x, out = rshmem.empty((tokens, hidden), torch.bfloat16), rshmem.empty((tokens, hidden), torch.bfloat16)
-    idx, tw = rshmem.empty((tokens, top_k), torch.int32), rshmem.empty((tokens, top_k), torch.float32)
-    x.normal_()
-    idx.copy_(torch.stack([torch.randperm(experts)[:top_k] for _ in range(tokens)]).int().cuda())
-    tw.fill_(0.5)
-    rows.append({"op": "moe_layer", "shape": f"{experts} experts top-{top_k} {hidden}->{inter}, {tokens} tokens/rank",
-                 "rshmem_us": timed(lambda: rshmem.moe_layer(bufs, bound, x, idx, tw, out), args.iters)})
-    del bufs, w1, w2, bound, x, out, idx, tw
+        # FP8 per tensor, e4m3 -> bf16, against torch._scaled_mm.
+        f8 = torch.float8_e4m3fn
+        for s in (int(v) for v in args.gemm.split(",")):
+            a, b = rshmem.empty((s, s), f8), rshmem.empty((s, s), f8)
+            a.copy_(torch.randn(s, s, device="cuda").to(f8))
+            b.copy_(torch.randn(s, s, device="cuda").to(f8))
+            sa, sb = rshmem.empty(1, torch.float32), rshmem.empty(1, torch.float32)
+            sa.fill_(1)
+            sb.fill_(1)
+            c = rshmem.empty((s, s), torch.bfloat16)
+            row = {"op": "gemm_fp8_tensor", "m=n=k": s, "rshmem_us": timed(lambda: rshmem.gemm_fp8(a, b, c, sa, sb), args.iters)}
+            if hasattr(torch, "_scaled_mm"):
+                row["torch_scaled_mm_us"] = timed(
+                    lambda: torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=True),
+                    args.iters)
+            rows.append(row)
+            del a, b, c, sa, sb
+
+        # The fused MoE layer, decode-sized: 8 experts per rank, top-2, 4096 -> 1408 -> 4096.
+        experts, top_k, hidden, inter, tokens = 8 * n, 2, 4096, 1408, 128
+        local = experts // n
+        bufs = rshmem.moe_layer_buffers(experts, top_k, hidden, inter, max_tokens=tokens)
+        w1, w2 = rshmem.empty((local, 2 * inter, hidden), torch.bfloat16), rshmem.empty((local, hidden, inter), torch.bfloat16)
+        w1.normal_(std=hidden ** -0.5)
+        w2.normal_(std=inter ** -0.5)
+        bound = rshmem.moe_layer_weights(bufs, w1, w2)
+        x, out = rshmem.empty((tokens, hidden), torch.bfloat16), rshmem.empty((tokens, hidden), torch.bfloat16)
+        idx, tw = rshmem.empty((tokens, top_k), torch.int32), rshmem.empty((tokens, top_k), torch.float32)
+        x.normal_()
+        idx.copy_(torch.stack([torch.randperm(experts)[:top_k] for _ in range(tokens)]).int().cuda())
+        tw.fill_(0.5)
+        rows.append({"op": "moe_layer", "shape": f"{experts} experts top-{top_k} {hidden}->{inter}, {tokens} tokens/rank",
+                     "rshmem_us": timed(lambda: rshmem.moe_layer(bufs, bound, x, idx, tw, out), args.iters)})
+        del bufs, w1, w2, bound, x, out, idx, tw
 
     # Per-call overhead: Python against Rust.
     x = rshmem.empty(2048, torch.bfloat16)
@@ -199,8 +202,17 @@ def main():
     # (argument conversion, GIL release, the heap lookup) on top of the Rust call.
     native = {
         "all_reduce_native_only": lambda: _native.all_reduce(pe, xa, None, 2048, "max", None, handle),
-        "gemm_native_only": lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle),
+        "gemm_native_only": lambda: _native.gemm(pe, aa, ba, ca, (128, 128, 128), "nk", "auto", 0, handle),
+        # The tensors themselves, read by the extension (what rshmem.all_reduce / gemm pass).
+        "all_reduce_native_reads": lambda: _native.all_reduce(pe, x, None, None, "max", None, handle),
+        "gemm_native_reads": lambda: _native.gemm(pe, a, b, c, None, "nk", "auto", 0, handle),
     }
+    if not hasattr(_native, "set_tensor_type"):
+        # A wheel from before the native reading (2026-12-07), for same-run before/after rows.
+        native = {
+            "all_reduce_native_only": native["all_reduce_native_only"],
+            "gemm_native_only": lambda: _native.gemm(pe, aa, ba, ca, 128, 128, 128, "nk", "auto", 0, handle),
+        }
     print(f"torch's current stream: {handle:#x} (0: the legacy default stream)")
     overhead = {
         "all_reduce_4KiB": host_per_call(lambda: rshmem.all_reduce(x, op="max"), args.calls),

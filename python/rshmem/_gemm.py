@@ -35,10 +35,10 @@ def gemm(a, b, out, b_layout="nk", kernel="auto", split_k=0, stream=None):
     input type out. Any contiguous tensors of this PE's device: symmetric ones, ordinary torch
     CUDA tensors (on the simulator: numpy arrays or CPU tensors). `split_k`: 0 automatic, 1
     off, p parts. Returns `out`."""
-    pe, call = _runtime.current(), "rshmem.gemm"
-    m, n, k = gemm_shape(a, b, b_layout, call)
-    _native.gemm(pe, tensor_arg(a, "a", call), tensor_arg(b, "b", call), tensor_arg(out, "out", call),
-                 m, n, k, b_layout, kernel, split_k, _runtime.stream_handle(pe, stream))
+    # Shapes and tensors are read natively (`gemm_shape` and `tensor_arg` there): this is the
+    # call whose per-call overhead docs/python.md measures.
+    pe = _runtime.current()
+    _native.gemm(pe, a, b, out, None, b_layout, kernel, split_k, _runtime.stream_handle(pe, stream))
     return out
 
 

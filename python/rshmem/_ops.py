@@ -23,10 +23,10 @@ def _size(pe, team):
 def all_reduce(x, out=None, op="sum", count=None, team=None, stream=None):
     """`out = Σ_PEs x` (or max/min) over `team`'s PEs; in place in `x` when `out` is None.
     Returns the result."""
-    pe, call = _runtime.current(), _call("all_reduce")
-    n = numel(x) if count is None else count
-    _native.all_reduce(pe, tensor_arg(x, "x", call), None if out is None else tensor_arg(out, "out", call),
-                       n, op, team, _runtime.stream_handle(pe, stream))
+    # The tensors and the count (all of `x` when None) are read natively: this is the call
+    # whose per-call overhead docs/python.md measures.
+    pe = _runtime.current()
+    _native.all_reduce(pe, x, out, count, op, team, _runtime.stream_handle(pe, stream))
     return x if out is None else out
 
 
@@ -34,11 +34,10 @@ def reduce_scatter(x, out=None, op="sum", count=None, team=None, stream=None):
     """`x` holds one chunk of `count` per member of `team`; this PE's `out` gets the reduction
     of every member's chunk `my_pe` (its number in the team; in place: into that chunk of
     `x`). Returns the result."""
-    pe, call = _runtime.current(), _call("reduce_scatter")
+    pe = _runtime.current()
     me, size = _size(pe, team)
     n = numel(x) // size if count is None else count
-    _native.reduce_scatter(pe, tensor_arg(x, "x", call), None if out is None else tensor_arg(out, "out", call),
-                           n, op, team, _runtime.stream_handle(pe, stream))
+    _native.reduce_scatter(pe, x, out, n, op, team, _runtime.stream_handle(pe, stream))
     if out is None:
         return x.reshape(-1)[me * n:(me + 1) * n]
     return out

@@ -119,6 +119,9 @@ def init(group=None, device=None, hang_timeout=None):
         local = os.environ.get("LOCAL_RANK")
         device = int(local) % torch.cuda.device_count() if local is not None else torch.cuda.current_device()
     torch.cuda.set_device(device)
+    from . import _tensors
+
+    _tensors._torch_types()  # the ops read torch tensors natively from the first call
     if group is None and not dist.is_initialized():
         missing = [v for v in _REQUIRED if v not in os.environ]
         if missing:

@@ -10,6 +10,7 @@ import threading
 import numpy as np
 
 from . import _runtime
+from . import _native
 from ._native import ArgumentError
 
 # rshmem's element types: (name, bytes, numpy storage dtype). bf16 and the FP8 types have no
@@ -60,6 +61,9 @@ def _torch_types():
         _TORCH_NAMES = {t: n for n, t in table.items()}
         _TORCH_TENSOR = torch.Tensor
         _TORCH_TYPES = table
+        # The ops read plain torch tensors natively from now on (`tensor_arg`'s first branch
+        # without the Python function around it: docs/python.md, the per-call overhead).
+        _native.set_tensor_type(torch.Tensor, _TORCH_NAMES)
     return _TORCH_TYPES
 
 
@@ -234,10 +238,12 @@ _capturing_lock = threading.Lock()
 
 
 def capturing(delta):
-    """Counts a capture in (`+1`) or out (`-1`)."""
+    """Counts a capture in (`+1`) or out (`-1`), here and in the native layer (which then
+    hands every tensor to `tensor_arg`, to be kept)."""
     global _capturing
     with _capturing_lock:
         _capturing += delta
+        _native.set_capturing(delta)
 
 
 def _keep(t):

@@ -1,10 +1,10 @@
 //! The GEMM family from Python: `gemm`, the grouped GEMM (offsets or masked layout), and the
 //! FP8 GEMMs (per-tensor or block scales; grouped with block scales), every operand on any
 //! memory of the PE's device (symmetric tensors, torch tensors, numpy arrays on the
-//! simulator: the GEMMs reach no peer). The Python layer reads the shapes off the tensors;
-//! rshmem checks everything before queueing.
+//! simulator: the GEMMs reach no peer). The shapes are read off the tensors (by `gemm` here,
+//! by the Python layer for the others); rshmem checks everything before queueing.
 
-use crate::args::{Sym, TensorArg};
+use crate::args::{read, shape2, Sym, TensorArg};
 use crate::dtype::{with_fp8_types, with_gemm_types, DType};
 use crate::error::{arg, OrRaise};
 use crate::ops::{on_stream, same};
@@ -37,20 +37,43 @@ pub(crate) fn kernel(call: &str, kernel: &str) -> PyResult<Kernel> {
     }
 }
 
+/// `(m, n, k)` of `a` (m x k) and `b` (n x k, or k x n), read off their shapes as the Python
+/// layer's `gemm_shape` did.
+fn gemm_shape(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    layout: BLayout,
+    call: &str,
+) -> PyResult<(u32, u32, u32)> {
+    let ((m, k), (rows, cols)) = (shape2(a, "a", call)?, shape2(b, "b", call)?);
+    let (n, kb) = match layout {
+        BLayout::NK => (rows, cols),
+        BLayout::KN => (cols, rows),
+    };
+    if kb != k {
+        let name = if layout == BLayout::NK { "nk" } else { "kn" };
+        return Err(arg(format!(
+            "{call}: a is {m} x {k} but b ({name}) is {rows} x {cols}: K differs"
+        )));
+    }
+    let dim = |d: usize| {
+        u32::try_from(d).map_err(|_| arg(format!("{call}: a dimension of {d} is above 2³²")))
+    };
+    Ok((dim(m)?, dim(n)?, dim(k)?))
+}
+
 /// `c = a · b` (b as `b_layout` says), bf16/f16 in, f32 or the input type out. The GEMM
 /// reaches no peer, so its tensors may be anywhere in the PE's device memory.
 #[pyfunction]
-#[pyo3(signature = (pe, a, b, c, m, n, k, b_layout="nk", kernel="auto", split_k=0, stream=None))]
+#[pyo3(signature = (pe, a, b, c, mnk=None, b_layout="nk", kernel="auto", split_k=0, stream=None))]
 #[allow(clippy::too_many_arguments)]
 fn gemm(
     py: Python<'_>,
     pe: &Pe,
-    a: TensorArg,
-    b: TensorArg,
-    c: TensorArg,
-    m: u32,
-    n: u32,
-    k: u32,
+    a: Bound<'_, PyAny>,
+    b: Bound<'_, PyAny>,
+    c: Bound<'_, PyAny>,
+    mnk: Option<(u32, u32, u32)>,
     b_layout: &str,
     kernel: &str,
     split_k: u32,
@@ -58,13 +81,19 @@ fn gemm(
 ) -> PyResult<()> {
     let start = profile::mark();
     const CALL: &str = "rshmem.gemm";
-    let shape = GemmShape::new(m, n, k, self::b_layout(CALL, b_layout)?);
+    let layout = self::b_layout(CALL, b_layout)?;
+    let (m, n, k) = match mnk {
+        Some(mnk) => mnk,
+        None => gemm_shape(&a, &b, layout, CALL)?,
+    };
+    let shape = GemmShape::new(m, n, k, layout);
     let options = GemmOptions {
         kernel: self::kernel(CALL, kernel)?,
         split_k: split(split_k),
         ..GemmOptions::default()
     };
-    let find = |what, t: &TensorArg| Sym::find_local(&pe.core, CALL, what, t);
+    let find =
+        |what, t: &Bound<'_, PyAny>| Sym::find_local(&pe.core, CALL, what, &read(t, what, CALL)?);
     let (a, b, c) = (find("a", &a)?, find("b", &b)?, find("out", &c)?);
     let dtype = same(CALL, &a, &b)?;
     start.end(Step::Args);

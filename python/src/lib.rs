@@ -139,6 +139,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ArgumentError", py.get_type::<error::ArgumentError>())?;
     m.add_class::<Pe>()?;
     m.add_class::<SymAlloc>()?;
+    args::register(m)?;
     sim::register(m)?;
     gpu::register(m)?;
     ops::register(m)?;

@@ -5,7 +5,7 @@
 //! queueing anything; its errors arrive as `ArgumentError`/`RshmemError` with its message.
 //! Collectives and fused ops take a team (`crate::team`; `None`: all PEs).
 
-use crate::args::{Sym, TensorArg};
+use crate::args::{read, Sym, TensorArg};
 use crate::dtype::{with_bits, with_reducible, DType};
 use crate::error::{arg, OrRaise};
 use crate::gemm::{b_layout, kernel};
@@ -64,7 +64,7 @@ pub(crate) fn same(call: &str, a: &Sym, b: &Sym) -> PyResult<DType> {
 /// pyfunction `$name` calls `Ops::$out_of_place` or `Ops::$in_place` on bf16, f16, f32, i32 or
 /// i64.
 macro_rules! reduction {
-    ($(#[$doc:meta])* $name:ident, $in_place:ident, $out_of_place:ident) => {
+    ($(#[$doc:meta])* $name:ident, $in_place:ident, $out_of_place:ident, per_member: $per:expr) => {
         $(#[$doc])*
         #[pyfunction]
         #[pyo3(signature = (pe, src, dst, count, op, team=None, stream=None))]
@@ -72,9 +72,9 @@ macro_rules! reduction {
         fn $name(
             py: Python<'_>,
             pe: &Pe,
-            src: TensorArg,
-            dst: Option<TensorArg>,
-            count: usize,
+            src: Bound<'_, PyAny>,
+            dst: Option<Bound<'_, PyAny>>,
+            count: Option<usize>,
             op: &str,
             team: Option<&PyTeam>,
             stream: Option<u64>,
@@ -82,9 +82,14 @@ macro_rules! reduction {
             let start = profile::mark();
             const CALL: &str = concat!("rshmem.", stringify!($name));
             let op = reduce_op(CALL, op)?;
+            let members = team.map_or(pe.core.npes, |t| t.n_pes);
             let team = team_of(&pe.core, team)?;
-            let src = Sym::find(&pe.core, CALL, "src", &src)?;
-            let dst = dst.map(|d| Sym::find(&pe.core, CALL, "out", &d)).transpose()?;
+            let src = Sym::find(&pe.core, CALL, "x", &read(&src, "x", CALL)?)?;
+            let dst = dst
+                .map(|d| Sym::find(&pe.core, CALL, "out", &read(&d, "out", CALL)?))
+                .transpose()?;
+            // Count omitted: all of `x` (per member of the team where `x` holds a chunk each).
+            let count = count.unwrap_or(src.bytes / src.dtype.size() / if $per { members } else { 1 });
             start.end(Step::Args);
             on_stream(py, pe, stream, |live, s| match &dst {
                 None => with_reducible!(CALL, src.dtype, T => live
@@ -107,14 +112,16 @@ reduction!(
     /// `dst = reduce(src)` over the world (`dst=None`: in place in `src`).
     all_reduce,
     all_reduce_in_place,
-    all_reduce
+    all_reduce,
+    per_member: false
 );
 reduction!(
     /// Reduce-scatter: `src` holds `n_pes × count`; this PE's `dst[0..count]` gets its chunk
     /// of the reduction (`dst=None`: in place, into this PE's own chunk of `src`).
     reduce_scatter,
     reduce_scatter_in_place,
-    reduce_scatter
+    reduce_scatter,
+    per_member: true
 );
 
 /// An all-gather over the world, any element type (moved as bits), `src` into `dst` or in

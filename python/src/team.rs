@@ -18,7 +18,7 @@ pub struct PyTeam {
     handle: Mutex<Option<TeamHandle<'static>>>,
     team: Team,
     my_pe: usize,
-    n_pes: usize,
+    pub(crate) n_pes: usize,
 }
 
 impl PyTeam {

@@ -425,3 +425,85 @@ def test_gemm_fp8_errors():
             rshmem.gemm_fp8(a, rshmem.empty((8, 32), "fp8_e5m2"), c, s, s)
 
     run(pe_main, 1)
+
+
+class _Tensor:
+    """A stand-in for torch.Tensor (which the simulator tests do without): a symmetric numpy
+    array behind torch's four attributes, with dtypes only the native registration knows, so
+    an op succeeds only if the extension read the tensor itself."""
+
+    BF16, F32 = object(), object()
+
+    def __init__(self, array, dtype):
+        self.array, self.dtype, self.shape = array, dtype, array.shape
+
+    def is_contiguous(self):
+        return self.array.flags.c_contiguous
+
+    def numel(self):
+        return self.array.size
+
+    def element_size(self):
+        return self.array.itemsize
+
+    def stride(self):
+        return tuple(s // self.array.itemsize for s in self.array.strides)
+
+    def data_ptr(self):
+        return self.array.__array_interface__["data"][0]
+
+    @property
+    def nbytes(self):
+        return self.array.nbytes
+
+
+def test_a_registered_tensor_type_is_read_natively():
+    from rshmem import _native
+
+    m, n, k = 8, 16, 32
+
+    def operands():
+        a, b, c = rshmem.empty((m, k), "bf16"), rshmem.empty((n, k), "bf16"), rshmem.empty((m, n), "f32")
+        fill(a, data(0, m * k, seed=2) / 16)
+        fill(b, data(1, n * k, seed=3) / 16)
+        return a, b, c, _Tensor(a, _Tensor.BF16), _Tensor(b, _Tensor.BF16), _Tensor(c, _Tensor.F32)
+
+    def pe_main():
+        a, b, c, ta, tb, tc = operands()
+        x = rshmem.empty(64, "f32")
+        fill(x, data(rshmem.my_pe(), 64, seed=4))
+        rshmem.gemm(a, b, c)
+        want_c = read(c)
+        c[...] = 0
+        rshmem.gemm(ta, tb, tc)
+        rshmem.all_reduce(_Tensor(x, _Tensor.F32))  # the count: all of x, read natively
+        with pytest.raises(rshmem.ArgumentError, match="`a` has shape \\(256,\\); a 2-D tensor is needed"):
+            rshmem.gemm(_Tensor(a.reshape(-1), _Tensor.BF16), tb, tc)
+        # Not contiguous: the Python layer reads it, and says so.
+        with pytest.raises(rshmem.ArgumentError, match="not contiguous"):
+            rshmem.gemm(_Tensor(rshmem.empty((k, m), "bf16").T, _Tensor.BF16), tb, tc)
+        return want_c, read(c), read(x)
+
+    def capturing_main():
+        # During a capture the Python layer reads every tensor (to keep it with the graph), and
+        # knows no such dtype: the error shows the native reading stood aside.
+        *_, ta, tb, tc = operands()
+        _native.set_capturing(1)
+        try:
+            with pytest.raises(rshmem.ArgumentError, match="unknown element type"):
+                rshmem.gemm(ta, tb, tc)
+        finally:
+            _native.set_capturing(-1)
+
+    # Process-wide, as torch's registration is: around the simulated PEs (threads), not inside.
+    _native.set_tensor_type(_Tensor, {_Tensor.BF16: "bf16", _Tensor.F32: "f32"})
+    try:
+        npes = 2
+        got = run(pe_main, npes)
+        run(capturing_main, 1)
+    finally:
+        _native.set_tensor_type(None, None)
+    want_x = sum(data(p, 64, seed=4).astype(np.float64) for p in range(npes))
+    for want_c, c, x in got:
+        np.testing.assert_array_equal(c, want_c)
+        np.testing.assert_array_equal(x, want_x)
