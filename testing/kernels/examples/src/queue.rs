@@ -8,6 +8,9 @@
 //! Kernels cannot be generic, so each element type gets its own entry points (made by the
 //! macros below around one generic body).
 
+// Kernels take their launch's arguments flat (queue, counts, modes, buffers, logs).
+#![allow(clippy::too_many_arguments)]
+
 use rshmem_device::prelude::*;
 
 /// An element that names its producer and sequence number and can be checked whole.
