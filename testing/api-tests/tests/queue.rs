@@ -18,7 +18,7 @@ use common::Outcome;
 use rshmem::{Backend, DeviceQueue, Job, Kernel, LaunchConfig, Pod, QueueError, Shmem, SymQueue};
 use rshmem_api_tests::queue_stress as qs;
 use rshmem_api_tests::IMAGE as FIXTURES;
-use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged};
+use rshmem_examples_image::queue::{self as qk, status, Mode, Tagged, Tags};
 use rshmem_examples_image::IMAGE as EXAMPLES;
 
 per_backend! {
@@ -564,6 +564,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
                     q,
                     items,
                     mode,
+                    Tags::Each as u32,
                     stage.as_mut_ptr(),
                     scratch.as_mut_ptr(),
                     std::ptr::null_mut::<u64>(),
@@ -576,6 +577,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
                     q,
                     items,
                     mode,
+                    Tags::Each as u32,
                     stage.as_mut_ptr(),
                     scratch.as_mut_ptr(),
                     stat.as_mut_ptr(),
