@@ -553,7 +553,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
     let mut stat = shmem.alloc_zeroed::<u64>(status::LEN)?;
     shmem.barrier_all()?;
     let cfg = LaunchConfig::new(grid, block).cooperative();
-    let (q, mode) = (queue.handle(), Mode::Warp as u32);
+    let (q, mode, tags) = (queue.handle(), Mode::Warp as u32, Tags::Each as u32);
     // SAFETY: `stage` holds 32 elements and `scratch` one word per warp; PE 0 pushes exactly
     // what PE 1 pops.
     unsafe {
@@ -564,7 +564,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
                     q,
                     items,
                     mode,
-                    Tags::Each as u32,
+                    tags,
                     stage.as_mut_ptr(),
                     scratch.as_mut_ptr(),
                     std::ptr::null_mut::<u64>(),
@@ -577,7 +577,7 @@ fn pipeline_batches_larger_than_capacity(shmem: &Shmem) -> Outcome {
                     q,
                     items,
                     mode,
-                    Tags::Each as u32,
+                    tags,
                     stage.as_mut_ptr(),
                     scratch.as_mut_ptr(),
                     stat.as_mut_ptr(),
