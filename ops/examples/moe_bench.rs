@@ -26,6 +26,10 @@
 //!     --tokens 4096 --hidden 7168 --experts 256 --top-k 8 [--ll] [--fp8] [--iters 20]
 //! ```
 //!
+//! `--align A` (default 128) is the normal mode's row multiple per expert (`MoeConfig::align`):
+//! the scatter zeroes each expert's padding, so a small `A` (enough for `Ops::grouped_gemm` by
+//! offsets) shows what the padding costs.
+//!
 //! With `--layer I` it also runs the fused layer (`Ops::moe_layer`, experts of intermediate
 //! size `I`, weights from a hash any PE recomputes; expert `e` has set `e % 4` of four, so
 //! that the host makes four sets, not hundreds, and neighbours still differ): it checks three
@@ -61,6 +65,7 @@ struct Args {
     fp8: bool,
     layer: usize,
     iters: usize,
+    align: usize,
 }
 
 fn parse() -> Result<Args> {
@@ -73,9 +78,10 @@ fn parse() -> Result<Args> {
         fp8: false,
         layer: 0,
         iters: 20,
+        align: 128,
     };
     common::parse_args(
-        "--tokens T --hidden H --experts E --top-k K [--ll] [--fp8] [--layer INTERMEDIATE] [--iters I]",
+        "--tokens T --hidden H --experts E --top-k K [--ll] [--fp8] [--layer INTERMEDIATE] [--iters I] [--align A]",
         &["--ll", "--fp8"],
         |name, value| {
             match (name, value) {
@@ -87,6 +93,7 @@ fn parse() -> Result<Args> {
                 ("--ll", None) => a.ll = true,
                 ("--fp8", None) => a.fp8 = true,
                 ("--layer", Some(n)) => a.layer = n,
+                ("--align", Some(n)) => a.align = n,
                 _ => return false,
             }
             true
@@ -181,7 +188,7 @@ fn main() -> Result<()> {
             top_k: k as u32,
             hidden: h as u32,
             max_tokens: t as u32,
-            align: 128,
+            align: a.align as u32,
             payload: MoePayload::Bf16,
         };
         let timed = |f: &mut dyn FnMut() -> rshmem::Result<()>| -> Result<f64> {
@@ -195,9 +202,10 @@ fn main() -> Result<()> {
         // One JSON line: a mode's medians and the GB/s of the bytes each step puts on links.
         let row = |mode: &str, d: f64, c: f64, d_bytes: usize, c_bytes: usize| {
             println!(
-                "{{\"mode\":\"{mode}\",\"npes\":{n},\"tokens\":{t},\"hidden\":{h},\"experts\":{},\"top_k\":{k},\
+                "{{\"mode\":\"{mode}\",\"npes\":{n},\"tokens\":{t},\"hidden\":{h},\"experts\":{},\"top_k\":{k},\"align\":{},\
                  \"dispatch_us\":{d:.1},\"combine_us\":{c:.1},\"dispatch_gbs\":{:.1},\"combine_gbs\":{:.1},\"check\":\"ok\"}}",
                 a.experts,
+                a.align,
                 gbs(d_bytes, d),
                 gbs(c_bytes, c)
             )

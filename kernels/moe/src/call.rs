@@ -396,21 +396,33 @@ pub const fn flag_words(size: u32) -> usize {
     3 * size as usize
 }
 
+/// The most entries a token has in `topk` (`MoeCall::top_k`; the host checks it).
+pub const MAX_TOP_K: u32 = 16;
+
 /// The rank mask of token `t`'s valid entries of `topk` (one bit per destination rank; bad
 /// entries, outside `-1 .. experts`, are left out: [`crate::route`] reports them).
 ///
 /// # Safety
 ///
-/// `topk` holds `top_k` entries of token `t`.
+/// `topk` holds `top_k` (at most [`MAX_TOP_K`]) entries of token `t`.
 #[inline(always)]
 pub unsafe fn destinations(call: &MoeCall, topk: *const i32, t: u32) -> u64 {
-    let mut mask = 0u64;
-    for kk in 0..call.top_k {
-        // SAFETY: the caller's.
-        let e = unsafe { topk.add((t * call.top_k + kk) as usize).read() };
-        if e >= 0 && (e as u32) < call.experts {
-            mask |= 1u64 << call.owner(e as u32);
+    // Every entry loaded before any is looked at: one round trip to memory, not `top_k`
+    // (the loop that branched on each entry before loading the next was the route's chain).
+    let row = (t * call.top_k) as usize;
+    let entries: [i32; MAX_TOP_K as usize] = core::array::from_fn(|kk| {
+        if (kk as u32) < call.top_k {
+            // SAFETY: entry kk < top_k of token t (the caller's).
+            unsafe { topk.add(row + kk).read() }
+        } else {
+            -1
         }
-    }
-    mask
+    });
+    entries.into_iter().fold(0, |mask, e| {
+        if e >= 0 && (e as u32) < call.experts {
+            mask | 1u64 << call.owner(e as u32)
+        } else {
+            mask
+        }
+    })
 }

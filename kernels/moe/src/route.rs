@@ -11,8 +11,9 @@
 //!   and the count is its tokens for `d` (`counts_out[d][0]`).
 //!
 //! Each block of the grid takes a contiguous run of tokens ([`block_tokens`]), and does its
-//! run in two walks over the entries: each warp takes a contiguous run of the block's tokens
-//! and counts its matches per key into its own row of shared memory; the rows are scanned
+//! run in two walks over the entries: each warp takes a contiguous run of the block's entries
+//! (for the experts; of its tokens, a lane per token, for the ranks) and counts its matches
+//! per key into its own row of shared memory; the rows are scanned
 //! across warps (each warp's first number per key), from the block's first number (the
 //! counts of the blocks before it, which [`count`] left in `RouteBufs::blocks`); then each
 //! warp walks again and numbers its matches from there. A grid of one block needs no
@@ -103,19 +104,21 @@ const fn bits_below(n: u32) -> u32 {
     32 - n.saturating_sub(1).leading_zeros()
 }
 
-/// What both passes set up: the shared rows, and this warp's tokens and row.
+/// What both passes set up: the shared rows, this warp's entries and tokens, and its row.
 struct Walk {
     shared: *mut u32,
     warps: u32,
     chunk: u32,
-    first: u32,
-    last: u32,
+    entries: (u32, u32),
+    tokens: (u32, u32),
     row: *mut u32,
 }
 
 impl Walk {
-    /// Checks the launch and finds this warp's tokens: a run of whole
-    /// warps' worth of the block's, in token order across warps.
+    /// Checks the launch and finds this warp's runs, in order across warps: of the block's
+    /// entries (whole steps of 32), and of its tokens (whole warps' worth, a lane each). The
+    /// entries go over every warp, so that a block's walk is one or two steps per warp, not
+    /// eight (its time is a chain of memory round trips, not work).
     #[inline(always)]
     fn new(call: &MoeCall) -> Walk {
         let threads = thread::block_dim_x();
@@ -128,18 +131,23 @@ impl Walk {
             threads,
             room as u32
         );
+        let run = |(start, end): (u32, u32)| {
+            let per = (end - start).div_ceil(warps).next_multiple_of(32);
+            ((start + w * per).min(end), (start + (w + 1) * per).min(end))
+        };
         let (start, end) = block_tokens(call.tokens);
-        let per = (end - start).div_ceil(warps).next_multiple_of(32);
-        let first = (start + w * per).min(end);
-        let last = (start + (w + 1) * per).min(end);
+        let (entries, tokens) = (
+            run((start * call.top_k, end * call.top_k)),
+            run((start, end)),
+        );
         // SAFETY: this warp's row of `chunk` words lies in the shared memory (checked above).
         let row = unsafe { shared.add((w * chunk) as usize) };
         Walk {
             shared,
             warps,
             chunk,
-            first,
-            last,
+            entries,
+            tokens,
             row,
         }
     }
@@ -180,7 +188,7 @@ impl Walk {
         bad: Option<*mut u32>,
         mut then: impl FnMut(Keys),
     ) {
-        let entries = (self.first * call.top_k, self.last * call.top_k);
+        let entries = self.entries;
         let mut lo = 0;
         while lo < call.experts {
             let keys = self.chunk.min(call.experts - lo);
@@ -197,7 +205,7 @@ impl Walk {
         // SAFETY: as above.
         unsafe {
             clear(self.row, call.size);
-            walk_ranks(self.row, topk, (self.first, self.last), call, None);
+            walk_ranks(self.row, topk, self.tokens, call, None);
         }
         thread::sync_threads();
         then(Keys::Ranks);
@@ -247,20 +255,21 @@ pub unsafe fn count(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
 #[inline(always)]
 pub unsafe fn route(bufs: RouteBufs, topk: *const i32, call: MoeCall) {
     let walk = Walk::new(&call);
-    let entries = (walk.first * call.top_k, walk.last * call.top_k);
     let number = |keys: Keys| {
         // SAFETY: the contract; `pos` holds max_tokens × top_k entries, `send_slot`
         // max_tokens × size.
         unsafe {
             scan(&walk, keys, &bufs, &call);
             match keys {
-                Keys::Experts { lo, keys } => {
-                    walk_experts(walk.row, topk, entries, (lo, keys), Some(bufs.pos), None)
-                }
-                Keys::Ranks => {
-                    let tokens = (walk.first, walk.last);
-                    walk_ranks(walk.row, topk, tokens, &call, Some(bufs.send_slot))
-                }
+                Keys::Experts { lo, keys } => walk_experts(
+                    walk.row,
+                    topk,
+                    walk.entries,
+                    (lo, keys),
+                    Some(bufs.pos),
+                    None,
+                ),
+                Keys::Ranks => walk_ranks(walk.row, topk, walk.tokens, &call, Some(bufs.send_slot)),
             }
         }
         thread::sync_threads();

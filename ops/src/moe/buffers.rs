@@ -4,7 +4,7 @@
 
 use rshmem_device::bf16;
 use rshmem_host::{Error, Result, Shmem, SymBuffer, Team};
-use rshmem_moe::call::{flag_words, LayoutWords};
+use rshmem_moe::call::{flag_words, LayoutWords, MAX_TOP_K};
 use rshmem_moe::{route, MoeBufs, MoeCall};
 
 /// The most ranks a team of the MoE ops may have (a token's ranks are a 64-bit mask).
@@ -203,8 +203,10 @@ impl MoeConfig {
                  the team's size (each PE holds experts / size)"
             ));
         }
-        if !(1..=16).contains(&top_k) {
-            return bad(format!("top_k = {top_k}: 1 to 16 experts per token"));
+        if !(1..=MAX_TOP_K).contains(&top_k) {
+            return bad(format!(
+                "top_k = {top_k}: 1 to {MAX_TOP_K} experts per token"
+            ));
         }
         if hidden == 0 || max_tokens == 0 || align == 0 {
             return bad(format!(
