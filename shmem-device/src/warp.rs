@@ -127,6 +127,13 @@ pub fn ballot(mask: u32, pred: bool) -> u32 {
     backend::ballot(mask, pred)
 }
 
+/// The lanes of `mask` whose `value` equals this lane's (`__match_any_sync`): one
+/// instruction where telling equal keys apart by ballots takes one vote per bit.
+#[inline(always)]
+pub fn match_any(mask: u32, value: u32) -> u32 {
+    backend::match_any(mask, value)
+}
+
 /// Sum of `value` over the 32 lanes, on every lane (a butterfly of `shfl_xor`).
 #[inline(always)]
 pub fn sum<T: WarpValue + core::ops::Add<Output = T>>(value: T) -> T {

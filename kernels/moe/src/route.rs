@@ -20,7 +20,7 @@
 //! [`count`]; more blocks ([`blocks`]: one per [`BLOCK_ENTRIES`] entries) spread the walks,
 //! which one block did alone (106 µs at 4096 tokens of top-8, ncu, H100, 2026-12-06).
 //! Within a warp 32 consecutive entries are numbered at once
-//! (lanes holding the same key find each other with [`same_key`]), so the numbering is the
+//! (lanes holding the same key find each other with `warp::match_any`), so the numbering is the
 //! entry order whatever the launch, and a routing gives the same layout every run. Experts
 //! go through in chunks that fit the shared memory ([`SHARED_WORDS`]), each chunk one more
 //! pair of walks.
@@ -87,21 +87,11 @@ pub const fn shared_bytes(call: &MoeCall) -> u32 {
     4 * (THREADS / 32) * chunk(call)
 }
 
-/// The lanes whose `key` equals this lane's, among those where `valid` holds (every lane
-/// calls; `key < 2^bits` where valid): one vote per bit instead of a vote per distinct key.
+/// The lanes of a step that hold one token's entries on the ranks' walk: the power of two
+/// at or above `top_k` (at most 16, so a step takes at least two tokens).
 #[inline(always)]
-fn same_key(valid: bool, key: u32, bits: u32) -> u32 {
-    let mut lanes = warp::ballot(u32::MAX, valid);
-    for b in 0..bits {
-        let set = warp::ballot(u32::MAX, valid && key >> b & 1 == 1);
-        lanes &= if key >> b & 1 == 1 { set } else { !set };
-    }
-    lanes
-}
-
-/// Bits that hold every number below `n`.
-const fn bits_below(n: u32) -> u32 {
-    32 - n.saturating_sub(1).leading_zeros()
+pub const fn group(top_k: u32) -> u32 {
+    top_k.next_power_of_two()
 }
 
 /// What both passes set up: the shared rows, this warp's entries and tokens, and its row.
@@ -116,9 +106,9 @@ struct Walk {
 
 impl Walk {
     /// Checks the launch and finds this warp's runs, in order across warps: of the block's
-    /// entries (whole steps of 32), and of its tokens (whole warps' worth, a lane each). The
-    /// entries go over every warp, so that a block's walk is one or two steps per warp, not
-    /// eight (its time is a chain of memory round trips, not work).
+    /// entries and of its tokens, in whole steps of each walk (32 entries; `32 / group`
+    /// tokens). Both go over every warp, so that a block's walk is a step or two per warp: its
+    /// time is each warp's chain of dependent instructions, not the work.
     #[inline(always)]
     fn new(call: &MoeCall) -> Walk {
         let threads = thread::block_dim_x();
@@ -131,14 +121,14 @@ impl Walk {
             threads,
             room as u32
         );
-        let run = |(start, end): (u32, u32)| {
-            let per = (end - start).div_ceil(warps).next_multiple_of(32);
+        let run = |(start, end): (u32, u32), step: u32| {
+            let per = (end - start).div_ceil(warps).next_multiple_of(step);
             ((start + w * per).min(end), (start + (w + 1) * per).min(end))
         };
         let (start, end) = block_tokens(call.tokens);
         let (entries, tokens) = (
-            run((start * call.top_k, end * call.top_k)),
-            run((start, end)),
+            run((start * call.top_k, end * call.top_k), 32),
+            run((start, end), 32 / group(call.top_k)),
         );
         // SAFETY: this warp's row of `chunk` words lies in the shared memory (checked above).
         let row = unsafe { shared.add((w * chunk) as usize) };
@@ -314,7 +304,6 @@ unsafe fn walk_experts(
 ) {
     let lane = warp::lane_id();
     let below = (1u32 << lane) - 1;
-    let bits = bits_below(keys);
     let mut i0 = first;
     while i0 < last {
         // Four steps' entries loaded before any is numbered, so their loads overlap.
@@ -337,7 +326,8 @@ unsafe fn walk_experts(
             }
             let j = (e as u32).wrapping_sub(lo);
             let mine = e >= 0 && j < keys;
-            let same = same_key(mine, j, bits);
+            // Lanes of one key find each other in one instruction (the others hold no key).
+            let same = warp::match_any(u32::MAX, if mine { j } else { u32::MAX });
             let count = if mine {
                 // SAFETY: j < keys: this warp's word.
                 unsafe { row.add(j as usize).read() }
@@ -364,7 +354,10 @@ unsafe fn walk_experts(
 }
 
 /// As [`walk_experts`] for the ranks: tokens `first .. last`, a match per token and rank it
-/// has an entry on; with `slots`, each token's slot per rank (or [`NONE`]).
+/// has an entry on; with `slots`, each token's slot per rank (or [`NONE`]). A step takes `32 /
+/// g` tokens (`g` = [`group`]): lane `l` loads entry `l % g` of token `l / g` and the token's
+/// lanes OR their ranks together, one load and `log2 g` shuffles where a lane per token
+/// walked its `top_k` entries one after another; the token's first lane speaks for it.
 ///
 /// # Safety
 ///
@@ -380,22 +373,35 @@ unsafe fn walk_ranks(
 ) {
     let lane = warp::lane_id();
     let below = (1u32 << lane) - 1;
+    let g = group(call.top_k);
+    let (of, kk) = (lane / g, lane % g);
     let mut t0 = first;
     while t0 < last {
-        let t = t0 + lane;
-        let mask = if t < last {
-            // SAFETY: t < last <= tokens.
-            unsafe { crate::call::destinations(call, topk, t) }
+        let t = t0 + of;
+        let e = if t < last && kk < call.top_k {
+            // SAFETY: entry kk < top_k of token t < last <= tokens.
+            unsafe { topk.add((t * call.top_k + kk) as usize).read() }
+        } else {
+            -1
+        };
+        let mut mask = if e >= 0 && (e as u32) < call.experts {
+            1u64 << call.owner(e as u32)
         } else {
             0
         };
+        let mut span = 1;
+        while span < g {
+            mask |= warp::shfl_xor(u32::MAX, mask, span);
+            span *= 2;
+        }
+        let token = kk == 0 && t < last;
         for d in 0..call.size {
-            let hit = mask >> d & 1 == 1;
+            let hit = token && mask >> d & 1 == 1;
             let lanes = warp::ballot(u32::MAX, hit);
             // SAFETY: d < size: this warp's word; the slot lies in `slots`.
             unsafe {
                 let count = row.add(d as usize).read();
-                if let (Some(slots), true) = (slots, t < last) {
+                if let (Some(slots), true) = (slots, token) {
                     let slot = if hit {
                         count + (lanes & below).count_ones()
                     } else {
@@ -410,7 +416,7 @@ unsafe fn walk_ranks(
                 warp::sync_warp(u32::MAX);
             }
         }
-        t0 += 32;
+        t0 += 32 / g;
     }
 }
 

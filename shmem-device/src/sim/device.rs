@@ -43,7 +43,7 @@ pub(crate) fn dynamic_shared_mem() -> (*mut u8, usize) {
     with("thread::dynamic_shared_mem", |c| c.block.shared.get())
 }
 
-pub(crate) use super::warp::{active_mask, ballot, lane_id, shuffle32, sync_warp};
+pub(crate) use super::warp::{active_mask, ballot, lane_id, match_any, shuffle32, sync_warp};
 
 pub(crate) fn atomic_fence(_scope: MemScopeKind, order: Ordering) {
     // Host atomics are sequentially consistent at every scope the simulator has.

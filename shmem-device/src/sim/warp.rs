@@ -84,3 +84,11 @@ pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
             .fold(0u32, |acc, l| acc | 1 << l)
     })
 }
+
+pub(crate) fn match_any(mask: u32, value: u32) -> u32 {
+    exchange("warp::match_any", mask, value as u64, |c, _, slot| {
+        (0..lanes(c))
+            .filter(|&l| slot(l) == value as u64)
+            .fold(0u32, |acc, l| acc | 1 << l)
+    })
+}

@@ -55,6 +55,9 @@ fn warp_operations(shmem: &Shmem) -> Outcome {
             let up = if lane >= 1 { v[lane - 1] } else { v[lane] };
             let down = if lane + 2 < 32 { v[lane + 2] } else { v[lane] };
             let below = v[..lane].iter().fold(0u32, |a, &x| a.wrapping_add(x));
+            let same = (0..32)
+                .filter(|&l| v[l] % 5 == v[lane] % 5)
+                .fold(0u32, |a, l| a | 1 << l);
             let expected = [
                 v[3],
                 up,
@@ -66,6 +69,7 @@ fn warp_operations(shmem: &Shmem) -> Outcome {
                 sum,
                 below,
                 sum,
+                same,
             ];
             assert_eq!(o, expected, "warp {w} lane {lane}");
         }

@@ -241,6 +241,22 @@ pub(crate) fn ballot(mask: u32, pred: bool) -> u32 {
 }
 
 #[inline(always)]
+pub(crate) fn match_any(mask: u32, value: u32) -> u32 {
+    let out: u32;
+    // SAFETY: every lane of `mask` calls it together.
+    unsafe {
+        core::arch::asm!(
+            "match.any.sync.b32 {o}, {v}, {m};",
+            o = out(reg32) out,
+            v = in(reg32) value,
+            m = in(reg32) mask,
+            options(nostack)
+        )
+    };
+    out
+}
+
+#[inline(always)]
 pub(crate) fn atomic_fence(scope: MemScopeKind, order: Ordering) {
     // SAFETY: fences have no preconditions.
     unsafe {
