@@ -87,6 +87,8 @@ impl Rows {
 /// Threads of the grid-wide steps' blocks (at least `MAX_RANKS`: the steps whose threads
 /// wait one per rank run on these blocks too).
 pub(super) const THREADS: u32 = 256;
+// `moe_send`'s launch bounds (256 threads, two blocks per SM) take these blocks.
+const _: () = assert!(THREADS <= 256);
 
 /// Queues `call`'s routing on `stream` (`rshmem_moe::route`): `Count`, the counts per block,
 /// where the grid ([`route::blocks`]) has more than one block, then `Number`, the numbering,
