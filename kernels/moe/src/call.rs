@@ -213,6 +213,17 @@ impl MoeCall {
         e % self.local_experts()
     }
 
+    /// A `topk` entry's expert, or `None` for `-1` (no expert) and for a bad entry outside
+    /// `-1 .. experts` (which every step skips and [`crate::route`] reports).
+    #[inline(always)]
+    pub const fn expert(&self, e: i32) -> Option<u32> {
+        if e >= 0 && (e as u32) < self.experts {
+            Some(e as u32)
+        } else {
+            None
+        }
+    }
+
     /// Words of one token's record (see [`MoeBufs::meta`]): the token's index, then per
     /// top-k entry its local expert ([`NONE`] if on another rank), its position among the
     /// sender's rows for that expert and its router weight's bits.
@@ -407,8 +418,8 @@ pub const MAX_TOP_K: u32 = 16;
 /// `topk` holds `top_k` (at most [`MAX_TOP_K`]) entries of token `t`.
 #[inline(always)]
 pub unsafe fn destinations(call: &MoeCall, topk: *const i32, t: u32) -> u64 {
-    // Every entry loaded before any is looked at: one round trip to memory, not `top_k`
-    // (the loop that branched on each entry before loading the next was the route's chain).
+    // Every entry loaded before any is looked at: one round trip to memory, not `top_k` (a
+    // loop that branches on each entry before loading the next makes a chain of them).
     let row = (t * call.top_k) as usize;
     let entries: [i32; MAX_TOP_K as usize] = core::array::from_fn(|kk| {
         if (kk as u32) < call.top_k {
@@ -418,11 +429,8 @@ pub unsafe fn destinations(call: &MoeCall, topk: *const i32, t: u32) -> u64 {
             -1
         }
     });
-    entries.into_iter().fold(0, |mask, e| {
-        if e >= 0 && (e as u32) < call.experts {
-            mask | 1u64 << call.owner(e as u32)
-        } else {
-            mask
-        }
-    })
+    entries
+        .into_iter()
+        .filter_map(|e| call.expert(e))
+        .fold(0, |mask, e| mask | 1u64 << call.owner(e))
 }

@@ -117,11 +117,13 @@ unsafe fn write_entry(
         }
         let i = (t * call.top_k + kk) as usize;
         let e = topk.add(i).read();
-        let here = e >= 0 && (e as u32) < call.experts && call.owner(e as u32) == d;
+        let here = call.expert(e).filter(|&e| call.owner(e) == d);
         let entry = record.add(1 + 3 * kk as usize);
-        entry.write(if here { call.local(e as u32) } else { NONE });
-        entry.add(1).write(if here { pos.add(i).read() } else { 0 });
-        entry.add(2).write(if here {
+        entry.write(here.map_or(NONE, |e| call.local(e)));
+        entry
+            .add(1)
+            .write(if here.is_some() { pos.add(i).read() } else { 0 });
+        entry.add(2).write(if here.is_some() {
             weights.add(i).read().to_bits()
         } else {
             0

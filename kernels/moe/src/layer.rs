@@ -230,11 +230,10 @@ pub unsafe fn prepare(team: Team, lb: LayerBufs, topk: *const i32, call: MoeCall
     while i < call.tokens * k {
         // SAFETY: `i < tokens × top_k`; `pos` was written by the route for valid entries.
         unsafe {
-            let e = topk.add(i as usize).read();
-            if e >= 0 && (e as u32) < call.experts {
+            if let Some(e) = call.expert(topk.add(i as usize).read()) {
                 let p = ll.pos.add(i as usize).read();
                 if p < r {
-                    lb.entries.add((e as u32 * r + p) as usize).write(i);
+                    lb.entries.add((e * r + p) as usize).write(i);
                 } else {
                     atomic::fetch_min::<Gpu, u32>(ll.bad_entry, i, Ordering::Relaxed);
                     let row = ll.combine_recv.add(i as usize * h);

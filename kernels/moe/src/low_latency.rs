@@ -163,7 +163,7 @@ pub unsafe fn begin(ll: LlBufs) {
 unsafe fn expert(call: &MoeCall, topk: *const i32, t: u32, kk: u32) -> Option<u32> {
     // SAFETY: the caller's.
     let e = unsafe { topk.add((t * call.top_k + kk) as usize).read() };
-    (e >= 0 && (e as u32) < call.experts).then_some(e as u32)
+    call.expert(e)
 }
 
 /// Step 3 (module docs).

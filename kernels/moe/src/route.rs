@@ -12,8 +12,8 @@
 //!
 //! Each block of the grid takes a contiguous run of tokens ([`block_tokens`]), and does its
 //! run in two walks over the entries: each warp takes a contiguous run of the block's entries
-//! (for the experts; of its tokens, a lane per token, for the ranks) and counts its matches
-//! per key into its own row of shared memory; the rows are scanned
+//! (for the experts; of its tokens, a group of lanes per token, for the ranks) and counts its
+//! matches per key into its own row of shared memory; the rows are scanned
 //! across warps (each warp's first number per key), from the block's first number (the
 //! counts of the blocks before it, which [`count`] left in `RouteBufs::blocks`); then each
 //! warp walks again and numbers its matches from there. A grid of one block needs no
@@ -384,11 +384,7 @@ unsafe fn walk_ranks(
         } else {
             -1
         };
-        let mut mask = if e >= 0 && (e as u32) < call.experts {
-            1u64 << call.owner(e as u32)
-        } else {
-            0
-        };
+        let mut mask = call.expert(e).map_or(0, |e| 1u64 << call.owner(e));
         let mut span = 1;
         while span < g {
             mask |= warp::shfl_xor(u32::MAX, mask, span);
