@@ -25,6 +25,7 @@ use rshmem_ops::{MoeLayerConfig, Ops};
 per_backend! {
     random_routings => [2, 3, 4];
     top_k_1_3_8_odd_token_counts => [2];
+    more_experts_than_a_warp => [2];
     every_token_to_one_expert => [3];
     graph_launched_on_new_routings => [2];
     bad_entries_are_skipped => [2];
@@ -80,6 +81,19 @@ fn top_k_1_3_8_odd_token_counts(shmem: &Shmem) -> Outcome {
         run_layer(shmem, &ops, &case, eager(1))?;
     }
     Ok(())
+}
+
+/// 70 experts over the team, most of them empty: the send finds a piece's expert 32 experts at
+/// a time (`rshmem_moe::walk`), so pieces of experts past 32 are found in later windows.
+fn more_experts_than_a_warp(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = LayerCase {
+        config: config(35 * n, 8, 8, 8, 9),
+        tokens: |pe, _| [9, 5][pe % 2],
+        draw: Draw::Random { none_in: 9 },
+    };
+    run_layer(shmem, &ops, &case, eager(1))
 }
 
 /// Every token to the last expert (the others get none), then only rank 0's experts (the

@@ -24,6 +24,7 @@ use rshmem_ops::{MoeConfig, MoePayload, Ops};
 per_backend! {
     random_routings => [2, 3, 4];
     top8_odd_token_counts => [2, 3];
+    more_local_experts_than_a_warp => [2];
     many_tokens_route_over_blocks => [2, 3];
     recorded_graphs_launched_50_times => [2];
     bad_entries_are_skipped => [2];
@@ -70,6 +71,19 @@ fn top8_odd_token_counts(shmem: &Shmem) -> Outcome {
     let case = Case {
         config: config(8 * n, 8, 40, 17),
         tokens: |pe, _| [17, 1, 0][pe % 3],
+        draw: Draw::Random { none_in: 9 },
+    };
+    moe_cases::ll::run(shmem, &ops, &case, Ll::rounds(2))
+}
+
+/// 34 local experts, most of them empty: the combine's sends find a row's expert 32 experts at
+/// a time (`rshmem_moe::walk`), so a row of expert 32 or 33 is found in a second window.
+fn more_local_experts_than_a_warp(shmem: &Shmem) -> Outcome {
+    let ops = Ops::new(shmem)?;
+    let n = shmem.n_pes() as u32;
+    let case = Case {
+        config: config(34 * n, 8, 8, 9),
+        tokens: |pe, _| [9, 4][pe % 2],
         draw: Draw::Random { none_in: 9 },
     };
     moe_cases::ll::run(shmem, &ops, &case, Ll::rounds(2))

@@ -80,11 +80,12 @@
 
 use crate::call::MoeCall;
 use crate::low_latency::LlBufs;
+use crate::walk::ExpertWalk;
 use rshmem_coll::peers::{Peers, MAX_PEERS};
 use rshmem_coll::{signal as sig, tile};
 use rshmem_device::atomic::{self, Gpu, Ordering};
 use rshmem_device::shmem::{self, Team, Thread};
-use rshmem_device::{bf16, hopper, thread, KernelArg};
+use rshmem_device::{bf16, hopper, thread, warp, KernelArg};
 use rshmem_gemm::{Epilogue, GroupRows, Grouped, OutElem, Problem, Schedule, Tile};
 
 /// The fused layer's buffers on this PE (a kernel argument): the low-latency mode's `ll`
@@ -252,6 +253,8 @@ pub unsafe fn prepare(team: Team, lb: LayerBufs, topk: *const i32, call: MoeCall
 /// otherwise be 8 blocks copying row after row), large enough to amortise the piece's
 /// bookkeeping (one atomic per piece). Fewer where the entries are few ([`piece_rows`]).
 pub const SEND_ROWS: u32 = 16;
+// A piece's entries are a lane's each ([`send`]).
+const _: () = assert!(SEND_ROWS <= warp::WARP_SIZE);
 
 /// The rows per piece of [`send`] on a grid of `blocks`: the call's entries spread over every
 /// block, 1 to [`SEND_ROWS`] (128 tokens of top-2 in pieces of 16 kept 24 blocks busy
@@ -263,7 +266,7 @@ pub fn piece_rows(call: &MoeCall, blocks: u32) -> u32 {
         .clamp(1, SEND_ROWS)
 }
 
-/// Step 4 (module docs), any 1-D grid of blocks of at least `size` threads: the rows go in
+/// Step 4 (module docs), any 1-D grid of blocks of whole warps, at least `size` threads: the rows go in
 /// pieces of [`piece_rows`] rows of one expert, expert after expert (of all ranks' experts),
 /// block `b` taking pieces `b, b + gridDim, ...`; the block that completes an expert's last
 /// piece (`sent[e]` reaches its count) sets the expert's arrival flag on its rank.
@@ -307,35 +310,45 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
     }
     // SAFETY: as above (`e < experts`: its rank and local index are in range).
     let count = |e: u32| unsafe { rows(&lb, &call, peers.rank, call.owner(e), call.local(e)) };
-    // Expert `e` and the pieces of the experts before it; pieces only grow with the block's
-    // index, so the walk over experts goes one way.
-    let (mut e, mut before) = (0u32, 0u32);
+    // Pieces numbered expert after expert; each warp finds its block's (the same).
     let rows_per_piece = piece_rows(&call, thread::grid_dim_x());
+    let mut walk = ExpertWalk::new(call.experts, |e| count(e).div_ceil(rows_per_piece));
     let mut piece = thread::block_idx_x();
-    loop {
-        while e < call.experts && piece >= before + count(e).div_ceil(rows_per_piece) {
-            before += count(e).div_ceil(rows_per_piece);
-            e += 1;
-        }
-        if e >= call.experts {
-            break;
-        }
+    while let Some((e, q)) = walk.find(piece) {
         let (d, j, total) = (call.owner(e), call.local(e), count(e));
         let pe = peers.world(d);
+        // The rows of the ranks before this one in expert j's region on d, a lane's each.
         let mut row = j * per;
-        for s in 0..peers.rank {
-            // SAFETY: as above.
-            row += unsafe { rows(&lb, &call, s, d, j) };
+        let mut s0 = 0;
+        while s0 < peers.rank {
+            let s = s0 + warp::lane_id();
+            let mine = if s < peers.rank {
+                // SAFETY: as above (s < rank < size).
+                unsafe { rows(&lb, &call, s, d, j) }
+            } else {
+                0
+            };
+            row += warp::sum(mine);
+            s0 += warp::WARP_SIZE;
         }
-        let first = (piece - before) * rows_per_piece;
+        let first = q * rows_per_piece;
         let last = (first + rows_per_piece).min(total);
+        // The piece's entries, a lane's each, loaded at once: a row's copy waits for its
+        // entry, and one load per row made the rows' copies wait in turn.
+        let lane = warp::lane_id();
+        let mine = if lane < last - first {
+            // SAFETY: `prepare` indexed every position below the count (`< R`).
+            unsafe { lb.entries.add((e * r + first + lane) as usize).read() }
+        } else {
+            0
+        };
         for p in first..last {
-            // SAFETY: `prepare` indexed every position below the count (`< R`); the
-            // destination rows `row .. row + total` lie in expert j's region on `d`
-            // (`Σ_s rows(s, j) <= n R`), written by nobody else in this call; `x`,
-            // `src_words` are symmetric (put sources where `d` has no mapping).
+            let i = warp::shfl_idx(warp::FULL_MASK, mine, p - first);
+            // SAFETY: the destination rows `row .. row + total` lie in expert j's region on
+            // `d` (`Σ_s rows(s, j) <= n R`), written by nobody else in this call; `i` is an
+            // entry of this call (`< tokens × k`); `x`, `src_words` are symmetric (put
+            // sources where `d` has no mapping).
             unsafe {
-                let i = lb.entries.add((e * r + p) as usize).read();
                 let at = (row + p) as usize;
                 tile::push_tile(
                     ll.rows_bf16().add(at * h),

@@ -16,6 +16,7 @@
 //!   modes' combines are one private block, `weighted`);
 //! * [`low_latency`]: the decode-time mode — fixed receive buffers, counts with the data, no
 //!   host synchronisation, the epoch counted on the device (graphs);
+//! * [`walk`]: the expert of a row or piece numbered across experts, counts read 32 at a time;
 //! * [`layer`]: the fused MoE layer on the low-latency mode's buffers — rows straight into
 //!   their experts' rows, the gate/up GEMM waiting per expert and source rank
 //!   ([`layer::ArrivalSchedule`]), SwiGLU in its epilogue, the down GEMM storing each row on
@@ -34,6 +35,7 @@ pub mod dispatch;
 pub mod layer;
 pub mod low_latency;
 pub mod route;
+pub mod walk;
 mod weighted;
 
 pub use call::{MoeBufs, MoeCall, NONE};

@@ -43,13 +43,14 @@
 //! epoch in their high half and only grow: never reset.
 
 use crate::call::{MoeCall, RouteBufs, NONE};
+use crate::walk::ExpertWalk;
 use crate::weighted::{bf16_pack, Sum};
 use rshmem_coll::pack::{self, Pack};
 use rshmem_coll::peers::Peers;
 use rshmem_coll::{signal as sig, tile};
 use rshmem_device::half::Half;
 use rshmem_device::shmem::{self, Team};
-use rshmem_device::{bf16, thread, warp, KernelArg};
+use rshmem_device::{bf16, thread, KernelArg};
 
 /// The low-latency buffers on this PE (a kernel argument). `E` local experts, `n` ranks,
 /// `R = max_tokens`, `H = hidden`, `k = top_k`.
@@ -326,41 +327,25 @@ pub unsafe fn combine_send(team: Team, ll: LlBufs, expert_out: *const bf16, call
     let peers = Peers::of(team);
     let (h, rows_per) = (call.hidden as usize, (call.size * call.max_tokens) as usize);
     let local = call.local_experts() as usize;
-    let mut w = thread::block_idx_x() as usize;
     // Rows of every expert, one block a row: w walks expert 0's rows, then expert 1's, ...
-    // Experts go 32 at a time, a lane's count each, their starts by a warp scan (each warp
-    // the same), so a block reads the counts once, not one dependent load per expert.
-    let (mut j0, mut before) = (0usize, 0usize);
-    while j0 < local {
-        let j = j0 + warp::lane_id() as usize;
-        let count = if j < local {
-            // SAFETY: written by `recv`, which finished before this kernel; j < local.
-            unsafe { ll.recv_count.add(j).read() }
-        } else {
-            0
-        };
-        let (start, total) = warp::exclusive_sum(count);
-        while w < before + total as usize {
-            // Row w's expert: the last lane starting at or below it (an empty expert starts
-            // where the next one does, so it is never the last).
-            let at = (w - before) as u32;
-            let lane = 31 - warp::ballot(u32::MAX, start <= at).leading_zeros();
-            let row = (j0 + lane as usize) * rows_per
-                + (at - warp::shfl_idx(u32::MAX, start, lane)) as usize;
-            // SAFETY: the row is one of that expert's; its source's slot for the entry lies
-            // in `combine_recv` (entries < R k) and only this row is sent there.
-            unsafe {
-                let (src, entry) = (
-                    ll.recv_src.add(2 * row).read(),
-                    ll.recv_src.add(2 * row + 1).read(),
-                );
-                let dst = ll.combine_recv.add(entry as usize * h);
-                tile::push_tile(dst, expert_out.add(row * h), h, peers.world(src));
-            }
-            w += thread::grid_dim_x() as usize;
+    // SAFETY: written by `recv`, which finished before this kernel; j < local.
+    let mut walk = ExpertWalk::new(local as u32, |j| unsafe {
+        ll.recv_count.add(j as usize).read()
+    });
+    let mut w = thread::block_idx_x();
+    while let Some((j, at)) = walk.find(w) {
+        let row = j as usize * rows_per + at as usize;
+        // SAFETY: the row is one of that expert's; its source's slot for the entry lies in
+        // `combine_recv` (entries < R k) and only this row is sent there.
+        unsafe {
+            let (src, entry) = (
+                ll.recv_src.add(2 * row).read(),
+                ll.recv_src.add(2 * row + 1).read(),
+            );
+            let dst = ll.combine_recv.add(entry as usize * h);
+            tile::push_tile(dst, expert_out.add(row * h), h, peers.world(src));
         }
-        before += total as usize;
-        j0 += 32;
+        w += thread::grid_dim_x();
     }
     thread::sync_threads();
     if thread::thread_idx_x() == 0 {

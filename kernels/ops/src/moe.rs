@@ -37,7 +37,7 @@
 //! | kernel | step | launch |
 //! |---|---|---|
 //! | `moe_layer_prepare` | [`layer::prepare`] | any grid, block 0 at least `size` threads |
-//! | `moe_layer_send` | [`layer::send`] | blocks of at least `size` threads |
+//! | `moe_layer_send` | [`layer::send`] | blocks of whole warps, at least `size` threads |
 //! | (`moe_gate_up90`, `moe_down90`) | the GEMMs | `crate::moe90` |
 //! | `moe_layer_push` | [`layer::push_unmapped`] | any grid |
 //!
