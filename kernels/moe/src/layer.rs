@@ -266,10 +266,11 @@ pub fn piece_rows(call: &MoeCall, blocks: u32) -> u32 {
         .clamp(1, SEND_ROWS)
 }
 
-/// Step 4 (module docs), any 1-D grid of blocks of whole warps, at least `size` threads: the rows go in
-/// pieces of [`piece_rows`] rows of one expert, expert after expert (of all ranks' experts),
-/// block `b` taking pieces `b, b + gridDim, ...`; the block that completes an expert's last
-/// piece (`sent[e]` reaches its count) sets the expert's arrival flag on its rank.
+/// Step 4 (module docs), any 1-D grid of blocks of whole warps, at least `size` threads: the
+/// rows go in pieces of [`piece_rows`] rows of one expert, expert after expert (of all ranks'
+/// experts), block `b` taking pieces `b, b + gridDim, ...`; the block that completes an
+/// expert's last piece (`sent[e]` reaches its count) sets the expert's arrival flag on its
+/// rank.
 ///
 /// # Safety
 ///

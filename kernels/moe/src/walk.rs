@@ -1,8 +1,9 @@
 //! Units (rows, pieces of rows) numbered across experts, expert 0's first: [`ExpertWalk`]
 //! finds the expert of a unit reading the experts' counts 32 at a time, a lane's each, scanned
 //! in the warp. A walk expert by expert waits for one load per expert, each a round trip to L2:
-//! 256 of them per block in the fused layer's send, most of its 700 µs at 4096 tokens, top-8
-//! of 256 (one H100, 2026-12-07, sixteenth session).
+//! 256 of them per block in the fused layer's send at 4096 tokens, top-8 of 256, whose 701 µs
+//! (one H100, 2026-12-07) this walk was written to cut — the cause inferred from the code, the
+//! gain not yet measured (docs/moe.md, sixteenth session).
 
 use rshmem_device::warp::{self, FULL_MASK};
 
