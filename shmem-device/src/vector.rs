@@ -42,6 +42,19 @@ pub unsafe fn store(ptr: *mut Words4, value: Words4) {
     unsafe { backend::store_x4(ptr.cast(), value.0) }
 }
 
+/// As [`store`], with `st.cs.v4.b32`: the line is cached evict-first (L1 and L2), for output
+/// this GPU will not read again soon, so that it does not push inputs that are reused out of
+/// L2.
+///
+/// # Safety
+///
+/// As [`store`].
+#[inline(always)]
+pub unsafe fn store_streaming(ptr: *mut Words4, value: Words4) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { backend::store_x4_streaming(ptr.cast(), value.0) }
+}
+
 /// [`crate::atomic::load_relaxed_x4`].
 ///
 /// # Safety

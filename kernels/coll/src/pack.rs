@@ -142,6 +142,18 @@ pub unsafe fn store(p: *mut Pack, v: Pack) {
     unsafe { vector::store(p, v) }
 }
 
+/// As [`store`], cached evict-first (`st.cs.v4.b32`, `rshmem_device::vector::store_streaming`):
+/// for output this GPU will not read again soon.
+///
+/// # Safety
+///
+/// As [`store`].
+#[inline(always)]
+pub unsafe fn store_streaming(p: *mut Pack, v: Pack) {
+    // SAFETY: the caller's contract.
+    unsafe { vector::store_streaming(p, v) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

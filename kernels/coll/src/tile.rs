@@ -8,7 +8,8 @@
 //! * [`push_tile`]: copies a local tile into a symmetric buffer of PE `pe`: stores through the
 //!   peer mapping, or `shmem::put` where there is none.
 //! * [`copy_tile`]: the copy itself, between any two addresses this thread can access, in the
-//!   widest words both ends are aligned for; [`fan_out`] one source into several
+//!   widest words both ends are aligned for ([`copy_tile_with`], [`push_tile_with`]: with
+//!   evict-first stores, [`Streaming`]); [`fan_out`] one source into several
 //!   destinations, each pack loaded once; [`zero_tile`] zeroes.
 //! * [`by_packs`]: any other per-element work shared out the same way (whole packs, then
 //!   elements).
@@ -246,6 +247,40 @@ pub unsafe fn zero_tile<E: Copy + Default>(dst: *mut E, count: usize) {
 /// equal pair copies nothing); no write races with them.
 #[inline(always)]
 pub unsafe fn copy_tile<E: Copy>(dst: *mut E, src: *const E, count: usize) {
+    // SAFETY: forwarded.
+    unsafe { copy_tile_with::<Cached, E>(dst, src, count) }
+}
+
+/// Where a move's stores leave their lines in the caches: the `S` of [`copy_tile_with`] and
+/// [`push_tile_with`].
+pub trait Stores {
+    /// Whether 16-byte packs go out with [`pack::store_streaming`].
+    const STREAMING: bool;
+}
+
+/// Plain stores: the lines stay cached as any other (what [`copy_tile`] does).
+pub struct Cached;
+
+/// Evict-first stores ([`pack::store_streaming`]) for output this GPU does not read again
+/// soon: the inputs a move re-reads stay in L2 instead (an MoE send reads a token's row once
+/// per expert, writing eight times its bytes).
+pub struct Streaming;
+
+impl Stores for Cached {
+    const STREAMING: bool = false;
+}
+
+impl Stores for Streaming {
+    const STREAMING: bool = true;
+}
+
+/// [`copy_tile`] with the stores' cache policy `S`.
+///
+/// # Safety
+///
+/// As [`copy_tile`].
+#[inline(always)]
+pub unsafe fn copy_tile_with<S: Stores, E: Copy>(dst: *mut E, src: *const E, count: usize) {
     if core::ptr::eq(dst, src) || count == 0 {
         return;
     }
@@ -253,13 +288,13 @@ pub unsafe fn copy_tile<E: Copy>(dst: *mut E, src: *const E, count: usize) {
     // SAFETY: forwarded; each arm's word size divides the pointers' common alignment.
     unsafe {
         if skew % 16 == 0 {
-            copy_words::<Pack, E>(dst, src, count)
+            copy_words::<S, Pack, E>(dst, src, count)
         } else if skew % 8 == 0 && size_of::<E>() <= 8 {
-            copy_words::<u64, E>(dst, src, count)
+            copy_words::<S, u64, E>(dst, src, count)
         } else if skew % 4 == 0 && size_of::<E>() <= 4 {
-            copy_words::<u32, E>(dst, src, count)
+            copy_words::<S, u32, E>(dst, src, count)
         } else {
-            copy_words::<Plain<E>, E>(dst, src, count)
+            copy_words::<S, Plain<E>, E>(dst, src, count)
         }
     }
 }
@@ -274,6 +309,16 @@ trait Word: Copy {
     ///
     /// `p` valid and aligned for a `Self`, no racing access.
     unsafe fn store(p: *mut Self, v: Self);
+    /// As `store`, cached evict-first where the word has such a store.
+    ///
+    /// # Safety
+    ///
+    /// As `store`.
+    #[inline(always)]
+    unsafe fn store_streaming(p: *mut Self, v: Self) {
+        // SAFETY: forwarded.
+        unsafe { Self::store(p, v) }
+    }
 }
 
 impl Word for Pack {
@@ -286,6 +331,11 @@ impl Word for Pack {
     unsafe fn store(p: *mut Self, v: Self) {
         // SAFETY: forwarded.
         unsafe { pack::store(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn store_streaming(p: *mut Self, v: Self) {
+        // SAFETY: forwarded.
+        unsafe { pack::store_streaming(p, v) }
     }
 }
 
@@ -322,7 +372,7 @@ plain_word!([E: Copy] Plain<E>);
 /// As [`copy_tile`], and `dst`, `src` equal modulo `size_of::<W>()`, which `size_of::<E>()`
 /// divides (or equals).
 #[inline(always)]
-unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize) {
+unsafe fn copy_words<S: Stores, W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize) {
     let (t, nt) = block_lanes();
     let (wsize, esize) = (size_of::<W>(), size_of::<E>());
     let per = wsize / esize;
@@ -338,7 +388,13 @@ unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize)
             nt,
             words,
             |i| W::load(ws.add(i)),
-            |i, v| W::store(wd.add(i), v),
+            |i, v| {
+                if S::STREAMING {
+                    W::store_streaming(wd.add(i), v)
+                } else {
+                    W::store(wd.add(i), v)
+                }
+            },
         );
         let element = |e: usize| dst.add(e).write(src.add(e).read());
         strided(t, nt, head, element);
@@ -358,6 +414,22 @@ unsafe fn copy_words<W: Word, E: Copy>(dst: *mut E, src: *const E, count: usize)
 /// `count` reads; `pe` a PE of the job; nothing else writes that part of `dst` meanwhile.
 #[inline(always)]
 pub unsafe fn push_tile<E: Copy>(dst: *mut E, src: *const E, count: usize, pe: i32) {
+    // SAFETY: forwarded.
+    unsafe { push_tile_with::<Cached, E>(dst, src, count, pe) }
+}
+
+/// [`push_tile`] with the stores' cache policy `S` (where `pe` is mapped; a put is a put).
+///
+/// # Safety
+///
+/// As [`push_tile`].
+#[inline(always)]
+pub unsafe fn push_tile_with<S: Stores, E: Copy>(
+    dst: *mut E,
+    src: *const E,
+    count: usize,
+    pe: i32,
+) {
     if count == 0 {
         return;
     }
@@ -368,7 +440,7 @@ pub unsafe fn push_tile<E: Copy>(dst: *mut E, src: *const E, count: usize, pe: i
         if remote.is_null() {
             shmem::put::<Block, E>(dst, src, count, pe);
         } else {
-            copy_tile(remote, src, count);
+            copy_tile_with::<S, E>(remote, src, count);
         }
     }
 }

@@ -468,14 +468,27 @@ fn copy_tile_every_skew() {
                 buf.write(&w, 0, &vec![0u8; 4096]);
                 Sym(buf.0 + 1024).write(&w, 0, &src);
                 let base = Shared(buf.at::<u8>(&w, 0));
-                launch(&w, 1, 8, |_| {
-                    let b = base.get();
-                    // SAFETY: both ranges lie inside the 4 KiB buffer and do not overlap.
-                    unsafe { tile::copy_tile(b.add(d), b.add(1024 + s).cast_const(), len) };
-                });
-                let got: Vec<u8> = buf.read(&w, 0, 4096);
-                assert_eq!(&got[d..d + len], &src[s..s + len], "s {s} d {d} len {len}");
-                assert!(got[..d].iter().chain(&got[d + len..1024]).all(|&b| b == 0));
+                for streaming in [false, true] {
+                    buf.write(&w, 0, &vec![0u8; 1024]);
+                    launch(&w, 1, 8, |_| {
+                        let (b, from) = (base.get(), base.get().wrapping_add(1024 + s));
+                        // SAFETY: both ranges lie inside the 4 KiB buffer and do not overlap.
+                        unsafe {
+                            if streaming {
+                                tile::copy_tile_with::<tile::Streaming, u8>(b.add(d), from, len)
+                            } else {
+                                tile::copy_tile(b.add(d), from.cast_const(), len)
+                            }
+                        };
+                    });
+                    let got: Vec<u8> = buf.read(&w, 0, 4096);
+                    let at = format!("s {s} d {d} len {len} streaming {streaming}");
+                    assert_eq!(&got[d..d + len], &src[s..s + len], "{at}");
+                    assert!(
+                        got[..d].iter().chain(&got[d + len..1024]).all(|&b| b == 0),
+                        "{at}"
+                    );
+                }
             }
         }
     }

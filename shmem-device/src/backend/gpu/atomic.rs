@@ -198,22 +198,33 @@ pub(crate) unsafe fn load_x4(ptr: *const [u32; 4]) -> [u32; 4] {
     [a, b, c, d]
 }
 
-/// `st.v4.b32` (weak).
-///
-/// # Safety
-///
-/// As `vector::store`.
-#[inline(always)]
-pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        core::arch::asm!(
-            "st.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
-            p = in(reg64) ptr,
-            a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
-            options(nostack, preserves_flags)
-        )
-    };
+/// `st.v4.b32` with a cache operator: one 16-byte store.
+macro_rules! store_x4 {
+    ($($(#[$doc:meta])* $name:ident: $op:literal;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// As `vector::store`.
+        #[inline(always)]
+        pub(crate) unsafe fn $name(ptr: *mut [u32; 4], v: [u32; 4]) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                core::arch::asm!(
+                    concat!($op, " [{p}], {{{a}, {b}, {c}, {d}}};"),
+                    p = in(reg64) ptr,
+                    a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+                    options(nostack, preserves_flags)
+                )
+            };
+        }
+    )*};
+}
+store_x4! {
+    /// `st.v4.b32` (weak).
+    store_x4: "st.v4.b32";
+    /// `st.cs.v4.b32` (weak, cache-streaming: evict-first in L1 and L2).
+    store_x4_streaming: "st.cs.v4.b32";
 }
 
 /// `st.global.b{16,32,64}`: one plain store through a generic address known to be global

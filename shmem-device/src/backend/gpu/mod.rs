@@ -12,7 +12,7 @@ mod shmem;
 
 pub(crate) use atomic::{
     load_relaxed_x4, load_x4, store_global_u16, store_global_u32, store_global_u64,
-    store_relaxed_x4, store_x4,
+    store_relaxed_x4, store_x4, store_x4_streaming,
 };
 pub(crate) use fault::{assert_failed, checked, panicked};
 pub(crate) use shmem::*;
