@@ -351,7 +351,9 @@ pub unsafe fn send(team: Team, lb: LayerBufs, x: *const bf16, call: MoeCall) {
             // sources where `d` has no mapping).
             unsafe {
                 let at = (row + p) as usize;
-                tile::push_tile(
+                // Evict-first: the rows are 8 x the bytes of `x` at top-8, and each row of `x`
+                // is read once per expert, so `x` should be what stays in L2.
+                tile::push_tile_with::<tile::Streaming, _>(
                     ll.rows_bf16().add(at * h),
                     x.add((i / k) as usize * h),
                     h,

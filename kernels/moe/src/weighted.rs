@@ -112,17 +112,32 @@ impl Sum {
     /// Every used row lies in `base`, `e < h`.
     #[inline(always)]
     pub(crate) unsafe fn element(&self, e: usize) -> f32 {
+        // The halves by constant index, as in `pack`: a slice of them by a runtime length put
+        // the whole `Sum` in local memory, read back per pack in the hot loop.
         let mut acc = 0.0f32;
-        for half in &self.halves[..1 + self.two as usize] {
-            rshmem_coll::unroll8!(j < 8 => {
-                if half.rows[j] != NONE {
-                    // SAFETY: the caller's.
-                    let x = unsafe { self.base.add(half.rows[j] as usize * self.h + e).read() };
-                    acc += half.weights[j] * x.to_f32_exact();
-                }
-            });
+        // SAFETY: the caller's.
+        unsafe { self.add_element(&mut acc, &self.halves[0], e) };
+        if self.two {
+            // SAFETY: the caller's.
+            unsafe { self.add_element(&mut acc, &self.halves[1], e) };
         }
         acc
+    }
+
+    /// Adds one [`Rows`]' share of element `e` to `acc`, in entry order.
+    ///
+    /// # Safety
+    ///
+    /// As [`Sum::element`].
+    #[inline(always)]
+    unsafe fn add_element(&self, acc: &mut f32, half: &Rows, e: usize) {
+        rshmem_coll::unroll8!(j < 8 => {
+            if half.rows[j] != NONE {
+                // SAFETY: the caller's.
+                let x = unsafe { self.base.add(half.rows[j] as usize * self.h + e).read() };
+                *acc += half.weights[j] * x.to_f32_exact();
+            }
+        });
     }
 
     /// Adds one [`Rows`]' share of pack `g` to `acc`, in entry order. Every entry's pack is

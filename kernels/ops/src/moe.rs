@@ -259,10 +259,14 @@ pub unsafe fn moe_ll_signal_combine(team: Team, ll: LlBufs, call: MoeCall) {
 
 /// The low-latency combine's sums ([`low_latency::combine_reduce`]).
 ///
+/// Bounded to two blocks per SM: with its sums' rows in registers it needs 164 (one block
+/// per SM, half the loads in flight); at 128 it spills 24 bytes. Before, it used 86 with the
+/// rows in a local-memory frame reread for every pack. Not yet timed on a GPU.
+///
 /// # Safety
 ///
-/// The contract of [`low_latency::combine_reduce`].
-#[kernel]
+/// The contract of [`low_latency::combine_reduce`]; blocks of at most 256 threads.
+#[kernel(launch_bounds(256, 2))]
 pub unsafe fn moe_ll_combine_reduce(
     team: Team,
     ll: LlBufs,
