@@ -471,13 +471,14 @@ fn copy_tile_every_skew() {
                 for streaming in [false, true] {
                     buf.write(&w, 0, &vec![0u8; 1024]);
                     launch(&w, 1, 8, |_| {
-                        let (b, from) = (base.get(), base.get().wrapping_add(1024 + s));
+                        let b = base.get();
+                        let from = b.wrapping_add(1024 + s).cast_const();
                         // SAFETY: both ranges lie inside the 4 KiB buffer and do not overlap.
                         unsafe {
                             if streaming {
                                 tile::copy_tile_with::<tile::Streaming, u8>(b.add(d), from, len)
                             } else {
-                                tile::copy_tile(b.add(d), from.cast_const(), len)
+                                tile::copy_tile(b.add(d), from, len)
                             }
                         };
                     });

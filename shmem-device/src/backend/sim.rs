@@ -458,11 +458,11 @@ pub(crate) unsafe fn store_x4(ptr: *mut [u32; 4], v: [u32; 4]) {
 
 /// # Safety
 ///
-/// As `vector::store_streaming`: a plain host write (the simulator has no caches to spare).
+/// As `vector::store_streaming`: the plain store (the simulator has no caches to spare).
 #[inline(always)]
 pub(crate) unsafe fn store_x4_streaming(ptr: *mut [u32; 4], v: [u32; 4]) {
     // SAFETY: the caller's contract.
-    unsafe { ptr.write(v) }
+    unsafe { store_x4(ptr, v) }
 }
 
 /// `global::store`'s forms: plain host writes (the simulator has one address space).
